@@ -1,0 +1,26 @@
+//! plait-proto: plait's sans-IO multipath engine.
+//!
+//! One [`Session`] per peer carries opaque inner packets (packet mode) over several paths:
+//! it schedules each packet onto a path ([`sched`]), numbers datagrams per path and globally
+//! ([`wire`], docs/protocol.md), learns each path's delay, rate and loss from ACK feedback
+//! ([`path`]), and at the receiver restores order and detects loss ([`reorder`]).
+//!
+//! Invariants of the whole crate:
+//! - it reads no clock, opens no socket, spawns no thread and uses no global RNG (enforced
+//!   by `clippy.toml`'s disallowed methods and types); time comes in as [`Time`] arguments
+//!   and randomness from the seed in [`Config`]; the same inputs give the same outputs;
+//! - nothing from the network panics it: decoders return typed errors, buffers are bounded;
+//! - per-path state lives in `Vec`s indexed by [`PathId`].
+//!
+//! Drivers (the tunnel daemon, the simulator, tests) feed inputs with `handle_*` and drain
+//! outputs with `poll_*` through the one [`drive`] function and its documented drain order.
+
+pub mod ids;
+pub mod path;
+pub mod reorder;
+pub mod sched;
+pub mod time;
+pub mod wire;
+
+pub use ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
+pub use time::Time;

@@ -1,0 +1,110 @@
+//! [`PathView`]: the read-only snapshot of one path that schedulers see.
+//!
+//! Schedulers hold no protocol state of others: everything they know about a path comes
+//! from this snapshot, rebuilt by the session before each decision.
+
+use std::time::Duration;
+
+use crate::ids::PathId;
+
+/// Liveness state of a path as judged by its sender (docs/protocol.md#path-states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathState {
+    /// Added, or back from `Down`: probes are sent; no data is scheduled on it yet.
+    Probing,
+    /// Acknowledgements arrive; data may be scheduled.
+    Active,
+    /// Still usable, but acknowledgements are late or the loss rate is high.
+    Degraded,
+    /// Acknowledgements have been silent beyond the blackout bound (seed PET-BMP §VII-C);
+    /// only probes are sent until one is answered.
+    Down,
+}
+
+impl PathState {
+    /// Whether a scheduler may put data on a path in this state.
+    pub const fn is_usable(self) -> bool {
+        matches!(self, PathState::Active | PathState::Degraded)
+    }
+
+    /// Lower-case name, as in logs and status output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PathState::Probing => "probing",
+            PathState::Active => "active",
+            PathState::Degraded => "degraded",
+            PathState::Down => "down",
+        }
+    }
+}
+
+/// What the sender knows about one path, at the moment of a scheduling decision.
+///
+/// Delays and rates are estimates from feedback; `None` means "no sample yet".
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathView {
+    /// Which path this is.
+    pub id: PathId,
+    /// Liveness state; schedulers only pick paths whose state [`PathState::is_usable`].
+    pub state: PathState,
+    /// Smoothed round-trip time (RFC 6298).
+    pub srtt: Option<Duration>,
+    /// Round-trip time variation (RFC 6298).
+    pub rttvar: Option<Duration>,
+    /// Smallest round-trip time seen recently (queue-free).
+    pub min_rtt: Option<Duration>,
+    /// Forward one-way delay of this path relative to the session's fastest path, queue-free
+    /// (base): differences between paths are exact without clock sync (seed PET-BMP §V-A).
+    pub base_owd: Option<Duration>,
+    /// Latest smoothed forward one-way delay relative to the same reference as `base_owd`
+    /// (includes queueing), so `owd - base_owd` is this path's current queueing delay.
+    pub owd: Option<Duration>,
+    /// Bottleneck rate from packet-pair dispersion, bytes per second (seed PET-BMP §V-A).
+    pub pair_rate: Option<f64>,
+    /// Delivery rate (Westwood-like, seed ETOM §IV-C), bytes per second.
+    pub delivery_rate: Option<f64>,
+    /// Configured capacity hint, bytes per second (from config; `None` if not given).
+    pub configured_rate: Option<f64>,
+    /// Bytes sent on this path not yet acknowledged or declared lost.
+    pub bytes_in_flight: u64,
+    /// Room left in this path's congestion window, bytes; `None` when the path has no
+    /// window (packet mode leaves congestion control to the end hosts' TCP).
+    pub cwnd_room: Option<u64>,
+    /// Smoothed fraction of this path's packets declared lost, 0..=1.
+    pub loss_rate: f64,
+}
+
+impl PathView {
+    /// A fresh view with no estimates: handy for tests and for paths with no samples yet.
+    pub fn new(id: PathId, state: PathState) -> PathView {
+        PathView {
+            id,
+            state,
+            srtt: None,
+            rttvar: None,
+            min_rtt: None,
+            base_owd: None,
+            owd: None,
+            pair_rate: None,
+            delivery_rate: None,
+            configured_rate: None,
+            bytes_in_flight: 0,
+            cwnd_room: None,
+            loss_rate: 0.0,
+        }
+    }
+
+    /// Whether a scheduler may put data on this path.
+    pub fn is_usable(&self) -> bool {
+        self.state.is_usable() && self.cwnd_room != Some(0)
+    }
+
+    /// Best estimate of the path's capacity in bytes per second: packet-pair rate, else
+    /// delivery rate, else the configured hint.
+    pub fn rate_estimate(&self) -> Option<f64> {
+        self.pair_rate
+            .or(self.delivery_rate)
+            .or(self.configured_rate)
+            .filter(|r| r.is_finite() && *r > 0.0)
+    }
+}

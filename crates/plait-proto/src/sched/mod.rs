@@ -1,0 +1,183 @@
+//! The scheduler seam: for each inner packet, choose the path(s) it leaves on.
+//!
+//! A scheduler sees only read-only [`PathView`] snapshots and the packet's [`PacketMeta`];
+//! it may keep its own per-path bookkeeping (indexed by [`PathId`], never a `HashMap`).
+//!
+//! Invariants every scheduler keeps (property-tested in `tests`):
+//! - it never returns a path that is not [`PathView::is_usable`];
+//! - if no path is usable it returns [`Selection::Wait`];
+//! - it is deterministic: the same calls give the same answers.
+//!
+//! Adding a scheduler: one file here, one variant in [`SchedulerKind`] and [`AnyScheduler`].
+
+use std::time::Duration;
+
+use crate::ids::{GlobalSeq, PathId};
+use crate::path::PathView;
+use crate::time::Time;
+
+mod edpf;
+mod min_rtt;
+mod redundant;
+mod round_robin;
+mod weighted_round_robin;
+
+pub use edpf::Edpf;
+pub use min_rtt::MinRtt;
+pub use redundant::Redundant;
+pub use round_robin::RoundRobin;
+pub use weighted_round_robin::WeightedRoundRobin;
+
+/// What a scheduler knows about the packet it places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// The packet's global sequence number.
+    pub global_seq: GlobalSeq,
+    /// Bytes the packet occupies on a path (datagram size including plait's overhead).
+    pub len: usize,
+    /// When the packet entered the session's send queue (`a_i` in seed PET-BMP eq. 1).
+    pub arrival: Time,
+}
+
+/// A scheduler's decision for one packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Send on this path.
+    Send(PathId),
+    /// Send a copy on each of these paths (at least one); the receiver drops duplicates.
+    Duplicate(Vec<PathId>),
+    /// Send nothing now. `Some(t)`: ask again at `t`; `None`: ask again when paths change.
+    Wait(Option<Time>),
+}
+
+/// A path scheduler (see the module docs for its invariants).
+pub trait Scheduler {
+    /// Chooses the path(s) for `pkt` given the current `paths` (every path of the session,
+    /// usable or not, in `PathId` order).
+    fn select(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Selection;
+
+    /// Tells the scheduler that `pkt` was really sent on `path` (after a `Send` or for each
+    /// copy of a `Duplicate`), so it can update what it tracks (e.g. EDPF's `A_l`).
+    fn on_sent(&mut self, _now: Time, _path: PathId, _pkt: &PacketMeta) {}
+}
+
+/// Scheduler names accepted in config and scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchedulerKind {
+    /// `round-robin`: each usable path in turn.
+    RoundRobin,
+    /// `wrr`: weighted round robin by capacity (the seeds' WRR baseline).
+    WeightedRoundRobin,
+    /// `edpf`: earliest delivery path first (seed PET-BMP eq. 1).
+    Edpf,
+    /// `min-rtt`: the usable path with the smallest smoothed RTT.
+    MinRtt,
+    /// `redundant`: a copy on every usable path.
+    Redundant,
+}
+
+impl SchedulerKind {
+    /// Every scheduler, in the order tables list them.
+    pub const ALL: [SchedulerKind; 5] = [
+        SchedulerKind::RoundRobin,
+        SchedulerKind::WeightedRoundRobin,
+        SchedulerKind::Edpf,
+        SchedulerKind::MinRtt,
+        SchedulerKind::Redundant,
+    ];
+
+    /// The name used in config files.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::RoundRobin => "round-robin",
+            SchedulerKind::WeightedRoundRobin => "wrr",
+            SchedulerKind::Edpf => "edpf",
+            SchedulerKind::MinRtt => "min-rtt",
+            SchedulerKind::Redundant => "redundant",
+        }
+    }
+
+    /// Looks a scheduler up by its config name.
+    pub fn from_name(name: &str) -> Option<SchedulerKind> {
+        SchedulerKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// Enum dispatch over every scheduler (no deep generics; chosen by name from config).
+#[derive(Debug, Clone)]
+pub enum AnyScheduler {
+    /// See [`RoundRobin`].
+    RoundRobin(RoundRobin),
+    /// See [`WeightedRoundRobin`].
+    WeightedRoundRobin(WeightedRoundRobin),
+    /// See [`Edpf`].
+    Edpf(Edpf),
+    /// See [`MinRtt`].
+    MinRtt(MinRtt),
+    /// See [`Redundant`].
+    Redundant(Redundant),
+}
+
+impl AnyScheduler {
+    /// A fresh scheduler of the given kind.
+    pub fn new(kind: SchedulerKind) -> AnyScheduler {
+        match kind {
+            SchedulerKind::RoundRobin => AnyScheduler::RoundRobin(RoundRobin::default()),
+            SchedulerKind::WeightedRoundRobin => {
+                AnyScheduler::WeightedRoundRobin(WeightedRoundRobin::default())
+            }
+            SchedulerKind::Edpf => AnyScheduler::Edpf(Edpf::default()),
+            SchedulerKind::MinRtt => AnyScheduler::MinRtt(MinRtt::default()),
+            SchedulerKind::Redundant => AnyScheduler::Redundant(Redundant::default()),
+        }
+    }
+
+    fn inner(&mut self) -> &mut dyn Scheduler {
+        match self {
+            AnyScheduler::RoundRobin(s) => s,
+            AnyScheduler::WeightedRoundRobin(s) => s,
+            AnyScheduler::Edpf(s) => s,
+            AnyScheduler::MinRtt(s) => s,
+            AnyScheduler::Redundant(s) => s,
+        }
+    }
+}
+
+impl Scheduler for AnyScheduler {
+    fn select(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Selection {
+        self.inner().select(now, paths, pkt)
+    }
+
+    fn on_sent(&mut self, now: Time, path: PathId, pkt: &PacketMeta) {
+        self.inner().on_sent(now, path, pkt)
+    }
+}
+
+/// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).
+pub fn transmission_time(len: usize, rate: f64) -> Duration {
+    if rate.is_finite() && rate > 0.0 {
+        Duration::from_secs_f64(len as f64 / rate)
+    } else {
+        Duration::MAX
+    }
+}
+
+/// The usable path with the smallest key, ties broken by the lower `PathId`.
+pub(crate) fn usable_min_by_key<K: PartialOrd>(
+    paths: &[PathView],
+    mut key: impl FnMut(&PathView) -> K,
+) -> Option<PathId> {
+    let mut best: Option<(K, PathId)> = None;
+    for p in paths.iter().filter(|p| p.is_usable()) {
+        let k = key(p);
+        let better = match &best {
+            None => true,
+            // `paths` is in PathId order, so strict `<` keeps the lower id on ties.
+            Some((bk, _)) => k < *bk,
+        };
+        if better {
+            best = Some((k, p.id));
+        }
+    }
+    best.map(|(_, id)| id)
+}

@@ -1,0 +1,17 @@
+//! Placeholder, replaced by the scheduler implementation.
+use super::{PacketMeta, Scheduler, Selection};
+use crate::path::PathView;
+use crate::time::Time;
+
+/// Placeholder.
+#[derive(Debug, Clone, Default)]
+pub struct Redundant;
+
+impl Scheduler for Redundant {
+    fn select(&mut self, _now: Time, paths: &[PathView], _pkt: &PacketMeta) -> Selection {
+        match paths.iter().find(|p| p.is_usable()) {
+            Some(p) => Selection::Send(p.id),
+            None => Selection::Wait(None),
+        }
+    }
+}
