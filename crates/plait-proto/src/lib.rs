@@ -15,12 +15,20 @@
 //! Drivers (the tunnel daemon, the simulator, tests) feed inputs with `handle_*` and drain
 //! outputs with `poll_*` through the one [`drive`] function and its documented drain order.
 
+pub mod config;
+mod drive;
 pub mod ids;
 pub mod path;
 pub mod reorder;
 pub mod sched;
+pub mod session;
 pub mod time;
 pub mod wire;
 
+pub use config::{Config, ConfigError};
+pub use drive::{Io, drive};
 pub use ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
+pub use session::{
+    Delivery, Event, PathError, RecvError, SendError, Session, SessionStats, Transmit,
+};
 pub use time::Time;

@@ -65,6 +65,19 @@ pub fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// `secs` seconds as a `Duration`, saturating: negative or NaN gives zero, too large gives
+/// `Duration::MAX`. Cheaper than `Duration::try_from_secs_f64` on the per-packet path.
+pub fn secs_f64_saturating(secs: f64) -> Duration {
+    let nanos = secs * 1e9;
+    if nanos >= u64::MAX as f64 {
+        Duration::MAX
+    } else if nanos > 0.0 {
+        Duration::from_nanos(nanos as u64)
+    } else {
+        Duration::ZERO
+    }
+}
+
 impl Add<Duration> for Time {
     type Output = Time;
     fn add(self, d: Duration) -> Time {
@@ -88,7 +101,12 @@ impl Sub<Time> for Time {
 
 impl fmt::Debug for Time {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
@@ -109,7 +127,19 @@ mod tests {
         assert_eq!(Time::ZERO - t, Duration::ZERO);
         assert_eq!(t - Time::ZERO, Duration::from_millis(5));
         assert_eq!(Time::MAX + Duration::from_secs(1), Time::MAX);
-        assert_eq!(Time::ZERO.saturating_sub(Duration::from_secs(1)), Time::ZERO);
+        assert_eq!(
+            Time::ZERO.saturating_sub(Duration::from_secs(1)),
+            Time::ZERO
+        );
+    }
+
+    #[test]
+    fn secs_f64_saturates() {
+        assert_eq!(secs_f64_saturating(1.5), Duration::from_millis(1500));
+        assert_eq!(secs_f64_saturating(-1.0), Duration::ZERO);
+        assert_eq!(secs_f64_saturating(f64::NAN), Duration::ZERO);
+        assert_eq!(secs_f64_saturating(1e300), Duration::MAX);
+        assert_eq!(secs_f64_saturating(f64::INFINITY), Duration::MAX);
     }
 
     #[test]

@@ -1,5 +1,596 @@
-//! Per-path sender state and estimators.
+//! Per-path sender state: what this endpoint sent on one path and what it learnt of the
+//! path from the peer's feedback.
+//!
+//! [`Path`] owns, for one path: the next path sequence number; the log of unresolved sent
+//! datagrams; loss detection (RFC 9002 §6.1 thresholds: 3 packets or 9/8 RTT, per path, so a
+//! loss on one path says nothing about another); RTT (RFC 6298), relative one-way delay,
+//! packet-pair and delivery-rate estimators; the loss rate; and the liveness state machine.
+//!
+//! Invariants: `bytes_in_flight` is the sum of `len` over log entries with `in_flight`;
+//! only ack-eliciting datagrams are in flight; an ACK naming a sequence number this path
+//! never sent is ignored whole.
 
+mod liveness;
+mod minmax;
+mod owd;
+mod rate;
+pub mod rtt;
+mod sent;
 mod view;
 
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+pub use liveness::LivenessConfig;
+pub use minmax::WindowedMin;
+pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
+pub use rate::{DeliveryRateEstimator, PAIR_EWMA_NEW, PairRateEstimator};
+pub use rtt::RttEstimator;
+pub use sent::{SentLog, SentPacket};
 pub use view::{PathState, PathView};
+
+use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
+use crate::time::Time;
+
+/// Packet-count loss threshold (RFC 9002 kPacketThreshold).
+const PACKET_THRESHOLD: u64 = 3;
+/// Gain of the smoothed loss rate per resolved datagram.
+const LOSS_RATE_GAIN: f64 = 1.0 / 32.0;
+
+/// Counters of one path (sender and receiver side together).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathStats {
+    /// Datagrams sent.
+    pub sent_datagrams: u64,
+    /// Bytes of datagrams sent.
+    pub sent_bytes: u64,
+    /// Inner packets sent (DATA frames, copies included).
+    pub sent_data: u64,
+    /// Datagrams received.
+    pub recv_datagrams: u64,
+    /// Bytes of datagrams received.
+    pub recv_bytes: u64,
+    /// Ack-eliciting datagrams acknowledged.
+    pub acked: u64,
+    /// Ack-eliciting datagrams declared lost by the loss thresholds.
+    pub lost: u64,
+    /// Ack-eliciting datagrams given up when the path went down.
+    pub lost_on_down: u64,
+    /// Probes sent.
+    pub probes_sent: u64,
+    /// Times the path went down.
+    pub down_events: u64,
+}
+
+/// What one ACK (or PROBE_ACK) did, for the session's bookkeeping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Datagrams newly acknowledged.
+    pub newly_acked: u64,
+    /// Datagrams newly declared lost.
+    pub newly_lost: u64,
+    /// The state changed from `.0` to `.1`.
+    pub state_change: Option<(PathState, PathState)>,
+}
+
+/// Sender-side state of one path (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Path {
+    id: PathId,
+    state: PathState,
+    next_seq: PathSeq,
+    log: SentLog,
+    bytes_in_flight: u64,
+    largest_acked: Option<PathSeq>,
+    loss_deadline: Option<Time>,
+    rtt: RttEstimator,
+    owd: OwdEstimator,
+    pair: PairRateEstimator,
+    delivery: DeliveryRateEstimator,
+    loss_rate: f64,
+    configured_rate: Option<f64>,
+    /// Send time of the oldest ack-eliciting datagram sent since the last answer.
+    awaiting_since: Option<Time>,
+    last_eliciting_sent: Option<Time>,
+    /// Last (seq, receive time µs, send time, len) seen in a timestamp list: the first half of
+    /// a potential packet pair.
+    last_ts: Option<(PathSeq, u32, Time, u32)>,
+    probes_answered: u32,
+    probes_unanswered: u32,
+    next_probe_at: Option<Time>,
+    last_data_global: Option<GlobalSeq>,
+    stats: PathStats,
+    liveness: LivenessConfig,
+    max_ack_delay: Duration,
+    /// Cached [`Path::compute_timer`], refreshed after every change of the state it reads.
+    timer: Option<Time>,
+}
+
+impl Path {
+    /// A new path in state [`PathState::Probing`], with a probe pair due at `now`.
+    /// `max_ack_delay` is the peer's (the same config runs at both ends).
+    pub fn new(
+        id: PathId,
+        now: Time,
+        configured_rate: Option<f64>,
+        liveness: LivenessConfig,
+        max_ack_delay: Duration,
+    ) -> Path {
+        let mut path = Path {
+            id,
+            state: PathState::Probing,
+            next_seq: 0,
+            log: SentLog::default(),
+            bytes_in_flight: 0,
+            largest_acked: None,
+            loss_deadline: None,
+            rtt: RttEstimator::default(),
+            owd: OwdEstimator::default(),
+            pair: PairRateEstimator::default(),
+            delivery: DeliveryRateEstimator::default(),
+            loss_rate: 0.0,
+            configured_rate,
+            awaiting_since: None,
+            last_eliciting_sent: None,
+            last_ts: None,
+            probes_answered: 0,
+            probes_unanswered: 0,
+            next_probe_at: Some(now),
+            last_data_global: None,
+            stats: PathStats::default(),
+            liveness,
+            max_ack_delay,
+            timer: None,
+        };
+        path.timer = path.compute_timer();
+        path
+    }
+
+    /// This path's id.
+    pub fn id(&self) -> PathId {
+        self.id
+    }
+
+    /// Current liveness state.
+    pub fn state(&self) -> PathState {
+        self.state
+    }
+
+    /// The sequence number the next datagram will take.
+    pub fn next_seq(&self) -> PathSeq {
+        self.next_seq
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &PathStats {
+        &self.stats
+    }
+
+    /// Mutable counters (the session counts received datagrams here).
+    pub fn stats_mut(&mut self) -> &mut PathStats {
+        &mut self.stats
+    }
+
+    /// RTT estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// One-way delay estimator.
+    pub fn owd(&self) -> &OwdEstimator {
+        &self.owd
+    }
+
+    /// Bytes in flight.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.bytes_in_flight
+    }
+
+    /// `prev_delta` for a DATA frame carrying `global` on this path
+    /// (docs/protocol.md#data-frame): distance to the previous DATA sent here, 0 if none.
+    pub fn prev_delta(&self, global: GlobalSeq) -> u64 {
+        self.last_data_global
+            .and_then(|prev| global.checked_sub(prev))
+            .filter(|d| *d > 0 && *d < (1 << 31))
+            .unwrap_or(0)
+    }
+
+    /// Records a datagram sent now; returns its path sequence number.
+    pub fn on_sent(
+        &mut self,
+        now: Time,
+        len: usize,
+        ack_eliciting: bool,
+        probe_id: Option<u32>,
+        data: Option<GlobalSeq>,
+    ) -> PathSeq {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let len32 = u32::try_from(len).unwrap_or(u32::MAX);
+        let forced = self.log.push(SentPacket {
+            seq,
+            sent: now,
+            len: len32,
+            ack_eliciting,
+            in_flight: ack_eliciting,
+            acked: false,
+            lost: false,
+            probe_id,
+        });
+        if let Some(old) = forced {
+            // The log is full of unanswered datagrams: count the oldest lost.
+            self.bytes_in_flight -= u64::from(old.len);
+            self.stats.lost += 1;
+        }
+        if ack_eliciting {
+            self.bytes_in_flight += u64::from(len32);
+            self.awaiting_since.get_or_insert(now);
+            self.last_eliciting_sent = Some(now);
+        }
+        if let Some(g) = data {
+            self.last_data_global = Some(g);
+            self.stats.sent_data += 1;
+        }
+        if probe_id.is_some() {
+            self.stats.probes_sent += 1;
+        }
+        self.stats.sent_datagrams += 1;
+        self.stats.sent_bytes += u64::from(len32);
+        self.timer = self.compute_timer();
+        seq
+    }
+
+    /// Expands an ACK frame's truncated largest sequence number; `None` if it names a
+    /// datagram this path never sent (the ACK is then ignored).
+    pub fn expand_ack_largest(&self, truncated: u32) -> Option<PathSeq> {
+        let largest = expand_seq(self.next_seq.saturating_sub(1), truncated);
+        (largest < self.next_seq).then_some(largest)
+    }
+
+    /// Processes one ACK frame for this path (docs/protocol.md#ack-frame).
+    ///
+    /// `largest` comes from [`Path::expand_ack_largest`]; `ranges` are the acknowledged
+    /// ranges (highest first); `timestamps` are (seq, receive µs on the peer's clock).
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        largest: PathSeq,
+        ack_delay: Duration,
+        ranges: impl Iterator<Item = RangeInclusive<PathSeq>>,
+        timestamps: impl Iterator<Item = (PathSeq, u32)>,
+        owd_ref: &mut OwdReference,
+    ) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        let Some(base) = self.log.base() else {
+            return out;
+        };
+        let mut largest_newly_acked: Option<SentPacket> = None;
+        let mut probes_acked = 0;
+        for range in ranges {
+            let lo = (*range.start()).max(base);
+            let hi = (*range.end()).min(self.next_seq.saturating_sub(1));
+            for seq in (lo..=hi).rev() {
+                if let Some(p) = self.log.get_mut(seq) {
+                    if p.acked {
+                        continue;
+                    }
+                    let was_lost = p.lost;
+                    p.acked = true;
+                    let pkt = *p;
+                    self.on_newly_acked(now, &pkt, was_lost);
+                    out.newly_acked += 1;
+                    probes_acked += u32::from(pkt.probe_id.is_some());
+                    if largest_newly_acked.is_none_or(|l| l.seq < seq) {
+                        largest_newly_acked = Some(pkt);
+                    }
+                }
+            }
+        }
+        self.take_timestamps(now, timestamps, owd_ref);
+        if let Some(p) = largest_newly_acked {
+            self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
+            if p.seq == largest && p.ack_eliciting {
+                self.rtt
+                    .on_sample(now, now.saturating_since(p.sent), ack_delay);
+            }
+            self.on_answer(now, p.seq, probes_acked, &mut out);
+        }
+        out.newly_lost = self.detect_losses(now);
+        self.log.pop_resolved();
+        out.state_change = out.state_change.or(self.rejudge(now));
+        self.timer = self.compute_timer();
+        out
+    }
+
+    /// Processes a PROBE_ACK for a probe sent on this path: an immediate two-way answer.
+    pub fn on_probe_ack(&mut self, now: Time, probe_id: u32) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        let Some(pkt) = self.log.iter_mut().find(|p| p.probe_id == Some(probe_id)) else {
+            return out;
+        };
+        if !pkt.acked {
+            let was_lost = pkt.lost;
+            pkt.acked = true;
+            let pkt = *pkt;
+            self.on_newly_acked(now, &pkt, was_lost);
+            self.rtt
+                .on_sample(now, now.saturating_since(pkt.sent), Duration::ZERO);
+            out.newly_acked = 1;
+            self.on_answer(now, pkt.seq, 1, &mut out);
+        }
+        self.log.pop_resolved();
+        out.state_change = out.state_change.or(self.rejudge(now));
+        self.timer = self.compute_timer();
+        out
+    }
+
+    fn on_newly_acked(&mut self, now: Time, pkt: &SentPacket, was_lost: bool) {
+        if pkt.in_flight {
+            self.bytes_in_flight -= u64::from(pkt.len);
+        }
+        if pkt.ack_eliciting {
+            self.stats.acked += 1;
+            if !was_lost {
+                self.loss_rate += (0.0 - self.loss_rate) * LOSS_RATE_GAIN;
+            }
+            self.delivery
+                .on_ack(now, u64::from(pkt.len), self.rtt.srtt());
+        }
+    }
+
+    /// The peer answered up to datagram `seq`, `probes_acked` of them probes: liveness
+    /// bookkeeping and probing → active.
+    fn on_answer(&mut self, now: Time, seq: PathSeq, probes_acked: u32, out: &mut AckOutcome) {
+        // Silence now counts from the oldest datagram sent after the answered one.
+        self.awaiting_since = self
+            .log
+            .iter()
+            .find(|p| p.seq > seq && p.is_outstanding())
+            .map(|p| p.sent);
+        if matches!(self.state, PathState::Probing | PathState::Down) {
+            if self.state == PathState::Down {
+                self.set_state(PathState::Probing, out);
+            }
+            if probes_acked > 0 {
+                self.probes_answered += probes_acked;
+                self.probes_unanswered = 0;
+                // Keep probing promptly until activation.
+                self.next_probe_at = Some(now);
+            }
+            if self.probes_answered >= self.liveness.probes_to_activate {
+                self.set_state(PathState::Active, out);
+                self.next_probe_at = None;
+            }
+        }
+    }
+
+    fn set_state(&mut self, to: PathState, out: &mut AckOutcome) {
+        if self.state != to {
+            let from = out.state_change.map_or(self.state, |(f, _)| f);
+            out.state_change = Some((from, to));
+            self.state = to;
+        }
+    }
+
+    /// Receive timestamps: one-way delay samples, and packet pairs from consecutive seqs.
+    fn take_timestamps(
+        &mut self,
+        now: Time,
+        timestamps: impl Iterator<Item = (PathSeq, u32)>,
+        owd_ref: &mut OwdReference,
+    ) {
+        // A small sorted batch: timestamps may come in any order.
+        let mut batch: [(PathSeq, u32); 64] = [(0, 0); 64];
+        let mut n = 0;
+        for ts in timestamps.take(64) {
+            batch[n] = ts;
+            n += 1;
+        }
+        let batch = &mut batch[..n];
+        batch.sort_unstable_by_key(|(seq, _)| *seq);
+        for &(seq, recv_us) in batch.iter() {
+            let Some(p) = self.log.get(seq).copied() else {
+                continue;
+            };
+            let rel = owd_ref.relative_us(p.sent.wire_micros(), recv_us);
+            self.owd.on_sample(now, rel);
+            if let Some((pseq, precv, psent, _)) = self.last_ts
+                && pseq + 1 == seq
+            {
+                let dispersion = recv_us.wrapping_sub(precv) as i32;
+                if dispersion > 0 {
+                    let dispersion = Duration::from_micros(dispersion as u64);
+                    self.pair
+                        .on_pair(p.sent.saturating_since(psent), dispersion, p.len as usize);
+                }
+            }
+            self.last_ts = Some((seq, recv_us, p.sent, p.len));
+        }
+    }
+
+    /// RFC 9002 §6.1 loss detection below the largest acknowledged; returns newly lost.
+    /// Scans from the oldest and stops at the first datagram not yet lost (younger ones
+    /// are closer to the largest and sent later, so they cannot be lost either).
+    fn detect_losses(&mut self, now: Time) -> u64 {
+        self.loss_deadline = None;
+        let Some(largest) = self.largest_acked else {
+            return 0;
+        };
+        let rtt = self
+            .rtt
+            .srtt()
+            .unwrap_or_default()
+            .max(self.rtt.latest().unwrap_or_default());
+        let threshold = (rtt * 9 / 8).max(Duration::from_millis(1));
+        let mut lost = 0;
+        let mut lost_bytes = 0;
+        for p in self.log.iter_mut() {
+            if p.seq >= largest {
+                break;
+            }
+            if !p.is_outstanding() {
+                continue;
+            }
+            let lost_by_time = now.saturating_since(p.sent) >= threshold;
+            if lost_by_time || largest >= p.seq + PACKET_THRESHOLD {
+                p.lost = true;
+                if p.in_flight {
+                    p.in_flight = false;
+                    lost_bytes += u64::from(p.len);
+                }
+                lost += 1;
+            } else {
+                self.loss_deadline = Some(p.sent + threshold);
+                break;
+            }
+        }
+        self.bytes_in_flight -= lost_bytes;
+        self.stats.lost += lost;
+        for _ in 0..lost {
+            self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
+        }
+        lost
+    }
+
+    /// Re-evaluates liveness (active/degraded/down) from silence and loss.
+    fn rejudge(&mut self, now: Time) -> Option<(PathState, PathState)> {
+        if !self.state.is_usable() {
+            return None;
+        }
+        let silence = self
+            .awaiting_since
+            .map_or(Duration::ZERO, |t| now.saturating_since(t));
+        let rto = self.rtt.rto();
+        let to = self.liveness.judge_usable(
+            self.state,
+            silence,
+            self.loss_rate,
+            rto,
+            self.max_ack_delay,
+        );
+        if to == self.state {
+            return None;
+        }
+        let from = self.state;
+        self.state = to;
+        if to == PathState::Down {
+            self.go_down(now);
+        }
+        Some((from, to))
+    }
+
+    /// Gives up everything in flight and starts probing.
+    fn go_down(&mut self, now: Time) {
+        for p in self.log.iter_mut().filter(|p| p.is_outstanding()) {
+            p.lost = true;
+            p.in_flight = false;
+            self.stats.lost_on_down += 1;
+        }
+        self.log.pop_resolved();
+        self.bytes_in_flight = 0;
+        self.awaiting_since = None;
+        self.loss_deadline = None;
+        self.last_ts = None;
+        self.delivery.restart();
+        self.probes_answered = 0;
+        self.probes_unanswered = 0;
+        self.next_probe_at = Some(now);
+        self.stats.down_events += 1;
+    }
+
+    /// Timer work at `now`: time-threshold losses and liveness. Returns a state change.
+    pub fn on_timeout(&mut self, now: Time) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        if self.loss_deadline.is_some_and(|d| d <= now) {
+            out.newly_lost = self.detect_losses(now);
+            self.log.pop_resolved();
+        }
+        out.state_change = self.rejudge(now);
+        self.timer = self.compute_timer();
+        out
+    }
+
+    /// How many probes to send now (0, 1 for a keepalive, 2 for a pair while probing or
+    /// down); the caller sends them and calls [`Path::on_probes_sent`].
+    pub fn probes_due(&self, now: Time) -> u32 {
+        match self.state {
+            PathState::Probing | PathState::Down => {
+                if self.next_probe_at.is_some_and(|t| t <= now) {
+                    2
+                } else {
+                    0
+                }
+            }
+            PathState::Active | PathState::Degraded => {
+                let idle_since = self.last_eliciting_sent.unwrap_or(Time::ZERO);
+                u32::from(now.saturating_since(idle_since) >= self.liveness.keepalive)
+            }
+        }
+    }
+
+    /// Records that the due probes went out.
+    pub fn on_probes_sent(&mut self, now: Time) {
+        if matches!(self.state, PathState::Probing | PathState::Down) {
+            self.probes_unanswered += 2;
+            self.next_probe_at =
+                Some(now + self.liveness.probe_interval_after(self.probes_unanswered));
+            self.timer = self.compute_timer();
+        }
+    }
+
+    /// The next time [`Path::on_timeout`] or a probe has work, if any (cached).
+    pub fn next_timeout(&self) -> Option<Time> {
+        self.timer
+    }
+
+    fn compute_timer(&self) -> Option<Time> {
+        let (liveness, max_ack_delay) = (&self.liveness, self.max_ack_delay);
+        let mut next = self.loss_deadline;
+        let mut consider = |t: Option<Time>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Time| n.min(t)));
+            }
+        };
+        match self.state {
+            PathState::Probing | PathState::Down => consider(self.next_probe_at),
+            PathState::Active | PathState::Degraded => {
+                let rto = self.rtt.rto();
+                if let Some(since) = self.awaiting_since {
+                    let bound = if self.state == PathState::Active {
+                        liveness.degraded_after(rto, max_ack_delay)
+                    } else {
+                        liveness.down_after(rto, max_ack_delay)
+                    };
+                    // Just past the bound, so the judgement sees silence > bound.
+                    consider(Some(since + bound + Duration::from_nanos(1)));
+                }
+                consider(Some(
+                    self.last_eliciting_sent.unwrap_or(Time::ZERO) + liveness.keepalive,
+                ));
+            }
+        }
+        next
+    }
+
+    /// The read-only snapshot schedulers see. `owd_floor_us` is the smallest base one-way
+    /// delay over the session's paths (the reference the relative delays are taken from).
+    pub fn view(&self, owd_floor_us: Option<i64>) -> PathView {
+        let rel = |us: f64| owd_floor_us.map(|f| micros_to_duration(us - f as f64));
+        PathView {
+            id: self.id,
+            state: self.state,
+            srtt: self.rtt.srtt(),
+            rttvar: self.rtt.rttvar(),
+            min_rtt: self.rtt.min_rtt(),
+            base_owd: self.owd.base_us().and_then(|b| rel(b as f64)),
+            owd: self.owd.smoothed_us().and_then(rel),
+            pair_rate: self.pair.rate(),
+            delivery_rate: self.delivery.rate(),
+            configured_rate: self.configured_rate,
+            bytes_in_flight: self.bytes_in_flight,
+            cwnd_room: None,
+            loss_rate: self.loss_rate,
+        }
+    }
+}

@@ -99,12 +99,14 @@ impl PathView {
         self.state.is_usable() && self.cwnd_room != Some(0)
     }
 
-    /// Best estimate of the path's capacity in bytes per second: packet-pair rate, else
-    /// delivery rate, else the configured hint.
+    /// Best estimate of the path's capacity in bytes per second: the packet-pair rate (a
+    /// capacity measurement), else the configured hint, else the delivery rate. The delivery
+    /// rate comes last because it measures what the path carried, which is below capacity
+    /// whenever the scheduler gave it less than it could take.
     pub fn rate_estimate(&self) -> Option<f64> {
-        self.pair_rate
-            .or(self.delivery_rate)
-            .or(self.configured_rate)
-            .filter(|r| r.is_finite() && *r > 0.0)
+        [self.pair_rate, self.configured_rate, self.delivery_rate]
+            .into_iter()
+            .flatten()
+            .find(|r| r.is_finite() && *r > 0.0)
     }
 }

@@ -18,9 +18,17 @@ use std::time::Duration;
 use crate::ids::{GlobalSeq, PathId, PathSeq};
 use crate::time::Time;
 
+mod arrival_delay;
 mod bmp;
+#[cfg(test)]
+mod bmp_proptest;
+#[cfg(test)]
+mod bmp_tests;
 mod dedup;
+mod loss_detect;
+mod pacer;
 mod passthrough;
+mod slab;
 
 pub use bmp::Bmp;
 pub use dedup::{DuplicateFilter, Freshness};
@@ -143,7 +151,10 @@ impl Default for ReorderConfig {
             max_bytes: 8 << 20,
             max_hold: Duration::from_millis(500),
             hold_margin: Duration::from_millis(2),
-            pacing: Some(ReleasePacing { burst: 4, gain: 2.0 }),
+            pacing: Some(ReleasePacing {
+                burst: 4,
+                gain: 2.0,
+            }),
         }
     }
 }

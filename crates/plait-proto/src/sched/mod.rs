@@ -22,6 +22,9 @@ mod redundant;
 mod round_robin;
 mod weighted_round_robin;
 
+#[cfg(test)]
+mod tests;
+
 pub use edpf::Edpf;
 pub use min_rtt::MinRtt;
 pub use redundant::Redundant;
@@ -156,7 +159,8 @@ impl Scheduler for AnyScheduler {
 /// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).
 pub fn transmission_time(len: usize, rate: f64) -> Duration {
     if rate.is_finite() && rate > 0.0 {
-        Duration::from_secs_f64(len as f64 / rate)
+        // A tiny rate gives more seconds than a Duration holds: saturate, never panic.
+        crate::time::secs_f64_saturating(len as f64 / rate)
     } else {
         Duration::MAX
     }
@@ -172,8 +176,8 @@ pub(crate) fn usable_min_by_key<K: PartialOrd>(
         let k = key(p);
         let better = match &best {
             None => true,
-            // `paths` is in PathId order, so strict `<` keeps the lower id on ties.
-            Some((bk, _)) => k < *bk,
+            // Ties keep the lower id even if `paths` were not in PathId order.
+            Some((bk, bid)) => k < *bk || (k == *bk && p.id < *bid),
         };
         if better {
             best = Some((k, p.id));

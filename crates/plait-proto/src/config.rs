@@ -1,0 +1,265 @@
+//! Session configuration: every tunable of the engine, with sane defaults and validation.
+//!
+//! Invariant: a [`Config`] that passed [`Config::validate`] cannot make the engine panic or
+//! grow without bound; every bound here is a hard one.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::path::LivenessConfig;
+use crate::reorder::{ReorderConfig, ReorderKind};
+use crate::sched::SchedulerKind;
+use crate::wire::HEADER_LEN;
+
+/// Smallest datagram the engine will build: room for a header, an ACK and a small DATA.
+pub const MIN_DATAGRAM_SIZE: usize = 576;
+/// Largest datagram (the largest UDP payload over IPv4).
+pub const MAX_DATAGRAM_SIZE: usize = 65_507;
+
+/// Everything a [`crate::Session`] needs to know before it starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Session identifier carried in every header (docs/protocol.md#header); both endpoints
+    /// use the same value (the tunnel's handshake chooses it).
+    pub session_id: u32,
+    /// Seed of the session's random generator (probe ids). Same seed, same outputs.
+    pub seed: u64,
+    /// Which scheduler places outgoing packets.
+    pub scheduler: SchedulerKind,
+    /// Which reorder policy restores incoming order.
+    pub reorder: ReorderKind,
+    /// Reorder buffer bounds and timers.
+    pub reorder_config: ReorderConfig,
+    /// Largest datagram the engine sends (the path MTU less outer headers and encryption).
+    pub max_datagram_size: usize,
+    /// Send queue bound, packets. A full queue refuses new inner packets (tail drop).
+    pub send_queue_packets: usize,
+    /// Send queue bound, bytes.
+    pub send_queue_bytes: usize,
+    /// Inner packets waiting longer than this in the send queue (no usable path) are dropped:
+    /// stale packets only hurt the end hosts' TCP.
+    pub max_queue_delay: Duration,
+    /// Send an ACK after this many ack-eliciting datagrams (docs/protocol.md#ack-policy).
+    pub ack_every: u32,
+    /// … or this long after the first unacknowledged one arrived.
+    pub max_ack_delay: Duration,
+    /// Path state machine tunables.
+    pub liveness: LivenessConfig,
+    /// Global sequence numbers remembered for duplicate suppression.
+    pub dedup_window: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            session_id: 0,
+            seed: 0,
+            scheduler: SchedulerKind::Edpf,
+            reorder: ReorderKind::Bmp,
+            reorder_config: ReorderConfig::default(),
+            max_datagram_size: 1400,
+            send_queue_packets: 1024,
+            send_queue_bytes: 2 << 20,
+            max_queue_delay: Duration::from_millis(500),
+            ack_every: 2,
+            max_ack_delay: Duration::from_millis(5),
+            liveness: LivenessConfig::default(),
+            dedup_window: 1 << 16,
+        }
+    }
+}
+
+/// A configuration value the engine cannot work with.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A value is outside its allowed range.
+    #[error("{field} = {value} is out of range: {allowed}")]
+    OutOfRange {
+        /// The field's name as in config files.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+}
+
+fn check(
+    ok: bool,
+    field: &'static str,
+    value: impl ToString,
+    allowed: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            field,
+            value: value.to_string(),
+            allowed,
+        })
+    }
+}
+
+impl Config {
+    /// Largest inner packet this configuration carries (datagram less header and the
+    /// largest DATA frame overhead: type, 4-byte seq, 8-byte varint, 4-byte length varint).
+    pub fn max_inner_packet(&self) -> usize {
+        self.max_datagram_size
+            .saturating_sub(HEADER_LEN + 1 + 4 + 8 + 4)
+    }
+
+    /// Checks every bound; the engine is only built from a validated configuration.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let d = self.max_datagram_size;
+        check(
+            (MIN_DATAGRAM_SIZE..=MAX_DATAGRAM_SIZE).contains(&d),
+            "max_datagram_size",
+            d,
+            "576..=65507 bytes",
+        )?;
+        check(
+            self.send_queue_packets >= 1,
+            "send_queue_packets",
+            self.send_queue_packets,
+            ">= 1",
+        )?;
+        check(
+            self.send_queue_bytes >= d,
+            "send_queue_bytes",
+            self.send_queue_bytes,
+            ">= max_datagram_size",
+        )?;
+        check(self.ack_every >= 1, "ack_every", self.ack_every, ">= 1")?;
+        check(
+            self.max_ack_delay <= Duration::from_secs(1),
+            "max_ack_delay",
+            format!("{:?}", self.max_ack_delay),
+            "<= 1 s",
+        )?;
+        check(
+            self.dedup_window >= 64,
+            "dedup_window",
+            self.dedup_window,
+            ">= 64",
+        )?;
+        check(
+            self.dedup_window <= 1 << 24,
+            "dedup_window",
+            self.dedup_window,
+            "<= 16777216",
+        )?;
+        let r = &self.reorder_config;
+        check(
+            r.max_packets >= 1,
+            "reorder.max_packets",
+            r.max_packets,
+            ">= 1",
+        )?;
+        check(
+            r.max_bytes >= d,
+            "reorder.max_bytes",
+            r.max_bytes,
+            ">= max_datagram_size",
+        )?;
+        check(
+            r.max_hold >= Duration::from_millis(1) && r.max_hold <= Duration::from_secs(10),
+            "reorder.max_hold",
+            format!("{:?}", r.max_hold),
+            "1 ms ..= 10 s",
+        )?;
+        if let Some(p) = r.pacing {
+            check(p.burst >= 1, "reorder.pacing.burst", p.burst, ">= 1")?;
+            check(
+                p.gain.is_finite() && p.gain > 1.0,
+                "reorder.pacing.gain",
+                p.gain,
+                "> 1.0",
+            )?;
+        }
+        let l = &self.liveness;
+        check(
+            l.down_min <= l.down_max,
+            "liveness.down_min",
+            format!("{:?}", l.down_min),
+            "<= down_max",
+        )?;
+        check(!l.down_min.is_zero(), "liveness.down_min", "0", "> 0")?;
+        check(
+            (0.0..=1.0).contains(&l.degraded_loss),
+            "liveness.degraded_loss",
+            l.degraded_loss,
+            "0.0..=1.0",
+        )?;
+        check(
+            l.probes_to_activate >= 1,
+            "liveness.probes_to_activate",
+            l.probes_to_activate,
+            ">= 1",
+        )?;
+        check(
+            !l.probe_interval.is_zero(),
+            "liveness.probe_interval",
+            "0",
+            "> 0",
+        )?;
+        check(
+            l.probe_interval <= l.probe_max_interval,
+            "liveness.probe_interval",
+            format!("{:?}", l.probe_interval),
+            "<= probe_max_interval",
+        )?;
+        check(!l.keepalive.is_zero(), "liveness.keepalive", "0", "> 0")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn each_bad_value_is_named() {
+        type Mutation = Box<dyn Fn(&mut Config)>;
+        let cases: Vec<(&str, Mutation)> = vec![
+            ("max_datagram_size", Box::new(|c| c.max_datagram_size = 100)),
+            (
+                "max_datagram_size",
+                Box::new(|c| c.max_datagram_size = 70_000),
+            ),
+            ("send_queue_packets", Box::new(|c| c.send_queue_packets = 0)),
+            ("ack_every", Box::new(|c| c.ack_every = 0)),
+            ("dedup_window", Box::new(|c| c.dedup_window = 3)),
+            (
+                "reorder.max_packets",
+                Box::new(|c| c.reorder_config.max_packets = 0),
+            ),
+            (
+                "reorder.max_hold",
+                Box::new(|c| c.reorder_config.max_hold = Duration::ZERO),
+            ),
+            (
+                "liveness.down_min",
+                Box::new(|c| c.liveness.down_min = Duration::from_secs(9)),
+            ),
+            (
+                "liveness.degraded_loss",
+                Box::new(|c| c.liveness.degraded_loss = 1.5),
+            ),
+        ];
+        for (field, mutate) in cases {
+            let mut c = Config::default();
+            mutate(&mut c);
+            match c.validate() {
+                Err(ConfigError::OutOfRange { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Round-trip time estimation per RFC 6298 (SRTT/RTTVAR with gains 1/8 and 1/4), plus a
+//! windowed minimum (the queue-free RTT).
+//!
+//! Samples come from ACK frames: the time since the largest newly acknowledged datagram was
+//! sent, less the peer's reported ack delay when that leaves at least the minimum RTT
+//! (as QUIC does, RFC 9002 §5.3) (docs/protocol.md#ack-frame).
+
+use std::time::Duration;
+
+use crate::path::minmax::WindowedMin;
+use crate::time::Time;
+
+/// Window of the minimum RTT: path delays vary over tens of minutes (seed PET-BMP §V-A), so
+/// a long window; the windowed-min filter still follows a route change within it.
+pub const MIN_RTT_WINDOW: Duration = Duration::from_secs(300);
+
+/// RFC 6298 estimator; `None` fields until the first sample.
+#[derive(Clone, Debug)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    latest: Option<Duration>,
+    min: WindowedMin<Duration>,
+}
+
+impl Default for RttEstimator {
+    fn default() -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            latest: None,
+            min: WindowedMin::new(MIN_RTT_WINDOW),
+        }
+    }
+}
+
+impl RttEstimator {
+    /// Feeds one sample taken at `now`: `rtt` measured, `ack_delay` reported by the peer.
+    pub fn on_sample(&mut self, now: Time, rtt: Duration, ack_delay: Duration) {
+        self.min.update(now, rtt);
+        let min = self.min.get().unwrap_or(rtt);
+        let adjusted = if rtt >= min + ack_delay {
+            rtt - ack_delay
+        } else {
+            rtt
+        };
+        self.latest = Some(adjusted);
+        match self.srtt {
+            None => {
+                // RFC 6298 §2.2
+                self.srtt = Some(adjusted);
+                self.rttvar = adjusted / 2;
+            }
+            Some(srtt) => {
+                // RFC 6298 §2.3: RTTVAR first, with the old SRTT.
+                let err = srtt.abs_diff(adjusted);
+                self.rttvar = self.rttvar * 3 / 4 + err / 4;
+                self.srtt = Some(srtt * 7 / 8 + adjusted / 8);
+            }
+        }
+    }
+
+    /// Smoothed RTT.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// RTT variation (`None` before the first sample).
+    pub fn rttvar(&self) -> Option<Duration> {
+        self.srtt.map(|_| self.rttvar)
+    }
+
+    /// Latest adjusted sample.
+    pub fn latest(&self) -> Option<Duration> {
+        self.latest
+    }
+
+    /// Smallest sample in the recent window.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min.get()
+    }
+
+    /// `srtt + 4·rttvar` (RFC 6298's RTO without its 1 s floor; callers clamp).
+    pub fn rto(&self) -> Option<Duration> {
+        self.srtt.map(|s| s + 4 * self.rttvar)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn first_sample_then_smoothing() {
+        let mut r = RttEstimator::default();
+        r.on_sample(Time::ZERO, 100 * MS, Duration::ZERO);
+        assert_eq!(r.srtt(), Some(100 * MS));
+        assert_eq!(r.rttvar(), Some(50 * MS));
+        r.on_sample(Time::ZERO, 60 * MS, Duration::ZERO);
+        // rttvar = 3/4·50 + 1/4·40 = 47.5; srtt = 7/8·100 + 1/8·60 = 95
+        assert_eq!(r.rttvar(), Some(Duration::from_micros(47_500)));
+        assert_eq!(r.srtt(), Some(95 * MS));
+        assert_eq!(r.min_rtt(), Some(60 * MS));
+    }
+
+    #[test]
+    fn converges_to_constant() {
+        let mut r = RttEstimator::default();
+        for _ in 0..200 {
+            r.on_sample(Time::ZERO, 40 * MS, Duration::ZERO);
+        }
+        assert!(r.srtt().unwrap().abs_diff(40 * MS) < Duration::from_micros(10));
+        assert!(r.rttvar().unwrap() < Duration::from_micros(10));
+    }
+
+    #[test]
+    fn ack_delay_subtracted_only_above_min() {
+        let mut r = RttEstimator::default();
+        r.on_sample(Time::ZERO, 50 * MS, Duration::ZERO);
+        r.on_sample(Time::ZERO, 60 * MS, 5 * MS);
+        assert_eq!(r.latest(), Some(55 * MS));
+        r.on_sample(Time::ZERO, 52 * MS, 5 * MS);
+        assert_eq!(
+            r.latest(),
+            Some(52 * MS),
+            "would go below min_rtt: not subtracted"
+        );
+    }
+
+    #[test]
+    fn min_expires_after_window() {
+        let mut r = RttEstimator::default();
+        r.on_sample(Time::ZERO, 10 * MS, Duration::ZERO);
+        r.on_sample(Time::from_millis(1000), 30 * MS, Duration::ZERO);
+        assert_eq!(r.min_rtt(), Some(10 * MS));
+        r.on_sample(
+            Time::ZERO + MIN_RTT_WINDOW + 5 * MS,
+            30 * MS,
+            Duration::ZERO,
+        );
+        assert_eq!(r.min_rtt(), Some(30 * MS));
+    }
+}

@@ -1,0 +1,154 @@
+//! The log of datagrams sent on one path and not yet resolved (acknowledged or lost).
+//!
+//! Path sequence numbers are consecutive, so the log is a `VecDeque` whose front holds the
+//! lowest unresolved sequence number and whose index is `seq - base`. Resolved entries are
+//! popped from the front. The log is bounded: past [`SentLog::CAPACITY`] entries the oldest
+//! is forced out (and reported, so the caller can count it lost).
+
+use std::collections::VecDeque;
+
+use crate::ids::PathSeq;
+use crate::time::Time;
+
+/// One datagram sent on a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentPacket {
+    /// Its path sequence number.
+    pub seq: PathSeq,
+    /// When it was sent.
+    pub sent: Time,
+    /// Datagram length in bytes.
+    pub len: u32,
+    /// Whether it elicits an ACK (only those are tracked for loss and counted in flight).
+    pub ack_eliciting: bool,
+    /// Whether it still counts towards bytes in flight.
+    pub in_flight: bool,
+    /// Acknowledged (by an ACK or a PROBE_ACK).
+    pub acked: bool,
+    /// Declared lost.
+    pub lost: bool,
+    /// The probe id if it carried a PROBE frame.
+    pub probe_id: Option<u32>,
+}
+
+impl SentPacket {
+    /// Neither acknowledged nor lost.
+    pub fn is_outstanding(&self) -> bool {
+        self.ack_eliciting && !self.acked && !self.lost
+    }
+}
+
+/// Unresolved datagrams of one path, indexed by sequence number.
+#[derive(Clone, Debug, Default)]
+pub struct SentLog {
+    entries: VecDeque<SentPacket>,
+}
+
+impl SentLog {
+    /// Most entries kept; the oldest is forced out beyond this.
+    pub const CAPACITY: usize = 1 << 15;
+
+    /// Appends a datagram (its seq must follow the last one). Returns the entry forced out
+    /// to keep the bound, if it was still outstanding.
+    pub fn push(&mut self, pkt: SentPacket) -> Option<SentPacket> {
+        debug_assert!(self.entries.back().is_none_or(|b| b.seq + 1 == pkt.seq));
+        let forced = if self.entries.len() >= Self::CAPACITY {
+            self.entries.pop_front().filter(SentPacket::is_outstanding)
+        } else {
+            None
+        };
+        self.entries.push_back(pkt);
+        forced
+    }
+
+    /// Lowest sequence number in the log.
+    pub fn base(&self) -> Option<PathSeq> {
+        self.entries.front().map(|p| p.seq)
+    }
+
+    /// The entry for `seq`, if still in the log.
+    pub fn get_mut(&mut self, seq: PathSeq) -> Option<&mut SentPacket> {
+        let base = self.base()?;
+        let idx = usize::try_from(seq.checked_sub(base)?).ok()?;
+        self.entries.get_mut(idx)
+    }
+
+    /// The entry for `seq`, if still in the log.
+    pub fn get(&self, seq: PathSeq) -> Option<&SentPacket> {
+        let base = self.base()?;
+        let idx = usize::try_from(seq.checked_sub(base)?).ok()?;
+        self.entries.get(idx)
+    }
+
+    /// Entries from the oldest, mutably.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut SentPacket> {
+        self.entries.iter_mut()
+    }
+
+    /// Entries from the oldest.
+    pub fn iter(&self) -> impl Iterator<Item = &SentPacket> {
+        self.entries.iter()
+    }
+
+    /// Drops resolved entries (acked, lost or not ack-eliciting) from the front.
+    pub fn pop_resolved(&mut self) {
+        while self.entries.front().is_some_and(|p| !p.is_outstanding()) {
+            self.entries.pop_front();
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the log is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(seq: PathSeq) -> SentPacket {
+        SentPacket {
+            seq,
+            sent: Time::ZERO,
+            len: 100,
+            ack_eliciting: true,
+            in_flight: true,
+            acked: false,
+            lost: false,
+            probe_id: None,
+        }
+    }
+
+    #[test]
+    fn index_by_seq_and_pop() {
+        let mut log = SentLog::default();
+        for s in 5..10 {
+            assert_eq!(log.push(pkt(s)), None);
+        }
+        assert_eq!(log.get(7).unwrap().seq, 7);
+        assert!(log.get(4).is_none() && log.get(10).is_none());
+        log.get_mut(5).unwrap().acked = true;
+        log.get_mut(6).unwrap().lost = true;
+        log.get_mut(8).unwrap().acked = true;
+        log.pop_resolved();
+        assert_eq!(log.base(), Some(7));
+        assert_eq!(log.len(), 3);
+    }
+
+    #[test]
+    fn bounded() {
+        let mut log = SentLog::default();
+        for s in 0..SentLog::CAPACITY as u64 {
+            log.push(pkt(s));
+        }
+        let forced = log.push(pkt(SentLog::CAPACITY as u64));
+        assert_eq!(forced.map(|p| p.seq), Some(0));
+        assert_eq!(log.len(), SentLog::CAPACITY);
+    }
+}

@@ -1,0 +1,230 @@
+//! Receive side of one path: which datagrams arrived, when, and when to acknowledge them
+//! (docs/protocol.md#ack-policy).
+//!
+//! Invariants: `ranges` are disjoint, non-adjacent and sorted highest first, at most
+//! [`MAX_RANGES`] of them (the lowest is forgotten beyond that); at most
+//! [`MAX_TIMESTAMPS`] receive timestamps wait for the next ACK (a full list makes the ACK
+//! due at once, so no timestamp is dropped while the peer keeps sending).
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use crate::ids::{PathSeq, expand_seq};
+use crate::time::Time;
+
+/// Most ranges remembered and sent in one ACK frame.
+pub const MAX_RANGES: usize = 32;
+/// Most receive timestamps carried by one ACK frame.
+pub const MAX_TIMESTAMPS: usize = 32;
+
+/// Whether a datagram's path sequence number was new.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrived {
+    /// First time seen.
+    New,
+    /// Already received.
+    Duplicate,
+    /// Below everything remembered: cannot tell; its frames are processed but not recorded.
+    Old,
+}
+
+/// Receive-side state of one path.
+#[derive(Clone, Debug, Default)]
+pub struct AckTracker {
+    ranges: Vec<RangeInclusive<PathSeq>>,
+    largest_recv_time: Time,
+    timestamps: Vec<(PathSeq, u32)>,
+    eliciting_unacked: u32,
+    first_unacked_at: Option<Time>,
+    last_recv: Option<Time>,
+}
+
+impl AckTracker {
+    /// Expands a header's truncated path sequence number.
+    pub fn expand(&self, truncated: u32) -> PathSeq {
+        let expected = self.ranges.first().map_or(0, |r| r.end() + 1);
+        expand_seq(expected, truncated)
+    }
+
+    /// Records a datagram with path sequence number `seq` that arrived at `now`.
+    pub fn on_received(&mut self, now: Time, seq: PathSeq, ack_eliciting: bool) -> Arrived {
+        let arrived = self.insert(seq);
+        if arrived != Arrived::New {
+            return arrived;
+        }
+        self.last_recv = Some(now);
+        if self.ranges.first().is_some_and(|r| *r.end() == seq) {
+            self.largest_recv_time = now;
+        }
+        if self.timestamps.len() < MAX_TIMESTAMPS {
+            self.timestamps.push((seq, now.wire_micros()));
+        }
+        if ack_eliciting {
+            self.eliciting_unacked += 1;
+            self.first_unacked_at.get_or_insert(now);
+        }
+        Arrived::New
+    }
+
+    fn insert(&mut self, seq: PathSeq) -> Arrived {
+        // Common case: the next in order extends the highest range.
+        if let Some(first) = self.ranges.first_mut() {
+            if seq == first.end() + 1 {
+                *first = *first.start()..=seq;
+                return Arrived::New;
+            }
+            if first.contains(&seq) {
+                return Arrived::Duplicate;
+            }
+        }
+        // Highest first: find the first range whose start is <= seq.
+        let idx = self.ranges.iter().position(|r| *r.start() <= seq);
+        match idx {
+            Some(i) if self.ranges[i].contains(&seq) => return Arrived::Duplicate,
+            None if self.ranges.len() >= MAX_RANGES => return Arrived::Old,
+            _ => {}
+        }
+        let i = idx.unwrap_or(self.ranges.len());
+        // seq lies above ranges[i] (if any) and below ranges[i-1] (if any).
+        let joins_lower = i < self.ranges.len() && *self.ranges[i].end() + 1 == seq;
+        let joins_upper = i > 0 && *self.ranges[i - 1].start() == seq + 1;
+        match (joins_lower, joins_upper) {
+            (true, true) => {
+                let upper_end = *self.ranges[i - 1].end();
+                self.ranges[i] = *self.ranges[i].start()..=upper_end;
+                self.ranges.remove(i - 1);
+            }
+            (true, false) => self.ranges[i] = *self.ranges[i].start()..=seq,
+            (false, true) => self.ranges[i - 1] = seq..=*self.ranges[i - 1].end(),
+            (false, false) => {
+                self.ranges.insert(i, seq..=seq);
+                self.ranges.truncate(MAX_RANGES);
+            }
+        }
+        Arrived::New
+    }
+
+    /// When an ACK for this path is due (`None`: nothing to acknowledge).
+    pub fn ack_deadline(&self, ack_every: u32, max_ack_delay: Duration) -> Option<Time> {
+        let first = self.first_unacked_at?;
+        if self.eliciting_unacked >= ack_every || self.timestamps.len() >= MAX_TIMESTAMPS {
+            Some(first)
+        } else {
+            Some(first + max_ack_delay)
+        }
+    }
+
+    /// Whether anything arrived since the last ACK (worth piggybacking).
+    pub fn has_unacked(&self) -> bool {
+        self.eliciting_unacked > 0 || !self.timestamps.is_empty()
+    }
+
+    /// The ranges to acknowledge, highest first.
+    pub fn ranges(&self) -> &[RangeInclusive<PathSeq>] {
+        &self.ranges
+    }
+
+    /// Pending receive timestamps (seq, µs on this endpoint's clock).
+    pub fn timestamps(&self) -> &[(PathSeq, u32)] {
+        &self.timestamps
+    }
+
+    /// Largest sequence number received and when it arrived.
+    pub fn largest(&self) -> Option<(PathSeq, Time)> {
+        self.ranges
+            .first()
+            .map(|r| (*r.end(), self.largest_recv_time))
+    }
+
+    /// When the last new datagram arrived on this path.
+    pub fn last_recv(&self) -> Option<Time> {
+        self.last_recv
+    }
+
+    /// An ACK frame carrying the current state was sent.
+    pub fn on_ack_sent(&mut self) {
+        self.timestamps.clear();
+        self.eliciting_unacked = 0;
+        self.first_unacked_at = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tracker(seqs: &[u64]) -> AckTracker {
+        let mut t = AckTracker::default();
+        for &s in seqs {
+            t.on_received(Time::ZERO, s, true);
+        }
+        t
+    }
+
+    #[test]
+    fn ranges_merge() {
+        let t = tracker(&[0, 1, 2, 5, 6, 9, 4, 3]);
+        assert_eq!(t.ranges(), &[9..=9, 0..=6]);
+        let t = tracker(&[10, 8, 9]);
+        assert_eq!(t.ranges(), &[8..=10]);
+    }
+
+    #[test]
+    fn duplicates_detected() {
+        let mut t = tracker(&[0, 1, 5]);
+        assert_eq!(t.on_received(Time::ZERO, 1, true), Arrived::Duplicate);
+        assert_eq!(t.on_received(Time::ZERO, 5, true), Arrived::Duplicate);
+        assert_eq!(t.on_received(Time::ZERO, 3, true), Arrived::New);
+    }
+
+    #[test]
+    fn bounded_ranges_forget_lowest() {
+        let seqs: Vec<u64> = (0..100).map(|i| i * 2).collect();
+        let mut t = tracker(&seqs);
+        assert_eq!(t.ranges().len(), MAX_RANGES);
+        assert_eq!(t.ranges()[0], 198..=198);
+        assert_eq!(t.on_received(Time::ZERO, 1, true), Arrived::Old);
+    }
+
+    #[test]
+    fn ack_deadline_policy() {
+        let mut t = AckTracker::default();
+        let d = Duration::from_millis(5);
+        assert_eq!(t.ack_deadline(2, d), None);
+        t.on_received(Time::from_millis(10), 0, true);
+        assert_eq!(t.ack_deadline(2, d), Some(Time::from_millis(15)));
+        t.on_received(Time::from_millis(11), 1, true);
+        assert_eq!(t.ack_deadline(2, d), Some(Time::from_millis(10)));
+        t.on_ack_sent();
+        assert_eq!(t.ack_deadline(2, d), None);
+        t.on_received(Time::from_millis(12), 2, false);
+        assert_eq!(
+            t.ack_deadline(2, d),
+            None,
+            "non-eliciting alone does not make an ACK due"
+        );
+        assert!(t.has_unacked());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ranges_match_model(seqs in proptest::collection::vec(0u64..200, 0..300)) {
+            let mut t = AckTracker::default();
+            let mut model = std::collections::BTreeSet::new();
+            for s in seqs {
+                let arrived = t.on_received(Time::ZERO, s, true);
+                if arrived == Arrived::New { model.insert(s); }
+                if arrived == Arrived::Duplicate { proptest::prop_assert!(model.contains(&s)); }
+                // Invariant: sorted highest first, disjoint, non-adjacent, bounded.
+                let r = t.ranges();
+                proptest::prop_assert!(r.len() <= MAX_RANGES);
+                for w in r.windows(2) {
+                    proptest::prop_assert!(*w[1].end() + 1 < *w[0].start());
+                }
+                for range in r {
+                    for s in range.clone() { proptest::prop_assert!(model.contains(&s)); }
+                }
+            }
+        }
+    }
+}

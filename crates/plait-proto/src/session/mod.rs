@@ -1,0 +1,348 @@
+//! The [`Session`]: one endpoint of a plait session, in packet mode.
+//!
+//! Both endpoints run the same `Session`: each schedules what it sends and reorders what it
+//! receives, so the two directions are symmetric (docs/protocol.md). Inputs come in through
+//! `handle_*` methods and path commands; outputs leave through `poll_*` methods. Drivers call
+//! them through [`crate::drive`], which fixes the drain order.
+//!
+//! Invariants:
+//! - no input from the network can make it panic or grow without bound: a datagram is
+//!   validated whole before any frame acts, and every queue has a hard bound;
+//! - global sequence numbers are assigned when a packet leaves the send queue, in order, so
+//!   packets dropped while queued leave no hole for the receiver to wait for;
+//! - per-path state lives in `paths`, a `Vec` indexed by [`PathId`].
+
+mod ack_tracker;
+mod receive;
+mod send_queue;
+mod transmit;
+mod types;
+
+use std::collections::VecDeque;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+pub use ack_tracker::{AckTracker, Arrived, MAX_RANGES, MAX_TIMESTAMPS};
+pub use types::{Delivery, Event, PathError, RecvError, SendError, SessionStats, Transmit};
+
+use crate::config::{Config, ConfigError};
+use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
+use crate::path::{OwdReference, Path, PathStats, PathView};
+use crate::reorder::{AnyReorder, DuplicateFilter, ReorderBuffer, ReorderStats};
+use crate::sched::AnyScheduler;
+use crate::time::Time;
+use send_queue::SendQueue;
+
+/// Most events kept for the driver; older ones are dropped (and counted) beyond this.
+const MAX_EVENTS: usize = 1024;
+/// Most PROBE_ACKs waiting to be sent; further probes go unanswered until they drain.
+const MAX_PROBE_ACKS: usize = 64;
+
+/// One path's state at this endpoint: what we send on it and what we receive on it.
+#[derive(Debug)]
+struct PathSlot {
+    tx: Path,
+    rx: AckTracker,
+    /// Probes of the current pair still to send.
+    probes_to_send: u32,
+}
+
+/// Whether the session is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lifecycle {
+    Open,
+    /// `close` was called: a CLOSE goes out on each path, then `Closed`.
+    Closing {
+        code: u64,
+        reason: Vec<u8>,
+        next_path: usize,
+    },
+    Closed,
+}
+
+/// A redundant selection's remaining copies of the packet just sent.
+#[derive(Debug)]
+struct PendingCopies {
+    global_seq: GlobalSeq,
+    arrival: Time,
+    bytes: Vec<u8>,
+    paths: Vec<PathId>,
+}
+
+/// One endpoint of a plait session (see the module docs).
+#[derive(Debug)]
+pub struct Session {
+    config: Config,
+    rng: ChaCha8Rng,
+    now: Time,
+    paths: Vec<Option<PathSlot>>,
+    owd_ref: OwdReference,
+    scheduler: AnyScheduler,
+    /// The scheduler said wait: until this time (`Some`), or until paths change (`None`
+    /// inside `Some(..)` is not used; see `sched_blocked`).
+    sched_wait_until: Option<Time>,
+    sched_blocked: bool,
+    views: Vec<PathView>,
+    send_queue: SendQueue,
+    copies: Option<PendingCopies>,
+    next_global: GlobalSeq,
+    reorder: AnyReorder,
+    dedup: DuplicateFilter,
+    recv_next_global: GlobalSeq,
+    probe_acks: VecDeque<(PathId, u32, u32)>,
+    events: VecDeque<Event>,
+    lifecycle: Lifecycle,
+    stats: SessionStats,
+}
+
+impl Session {
+    /// A session with no paths yet; add them with [`Session::add_path`].
+    pub fn new(config: Config) -> Result<Session, ConfigError> {
+        config.validate()?;
+        Ok(Session {
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            now: Time::ZERO,
+            paths: (0..MAX_PATHS).map(|_| None).collect(),
+            owd_ref: OwdReference::default(),
+            scheduler: AnyScheduler::new(config.scheduler),
+            sched_wait_until: None,
+            sched_blocked: false,
+            views: Vec::with_capacity(MAX_PATHS),
+            send_queue: SendQueue::new(config.send_queue_packets, config.send_queue_bytes),
+            copies: None,
+            next_global: 0,
+            reorder: AnyReorder::new(config.reorder, config.reorder_config.clone()),
+            dedup: DuplicateFilter::new(config.dedup_window),
+            recv_next_global: 0,
+            probe_acks: VecDeque::new(),
+            events: VecDeque::new(),
+            lifecycle: Lifecycle::Open,
+            stats: SessionStats::default(),
+            config,
+        })
+    }
+
+    /// The configuration this session runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Adds a path; it starts in [`crate::path::PathState::Probing`] and probes at once.
+    /// `rate_hint` (bytes/s) is an optional configured capacity for schedulers without
+    /// estimates yet.
+    pub fn add_path(
+        &mut self,
+        now: Time,
+        id: PathId,
+        rate_hint: Option<f64>,
+    ) -> Result<(), PathError> {
+        self.advance(now);
+        let slot = self
+            .paths
+            .get_mut(id.index())
+            .ok_or(PathError::OutOfRange(id))?;
+        if slot.is_some() {
+            return Err(PathError::Exists(id));
+        }
+        let tx = Path::new(
+            id,
+            now,
+            rate_hint,
+            self.config.liveness.clone(),
+            self.config.max_ack_delay,
+        );
+        *slot = Some(PathSlot {
+            tx,
+            rx: AckTracker::default(),
+            probes_to_send: 0,
+        });
+        self.on_paths_changed(now);
+        Ok(())
+    }
+
+    /// Removes a path: nothing more is sent on it; what arrives on it is ignored.
+    pub fn remove_path(&mut self, now: Time, id: PathId) -> Result<(), PathError> {
+        self.advance(now);
+        let slot = self
+            .paths
+            .get_mut(id.index())
+            .ok_or(PathError::OutOfRange(id))?;
+        if slot.take().is_none() {
+            return Err(PathError::Unknown(id));
+        }
+        if let Some(c) = &mut self.copies {
+            c.paths.retain(|p| *p != id);
+        }
+        self.probe_acks.retain(|(p, _, _)| *p != id);
+        self.on_paths_changed(now);
+        Ok(())
+    }
+
+    /// Closes the session: a CLOSE frame goes out on every path, then nothing more is sent
+    /// or accepted. `reason` is truncated to 1024 bytes.
+    pub fn close(&mut self, now: Time, code: u64, reason: &str) {
+        self.advance(now);
+        if self.lifecycle == Lifecycle::Open {
+            let reason = reason.as_bytes()[..reason.len().min(1024)].to_vec();
+            self.lifecycle = Lifecycle::Closing {
+                code,
+                reason,
+                next_path: 0,
+            };
+        }
+    }
+
+    /// Whether the session has closed (nothing more will be sent or delivered).
+    pub fn is_closed(&self) -> bool {
+        self.lifecycle == Lifecycle::Closed
+    }
+
+    /// Timer work due at `now`: path loss timers and liveness. Safe to call at any time.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.advance(now);
+        let mut changed = false;
+        for slot in self.paths.iter_mut().flatten() {
+            if slot.tx.next_timeout().is_none_or(|t| t > now) {
+                continue;
+            }
+            let out = slot.tx.on_timeout(now);
+            if let Some((from, to)) = out.state_change {
+                push_event(
+                    &mut self.events,
+                    &mut self.stats,
+                    Event::PathState {
+                        path: slot.tx.id(),
+                        from,
+                        to,
+                    },
+                );
+                changed = true;
+            }
+        }
+        if changed {
+            self.on_paths_changed(now);
+        }
+    }
+
+    /// The next time [`Session::handle_timeout`] (or a `poll_*`) has work without new input.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.lifecycle == Lifecycle::Closed {
+            return None;
+        }
+        let mut next: Option<Time> = None;
+        let mut consider = |t: Option<Time>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Time| n.min(t)));
+            }
+        };
+        for slot in self.paths.iter().flatten() {
+            consider(slot.tx.next_timeout());
+            consider(
+                slot.rx
+                    .ack_deadline(self.config.ack_every, self.config.max_ack_delay),
+            );
+        }
+        consider(self.reorder.next_deadline());
+        if let Some(front) = self.send_queue.front() {
+            consider(Some(front.arrival + self.config.max_queue_delay));
+            if !self.sched_blocked {
+                consider(self.sched_wait_until);
+            }
+        }
+        next
+    }
+
+    /// The next event for the driver.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Session-wide counters.
+    pub fn stats(&self) -> SessionStats {
+        self.stats
+    }
+
+    /// The reorder buffer's counters.
+    pub fn reorder_stats(&self) -> ReorderStats {
+        self.reorder.stats()
+    }
+
+    /// Packets held in the reorder buffer now.
+    pub fn reorder_depth(&self) -> usize {
+        self.reorder.held_packets()
+    }
+
+    /// Inner packets waiting in the send queue.
+    pub fn send_queue_len(&self) -> usize {
+        self.send_queue.len()
+    }
+
+    /// Counters of one path.
+    pub fn path_stats(&self, id: PathId) -> Option<PathStats> {
+        self.slot(id).map(|s| *s.tx.stats())
+    }
+
+    /// The snapshot of every path, as schedulers see it, in `PathId` order.
+    pub fn path_views(&self) -> Vec<PathView> {
+        let floor = self.owd_floor();
+        self.paths
+            .iter()
+            .flatten()
+            .map(|s| s.tx.view(floor))
+            .collect()
+    }
+
+    /// Ids of the session's paths, in order.
+    pub fn path_ids(&self) -> impl Iterator<Item = PathId> + '_ {
+        self.paths.iter().flatten().map(|s| s.tx.id())
+    }
+
+    fn slot(&self, id: PathId) -> Option<&PathSlot> {
+        self.paths.get(id.index()).and_then(Option::as_ref)
+    }
+
+    fn slot_mut(&mut self, id: PathId) -> Option<&mut PathSlot> {
+        self.paths.get_mut(id.index()).and_then(Option::as_mut)
+    }
+
+    /// Smallest base one-way delay among the paths: the reference relative delays use.
+    fn owd_floor(&self) -> Option<i64> {
+        self.paths
+            .iter()
+            .flatten()
+            .filter_map(|s| s.tx.owd().base_us())
+            .min()
+    }
+
+    /// Time only moves forward inside the engine, whatever a driver passes.
+    fn advance(&mut self, now: Time) {
+        self.now = self.now.max(now);
+    }
+
+    /// Paths were added, removed or changed state: wake a blocked scheduler and tell the
+    /// reorder buffer which paths a missing packet may still travel on.
+    fn on_paths_changed(&mut self, now: Time) {
+        self.sched_blocked = false;
+        self.sched_wait_until = None;
+        let mut ids = [PathId(0); MAX_PATHS];
+        let mut n = 0;
+        for id in self.paths.iter().flatten().map(|s| s.tx.id()) {
+            ids[n] = id;
+            n += 1;
+        }
+        self.reorder.set_paths(now, &ids[..n]);
+    }
+
+    fn next_probe_id(&mut self) -> u32 {
+        rand_core::Rng::next_u32(&mut self.rng)
+    }
+}
+
+fn push_event(events: &mut VecDeque<Event>, stats: &mut SessionStats, event: Event) {
+    if events.len() >= MAX_EVENTS {
+        events.pop_front();
+        stats.events_dropped += 1;
+    }
+    events.push_back(event);
+}

@@ -1,0 +1,182 @@
+//! The receiving half of a session: datagrams in, in-order inner packets out.
+//!
+//! A datagram is checked whole (header, session, path, every frame) before any frame acts,
+//! so a malformed one has no effect at all. Then, in frame order: DATA goes through the
+//! duplicate filter into the reorder buffer; ACK and PROBE_ACK feed the named path's
+//! estimators; PROBE queues a PROBE_ACK; CLOSE closes (docs/protocol.md#frames).
+
+use std::time::Duration;
+
+use super::ack_tracker::Arrived;
+use super::types::{Delivery, Event, RecvError};
+use super::{Lifecycle, MAX_PROBE_ACKS, Session, push_event};
+use crate::ids::{PathId, PathSeq, expand_seq};
+use crate::reorder::{Arrival, Freshness, ReorderBuffer};
+use crate::time::Time;
+use crate::wire::{AckFrame, DataFrame, Frame, Header, frames, validate};
+
+impl Session {
+    /// Hands the session a datagram that arrived on `path` (the link / socket the driver
+    /// read it from). On error the datagram is ignored whole (and counted).
+    pub fn handle_datagram(
+        &mut self,
+        now: Time,
+        path: PathId,
+        datagram: &[u8],
+    ) -> Result<(), RecvError> {
+        self.advance(now);
+        let result = self.process_datagram(self.now, path, datagram);
+        match result {
+            Ok(()) => self.stats.datagrams_received += 1,
+            Err(_) => self.stats.datagrams_rejected += 1,
+        }
+        result
+    }
+
+    /// The next in-order inner packet, written into `buf` (which must hold the largest
+    /// inner packet, [`crate::Config::max_inner_packet`]). Call until `None`.
+    pub fn poll_delivery(&mut self, buf: &mut [u8]) -> Option<Delivery> {
+        let r = self.reorder.poll_release(self.now, buf)?;
+        self.stats.delivered += 1;
+        Some(Delivery {
+            len: r.len,
+            global_seq: r.global_seq,
+            held_for: r.held_for,
+            late: r.late,
+        })
+    }
+
+    fn process_datagram(
+        &mut self,
+        now: Time,
+        path: PathId,
+        datagram: &[u8],
+    ) -> Result<(), RecvError> {
+        if self.lifecycle == Lifecycle::Closed {
+            return Err(RecvError::Closed);
+        }
+        let (header, payload) = Header::decode(datagram)?;
+        if header.session_id != self.config.session_id {
+            return Err(RecvError::WrongSession {
+                got: header.session_id,
+                ours: self.config.session_id,
+            });
+        }
+        if header.path != path {
+            return Err(RecvError::PathMismatch {
+                header: header.path,
+                arrived: path,
+            });
+        }
+        validate(payload)?;
+        let ack_eliciting = frames(payload).flatten().any(|f| f.is_ack_eliciting());
+        let slot = self.slot_mut(path).ok_or(RecvError::UnknownPath(path))?;
+        let seq = slot.rx.expand(header.path_seq);
+        if slot.rx.on_received(now, seq, ack_eliciting) == Arrived::Duplicate {
+            return Err(RecvError::Duplicate(path));
+        }
+        let stats = slot.tx.stats_mut();
+        stats.recv_datagrams += 1;
+        stats.recv_bytes += datagram.len() as u64;
+        self.reorder.on_datagram(now, path, header.timestamp_us);
+        for frame in frames(payload).flatten() {
+            match frame {
+                Frame::Padding => {}
+                Frame::Data(data) => self.on_data(now, path, seq, header.timestamp_us, &data),
+                Frame::Ack(ack) => self.on_ack(now, &ack),
+                Frame::Probe(probe) => {
+                    if self.probe_acks.len() < MAX_PROBE_ACKS {
+                        self.probe_acks
+                            .push_back((path, probe.probe_id, now.wire_micros()));
+                    }
+                }
+                Frame::ProbeAck(pa) => {
+                    if let Some(slot) = self.paths.get_mut(pa.path.index()).and_then(Option::as_mut)
+                    {
+                        let out = slot.tx.on_probe_ack(now, pa.probe_id);
+                        self.on_state_change(now, pa.path, out.state_change);
+                    }
+                }
+                Frame::Close(close) => {
+                    self.lifecycle = Lifecycle::Closed;
+                    let reason = String::from_utf8_lossy(close.reason).into_owned();
+                    let event = Event::Closed {
+                        by_peer: true,
+                        code: close.error_code,
+                        reason,
+                    };
+                    push_event(&mut self.events, &mut self.stats, event);
+                }
+                Frame::Extension { .. } => self.stats.extensions_skipped += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn on_data(
+        &mut self,
+        now: Time,
+        path: PathId,
+        path_seq: PathSeq,
+        send_ts_us: u32,
+        data: &DataFrame<'_>,
+    ) {
+        let global = expand_seq(self.recv_next_global, data.global_seq);
+        let prev_on_path = (data.prev_delta > 0)
+            .then(|| global.checked_sub(data.prev_delta))
+            .flatten();
+        match self.dedup.check_and_insert(global) {
+            Freshness::Fresh => {
+                self.recv_next_global = self.recv_next_global.max(global + 1);
+                let arrival = Arrival {
+                    global_seq: global,
+                    path,
+                    path_seq,
+                    prev_on_path,
+                    send_ts_us,
+                };
+                self.reorder.insert(now, &arrival, data.payload);
+            }
+            Freshness::Duplicate => self.stats.data_duplicates += 1,
+            Freshness::TooOld => self.stats.data_too_old += 1,
+        }
+    }
+
+    fn on_ack(&mut self, now: Time, ack: &AckFrame<'_>) {
+        let Some(slot) = self
+            .paths
+            .get_mut(ack.path().index())
+            .and_then(Option::as_mut)
+        else {
+            return;
+        };
+        let Some(largest) = slot.tx.expand_ack_largest(ack.largest()) else {
+            return;
+        };
+        let out = slot.tx.on_ack(
+            now,
+            largest,
+            Duration::from_micros(ack.ack_delay_us()),
+            ack.ranges(largest),
+            ack.timestamps(largest),
+            &mut self.owd_ref,
+        );
+        self.on_state_change(now, ack.path(), out.state_change);
+    }
+
+    fn on_state_change(
+        &mut self,
+        now: Time,
+        path: PathId,
+        change: Option<(crate::path::PathState, crate::path::PathState)>,
+    ) {
+        if let Some((from, to)) = change {
+            push_event(
+                &mut self.events,
+                &mut self.stats,
+                Event::PathState { path, from, to },
+            );
+            self.on_paths_changed(now);
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The sending half of a session: accepting inner packets and building datagrams.
+//!
+//! `poll_transmit` writes at most one datagram per call, in this priority order
+//! (docs/protocol.md#transmit-order):
+//! 1. CLOSE frames while closing (one per path);
+//! 2. PROBE_ACKs, on the path the probe came in on (an immediate two-way liveness answer);
+//! 3. probes due (pairs on probing or down paths, keepalives on idle ones);
+//! 4. DATA: remaining copies of a duplicated packet, then the send queue's head on the path
+//!    the scheduler picks, with pending ACK frames piggybacked when they fit;
+//! 5. an ACK-only datagram when an ACK is due, on the usable path with the smallest SRTT.
+
+use std::time::Duration;
+
+use super::types::{SendError, Transmit};
+use super::{Lifecycle, PendingCopies, Session, push_event};
+use crate::ids::{GlobalSeq, PathId, PathSeq};
+use crate::sched::{PacketMeta, Scheduler, Selection};
+use crate::session::types::Event;
+use crate::time::Time;
+use crate::wire::{
+    AckRepr, CloseRepr, DATA_OVERHEAD, DataRepr, Header, ProbeAckRepr, ProbeRepr, Writer,
+};
+
+impl Session {
+    /// Hands the session an inner packet (an IP packet from the TUN device) to carry.
+    /// On error the packet is dropped (and counted); the session goes on.
+    pub fn handle_inner_packet(&mut self, now: Time, packet: &[u8]) -> Result<(), SendError> {
+        self.advance(now);
+        if self.lifecycle != Lifecycle::Open {
+            return Err(SendError::Closed);
+        }
+        let max = self.config.max_inner_packet();
+        if packet.len() > max {
+            self.stats.inner_too_large += 1;
+            return Err(SendError::TooLarge {
+                len: packet.len(),
+                max,
+            });
+        }
+        if !self.send_queue.push(self.now, packet) {
+            self.stats.inner_queue_full += 1;
+            return Err(SendError::QueueFull);
+        }
+        self.stats.inner_accepted += 1;
+        Ok(())
+    }
+
+    /// Writes the next datagram to send into `buf` and says on which path. `buf` must hold
+    /// `max_datagram_size` bytes (a shorter buffer gets nothing). Call until `None`.
+    pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        self.advance(now);
+        let now = self.now;
+        let size = self.config.max_datagram_size;
+        let buf = buf.get_mut(..size)?;
+        match self.lifecycle {
+            Lifecycle::Closed => return None,
+            Lifecycle::Closing { .. } => return self.transmit_close(now, buf),
+            Lifecycle::Open => {}
+        }
+        self.transmit_probe_ack(now, buf)
+            .or_else(|| self.transmit_probe(now, buf))
+            .or_else(|| self.transmit_data(now, buf))
+            .or_else(|| self.transmit_ack_only(now, buf))
+    }
+
+    fn header(&self, path: PathId, seq: PathSeq, now: Time) -> Header {
+        Header {
+            session_id: self.config.session_id,
+            path,
+            path_seq: seq as u32,
+            timestamp_us: now.wire_micros(),
+        }
+    }
+
+    fn transmit_close(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let Lifecycle::Closing {
+            code,
+            reason,
+            next_path,
+        } = &self.lifecycle
+        else {
+            return None;
+        };
+        let (code, reason, from) = (*code, reason.clone(), *next_path);
+        let next = self
+            .paths
+            .iter()
+            .skip(from)
+            .flatten()
+            .map(|s| s.tx.id())
+            .next();
+        let Some(path) = next else {
+            self.lifecycle = Lifecycle::Closed;
+            let reason = String::from_utf8_lossy(&reason).into_owned();
+            push_event(
+                &mut self.events,
+                &mut self.stats,
+                Event::Closed {
+                    by_peer: false,
+                    code,
+                    reason,
+                },
+            );
+            return None;
+        };
+        self.lifecycle = Lifecycle::Closing {
+            code,
+            reason: reason.clone(),
+            next_path: path.index() + 1,
+        };
+        let seq = self.slot(path)?.tx.next_seq();
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        CloseRepr {
+            error_code: code,
+            reason: &reason,
+        }
+        .encode(&mut w)
+        .ok()?;
+        let len = w.len();
+        self.slot_mut(path)?.tx.on_sent(now, len, true, None, None);
+        Some(Transmit { path, len })
+    }
+
+    fn transmit_probe_ack(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let (path, probe_id, recv_ts_us) = self.probe_acks.pop_front()?;
+        let seq = self.slot(path)?.tx.next_seq();
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        ProbeAckRepr {
+            probe_id,
+            path,
+            recv_ts_us,
+        }
+        .encode(&mut w)
+        .ok()?;
+        let len = w.len();
+        self.slot_mut(path)?.tx.on_sent(now, len, false, None, None);
+        Some(Transmit { path, len })
+    }
+
+    fn transmit_probe(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let mut chosen = None;
+        for slot in self.paths.iter_mut().flatten() {
+            if slot.probes_to_send == 0 {
+                let due = slot.tx.probes_due(now);
+                if due > 0 {
+                    slot.probes_to_send = due;
+                    slot.tx.on_probes_sent(now);
+                }
+            }
+            if slot.probes_to_send > 0 {
+                slot.probes_to_send -= 1;
+                chosen = Some((slot.tx.id(), slot.tx.next_seq()));
+                break;
+            }
+        }
+        let (path, seq) = chosen?;
+        let probe_id = self.next_probe_id();
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        ProbeRepr { probe_id }.encode(&mut w).ok()?;
+        let len = w.len();
+        self.slot_mut(path)?
+            .tx
+            .on_sent(now, len, true, Some(probe_id), None);
+        Some(Transmit { path, len })
+    }
+
+    fn transmit_data(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(t) = self.transmit_copy(now, buf) {
+            return Some(t);
+        }
+        self.drop_stale(now);
+        if self.sched_blocked || self.sched_wait_until.is_some_and(|t| t > now) {
+            return None;
+        }
+        let front = self.send_queue.front()?;
+        let meta = PacketMeta {
+            global_seq: self.next_global,
+            len: DATA_OVERHEAD + front.bytes.len(),
+            arrival: front.arrival,
+        };
+        let floor = self.owd_floor();
+        self.views.clear();
+        self.views
+            .extend(self.paths.iter().flatten().map(|s| s.tx.view(floor)));
+        let selection = self.scheduler.select(now, &self.views, &meta);
+        let usable = |views: &[crate::path::PathView], id: PathId| {
+            views.iter().any(|v| v.id == id && v.is_usable())
+        };
+        // The common case, one path, allocates nothing; copies go to `self.copies`.
+        let (first, mut rest) = match selection {
+            Selection::Send(p) => (p, Vec::new()),
+            Selection::Duplicate(mut ps) => {
+                ps.retain(|p| usable(&self.views, *p));
+                ps.dedup();
+                if ps.is_empty() {
+                    self.sched_blocked = true;
+                    return None;
+                }
+                let first = ps.remove(0);
+                (first, ps)
+            }
+            Selection::Wait(Some(t)) if t > now => {
+                self.sched_wait_until = Some(t);
+                return None;
+            }
+            // Nothing usable now (a Wait in the past counts as that too): wait for a change.
+            Selection::Wait(_) => {
+                self.sched_blocked = true;
+                return None;
+            }
+        };
+        if !usable(&self.views, first) {
+            // A scheduler that broke its contract: never send on an unusable path.
+            self.sched_blocked = true;
+            return None;
+        }
+        self.sched_wait_until = None;
+        let queued = self.send_queue.pop()?;
+        let global = self.next_global;
+        self.next_global += 1;
+        self.stats.inner_sent += 1;
+        let t = self.transmit_data_on(now, first, global, &queued.bytes, queued.arrival, buf);
+        if rest.is_empty() {
+            self.send_queue.recycle(queued.bytes);
+        } else {
+            rest.reverse(); // popped from the back, in the scheduler's order
+            self.copies = Some(PendingCopies {
+                global_seq: global,
+                arrival: queued.arrival,
+                bytes: queued.bytes,
+                paths: rest,
+            });
+        }
+        t
+    }
+
+    /// The next copy of a packet the scheduler duplicated (skipping paths no longer usable).
+    fn transmit_copy(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let mut copies = self.copies.take()?;
+        let mut sent = None;
+        while sent.is_none() {
+            let Some(path) = copies.paths.pop() else {
+                break;
+            };
+            if self.slot(path).is_some_and(|s| s.tx.state().is_usable()) {
+                sent = self.transmit_data_on(
+                    now,
+                    path,
+                    copies.global_seq,
+                    &copies.bytes,
+                    copies.arrival,
+                    buf,
+                );
+                self.stats.inner_copies += u64::from(sent.is_some());
+            }
+        }
+        if copies.paths.is_empty() {
+            self.send_queue.recycle(copies.bytes);
+        } else {
+            self.copies = Some(copies);
+        }
+        sent
+    }
+
+    /// Drops queue heads that waited longer than `max_queue_delay`.
+    fn drop_stale(&mut self, now: Time) {
+        while let Some(front) = self.send_queue.front() {
+            if now.saturating_since(front.arrival) < self.config.max_queue_delay {
+                break;
+            }
+            if let Some(q) = self.send_queue.pop() {
+                self.send_queue.recycle(q.bytes);
+            }
+            self.stats.inner_stale += 1;
+        }
+    }
+
+    /// Writes header, piggybacked ACKs and a DATA frame for `global` on `path`.
+    fn transmit_data_on(
+        &mut self,
+        now: Time,
+        path: PathId,
+        global: GlobalSeq,
+        payload: &[u8],
+        arrival: Time,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        let slot = self.slot(path)?;
+        let seq = slot.tx.next_seq();
+        let prev_delta = slot.tx.prev_delta(global);
+        let data = DataRepr {
+            global_seq: global,
+            prev_delta,
+            payload,
+            to_end: true,
+        };
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        let room = w.remaining().checked_sub(data.encoded_len())?;
+        self.write_acks(now, &mut w, room);
+        data.encode(&mut w).ok()?;
+        let len = w.len();
+        let meta = PacketMeta {
+            global_seq: global,
+            len,
+            arrival,
+        };
+        self.scheduler.on_sent(now, path, &meta);
+        self.slot_mut(path)?
+            .tx
+            .on_sent(now, len, true, None, Some(global));
+        Some(Transmit { path, len })
+    }
+
+    /// Writes ACK frames for every path with something to acknowledge, as many as fit in
+    /// `room` bytes: once one ACK is due, all pending ones ride along (batching).
+    /// Returns how many were written.
+    fn write_acks(&mut self, now: Time, w: &mut Writer<'_>, room: usize) -> usize {
+        let mut budget = room;
+        let mut written = 0;
+        for slot in self.paths.iter_mut().flatten() {
+            let rx = &mut slot.rx;
+            if !rx.has_unacked() {
+                continue;
+            }
+            let Some((largest, largest_at)) = rx.largest() else {
+                continue;
+            };
+            let ack = AckRepr {
+                path: slot.tx.id(),
+                largest,
+                ack_delay_us: u64::try_from(now.saturating_since(largest_at).as_micros())
+                    .unwrap_or(u64::MAX),
+                largest_recv_ts_us: largest_at.wire_micros(),
+                ranges: rx.ranges(),
+                timestamps: rx.timestamps(),
+            };
+            let len = ack.encoded_len();
+            if len > budget {
+                continue;
+            }
+            if ack.encode(w).is_ok() {
+                budget -= len;
+                written += 1;
+                rx.on_ack_sent();
+            }
+        }
+        written
+    }
+
+    fn transmit_ack_only(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let (ack_every, max_ack_delay) = (self.config.ack_every, self.config.max_ack_delay);
+        let due = self.paths.iter().flatten().any(|s| {
+            s.rx.ack_deadline(ack_every, max_ack_delay)
+                .is_some_and(|t| t <= now)
+        });
+        if !due {
+            return None;
+        }
+        let path = self.ack_path()?;
+        let seq = self.slot(path)?.tx.next_seq();
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        let room = w.remaining();
+        if self.write_acks(now, &mut w, room) == 0 {
+            return None;
+        }
+        let len = w.len();
+        self.slot_mut(path)?.tx.on_sent(now, len, false, None, None);
+        Some(Transmit { path, len })
+    }
+
+    /// Where ACK-only datagrams go: the usable path with the smallest SRTT (fastest
+    /// feedback), else the path that last received something (it reaches the peer's
+    /// socket at least one way), else the first path.
+    fn ack_path(&self) -> Option<PathId> {
+        let slots = || self.paths.iter().flatten();
+        let by_srtt = slots()
+            .filter(|s| s.tx.state().is_usable())
+            .min_by_key(|s| s.tx.rtt().srtt().unwrap_or(Duration::MAX))
+            .map(|s| s.tx.id());
+        by_srtt
+            .or_else(|| {
+                slots()
+                    .filter(|s| s.rx.last_recv().is_some())
+                    .max_by_key(|s| s.rx.last_recv())
+                    .map(|s| s.tx.id())
+            })
+            .or_else(|| slots().next().map(|s| s.tx.id()))
+    }
+}

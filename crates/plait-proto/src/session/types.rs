@@ -1,0 +1,151 @@
+//! What a session hands its driver: transmits, deliveries, events, errors and counters.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::ids::{GlobalSeq, PathId};
+use crate::path::PathState;
+use crate::wire::DecodeError;
+
+/// A datagram written into the caller's buffer by `poll_transmit`, to send on `path`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// The path (link / UDP socket) to send it on.
+    pub path: PathId,
+    /// Its length in the caller's buffer.
+    pub len: usize,
+}
+
+/// An inner packet written into the caller's buffer by `poll_delivery`, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Its length in the caller's buffer.
+    pub len: usize,
+    /// Its global sequence number.
+    pub global_seq: GlobalSeq,
+    /// How long the reorder buffer held it.
+    pub held_for: Duration,
+    /// It came after its sequence number had been given up as lost (out of order).
+    pub late: bool,
+}
+
+/// Something a driver may want to log or act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A path changed state (docs/protocol.md#path-states).
+    PathState {
+        /// Which path.
+        path: PathId,
+        /// Its previous state.
+        from: PathState,
+        /// Its new state.
+        to: PathState,
+    },
+    /// The session closed: by this side's [`crate::Session::close`] or the peer's CLOSE.
+    Closed {
+        /// Whether the peer closed it.
+        by_peer: bool,
+        /// The application error code.
+        code: u64,
+        /// The reason, lossily decoded as UTF-8.
+        reason: String,
+    },
+}
+
+/// Why an inner packet was not accepted. The packet is dropped; the session goes on.
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// Larger than the configured datagram size allows.
+    #[error("inner packet of {len} bytes exceeds the {max}-byte limit of this session")]
+    TooLarge {
+        /// Its length.
+        len: usize,
+        /// The largest inner packet the session carries.
+        max: usize,
+    },
+    /// The send queue is full (no path can take more right now).
+    #[error("send queue full: inner packet dropped")]
+    QueueFull,
+    /// The session is closed.
+    #[error("session closed")]
+    Closed,
+}
+
+/// Why a datagram was ignored. It had no effect at all on the session.
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+pub enum RecvError {
+    /// It did not decode.
+    #[error("malformed datagram: {0}")]
+    Decode(#[from] DecodeError),
+    /// Its header names another session.
+    #[error("datagram for session {got:#010x}, this is {ours:#010x}")]
+    WrongSession {
+        /// Session id in the header.
+        got: u32,
+        /// This session's id.
+        ours: u32,
+    },
+    /// Its header's path id differs from the path the driver received it on.
+    #[error("datagram says {header} but arrived on {arrived}")]
+    PathMismatch {
+        /// Path id in the header.
+        header: PathId,
+        /// Path the driver named.
+        arrived: PathId,
+    },
+    /// The path is not part of this session.
+    #[error("{0} is not a path of this session")]
+    UnknownPath(PathId),
+    /// Its path sequence number was already received.
+    #[error("duplicate datagram on {0}")]
+    Duplicate(PathId),
+    /// The session is closed.
+    #[error("session closed")]
+    Closed,
+}
+
+/// Why a path command failed.
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+pub enum PathError {
+    /// Path ids run from 0 to `MAX_PATHS - 1`.
+    #[error("{0} is out of range: path ids are 0..{max}", max = crate::ids::MAX_PATHS)]
+    OutOfRange(PathId),
+    /// Already added.
+    #[error("{0} already exists")]
+    Exists(PathId),
+    /// Not a path of this session.
+    #[error("{0} is not a path of this session")]
+    Unknown(PathId),
+}
+
+/// Session-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    /// Inner packets accepted into the send queue.
+    pub inner_accepted: u64,
+    /// Inner packets refused: too large.
+    pub inner_too_large: u64,
+    /// Inner packets refused: queue full.
+    pub inner_queue_full: u64,
+    /// Inner packets dropped after waiting longer than `max_queue_delay`.
+    pub inner_stale: u64,
+    /// Inner packets sent (first copy).
+    pub inner_sent: u64,
+    /// Extra copies sent by a `Duplicate` selection.
+    pub inner_copies: u64,
+    /// Datagrams received and processed.
+    pub datagrams_received: u64,
+    /// Datagrams ignored (any [`RecvError`]).
+    pub datagrams_rejected: u64,
+    /// DATA frames received that were duplicates (redundant copies, replays).
+    pub data_duplicates: u64,
+    /// DATA frames too old for the duplicate filter to judge, dropped.
+    pub data_too_old: u64,
+    /// Inner packets delivered.
+    pub delivered: u64,
+    /// Extension frames skipped.
+    pub extensions_skipped: u64,
+    /// Events dropped because the driver did not drain them.
+    pub events_dropped: u64,
+}

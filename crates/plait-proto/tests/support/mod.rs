@@ -1,0 +1,259 @@
+//! A tiny fake network for in-process tests: two sessions joined by N paths, each direction
+//! of each path a FIFO bottleneck (rate, propagation delay, byte-limited drop-tail queue,
+//! Bernoulli loss), driven in virtual time through `plait_proto::drive`.
+//!
+//! It is deliberately small: the real simulator is plait-sim. It knows which source packet
+//! every dropped datagram carried, so tests can check "delivered = sent − actually lost".
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use plait_proto::wire::{Frame, Header, frames};
+use plait_proto::{Config, Delivery, Io, PathId, Session, Time, drive};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+/// One direction of one path.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// Bytes per second.
+    pub rate: f64,
+    /// Propagation delay.
+    pub delay: Duration,
+    /// Drop probability per datagram.
+    pub loss: f64,
+    /// Drop-tail queue limit in bytes (bytes waiting, not counting the one being sent).
+    pub queue_bytes: usize,
+}
+
+#[derive(Debug)]
+struct Link {
+    spec: LinkSpec,
+    busy_until: Time,
+    in_flight: VecDeque<(Time, Vec<u8>)>,
+    delivered_bytes: u64,
+    dropped: u64,
+}
+
+impl Link {
+    fn new(spec: LinkSpec) -> Link {
+        Link {
+            spec,
+            busy_until: Time::ZERO,
+            in_flight: VecDeque::new(),
+            delivered_bytes: 0,
+            dropped: 0,
+        }
+    }
+}
+
+/// Records what a session hands out.
+#[derive(Debug, Default)]
+struct Collector {
+    out: Vec<(PathId, Vec<u8>)>,
+    delivered: Vec<(Time, Vec<u8>, Delivery)>,
+}
+
+impl Io for Collector {
+    fn transmit(&mut self, _now: Time, path: PathId, datagram: &[u8]) {
+        self.out.push((path, datagram.to_vec()));
+    }
+    fn deliver(&mut self, now: Time, packet: &[u8], info: &Delivery) {
+        self.delivered.push((now, packet.to_vec(), *info));
+    }
+}
+
+/// Two sessions (`a` and `b`) joined by paths; `links[0]` carries a→b, `links[1]` b→a.
+pub struct Pair {
+    pub now: Time,
+    pub a: Session,
+    pub b: Session,
+    links: [Vec<Link>; 2],
+    io: [Collector; 2],
+    deadlines: [Option<Time>; 2],
+    rng: ChaCha8Rng,
+    buf: Vec<u8>,
+    /// Source indices (first 8 payload bytes) of DATA lost on a link, per direction.
+    pub lost_sources: [BTreeSet<u64>; 2],
+    /// Per-direction, per-path: was the path blackholed (drop everything)?
+    pub blackhole: [Vec<bool>; 2],
+    /// FNV-1a hash of every datagram either side sent, with its time and path: two runs
+    /// with the same inputs must give the same value.
+    pub trace_hash: u64,
+}
+
+impl Pair {
+    /// Sessions from `config_a`/`config_b` with the given paths (same spec both ways).
+    pub fn new(
+        config_a: Config,
+        config_b: Config,
+        paths: &[LinkSpec],
+        hints: &[Option<f64>],
+        seed: u64,
+    ) -> Pair {
+        let mut a = Session::new(config_a).expect("valid config");
+        let mut b = Session::new(config_b).expect("valid config");
+        for i in 0..paths.len() {
+            let id = PathId(i as u8);
+            a.add_path(Time::ZERO, id, hints.get(i).copied().flatten())
+                .unwrap();
+            b.add_path(Time::ZERO, id, hints.get(i).copied().flatten())
+                .unwrap();
+        }
+        let links = [
+            paths.iter().cloned().map(Link::new).collect(),
+            paths.iter().cloned().map(Link::new).collect(),
+        ];
+        let mut pair = Pair {
+            now: Time::ZERO,
+            a,
+            b,
+            links,
+            io: [Collector::default(), Collector::default()],
+            deadlines: [None, None],
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            buf: vec![0; 65_536],
+            lost_sources: [BTreeSet::new(), BTreeSet::new()],
+            blackhole: [vec![false; paths.len()], vec![false; paths.len()]],
+            trace_hash: 0xcbf2_9ce4_8422_2325,
+        };
+        pair.drive_both();
+        pair
+    }
+
+    /// Drains deliveries the receiving side `dir` (0: at b, from a; 1: at a, from b) made.
+    pub fn take_delivered(&mut self, dir: usize) -> Vec<(Time, Vec<u8>, Delivery)> {
+        std::mem::take(&mut self.io[1 - dir].delivered)
+    }
+
+    /// Bytes delivered over each path in direction `dir`.
+    pub fn link_delivered_bytes(&self, dir: usize) -> Vec<u64> {
+        self.links[dir].iter().map(|l| l.delivered_bytes).collect()
+    }
+
+    /// Datagrams dropped on each path in direction `dir` (loss, queue overflow, blackhole).
+    pub fn link_dropped(&self, dir: usize) -> Vec<u64> {
+        self.links[dir].iter().map(|l| l.dropped).collect()
+    }
+
+    /// Changes one direction of one path.
+    pub fn set_link(&mut self, dir: usize, path: usize, f: impl FnOnce(&mut LinkSpec)) {
+        f(&mut self.links[dir][path].spec);
+    }
+
+    fn drive_both(&mut self) {
+        for side in 0..2 {
+            let session = if side == 0 { &mut self.a } else { &mut self.b };
+            self.deadlines[side] = drive(session, self.now, &mut self.io[side], &mut self.buf);
+            for (path, dgram) in std::mem::take(&mut self.io[side].out) {
+                self.enqueue(side, path.index(), dgram);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, dir: usize, path: usize, dgram: Vec<u8>) {
+        let now = self.now;
+        let stamp = [
+            now.as_nanos().to_be_bytes().as_slice(),
+            &[dir as u8, path as u8],
+        ]
+        .concat();
+        for b in stamp.iter().chain(&dgram) {
+            self.trace_hash = (self.trace_hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let link = &mut self.links[dir][path];
+        let queued_bytes = link.busy_until.saturating_since(now).as_secs_f64() * link.spec.rate;
+        let lost = self.blackhole[dir][path]
+            || queued_bytes > link.spec.queue_bytes as f64
+            || (link.spec.loss > 0.0 && unit_f64(self.rng.next_u64()) < link.spec.loss);
+        if lost {
+            link.dropped += 1;
+            if std::env::var_os("PLAIT_DEBUG_DROPS").is_some() {
+                eprintln!("drop dir {dir} path {path} at {now:?} queued {queued_bytes:.0}");
+            }
+            if let Some(src) = source_of(&dgram) {
+                self.lost_sources[dir].insert(src);
+            }
+            return;
+        }
+        let start = link.busy_until.max(now);
+        let finish = start + Duration::from_secs_f64(dgram.len() as f64 / link.spec.rate);
+        link.busy_until = finish;
+        link.in_flight.push_back((finish + link.spec.delay, dgram));
+    }
+
+    /// The next time anything happens.
+    fn next_event(&self) -> Option<Time> {
+        let links = self
+            .links
+            .iter()
+            .flatten()
+            .filter_map(|l| l.in_flight.front().map(|(t, _)| *t));
+        links.chain(self.deadlines.iter().flatten().copied()).min()
+    }
+
+    /// Runs until `until`, calling `source(now, pair)` before each step so a test can feed
+    /// inner packets; returns when virtual time reaches `until`.
+    pub fn run_until(&mut self, until: Time, mut source: impl FnMut(&mut Pair) -> Option<Time>) {
+        loop {
+            let next_src = source(self);
+            let next = [self.next_event(), next_src].into_iter().flatten().min();
+            let Some(next) = next.filter(|t| *t <= until) else {
+                self.now = until;
+                return;
+            };
+            self.now = self.now.max(next);
+            for dir in 0..2 {
+                for path in 0..self.links[dir].len() {
+                    while let Some((t, _)) = self.links[dir][path].in_flight.front() {
+                        if *t > self.now {
+                            break;
+                        }
+                        let (_, dgram) = self.links[dir][path].in_flight.pop_front().unwrap();
+                        self.links[dir][path].delivered_bytes += dgram.len() as u64;
+                        let receiver = if dir == 0 { &mut self.b } else { &mut self.a };
+                        receiver
+                            .handle_datagram(self.now, PathId(path as u8), &dgram)
+                            .expect("valid datagram");
+                    }
+                }
+            }
+            self.drive_both();
+        }
+    }
+
+    /// Feeds an inner packet to side `side` (0: a, 1: b) now and drives.
+    pub fn send_inner(&mut self, side: usize, packet: &[u8]) -> bool {
+        let session = if side == 0 { &mut self.a } else { &mut self.b };
+        let ok = session.handle_inner_packet(self.now, packet).is_ok();
+        self.drive_both();
+        ok
+    }
+}
+
+/// The source index a test put in the first 8 bytes of a DATA payload, if `dgram` has one.
+pub fn source_of(dgram: &[u8]) -> Option<u64> {
+    let (_, payload) = Header::decode(dgram).ok()?;
+    frames(payload).flatten().find_map(|f| match f {
+        Frame::Data(d) if d.payload.len() >= 8 => {
+            Some(u64::from_be_bytes(d.payload[..8].try_into().ok()?))
+        }
+        _ => None,
+    })
+}
+
+/// A payload of `len` bytes whose first 8 bytes are `index` and the rest a pattern.
+pub fn payload(index: u64, len: usize) -> Vec<u8> {
+    let mut p: Vec<u8> = (0..len)
+        .map(|i| (i as u64).wrapping_mul(31).wrapping_add(index) as u8)
+        .collect();
+    p[..8].copy_from_slice(&index.to_be_bytes());
+    p
+}
+
+/// A uniform number in [0, 1) from 64 random bits.
+pub fn unit_f64(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}

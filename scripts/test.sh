@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The one test command (README.md): sets up what the tests need, then runs every check CI
+# runs. Usage: scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "setup"
+scripts/setup.sh
+
+step "format (cargo fmt --check)"
+cargo fmt --all -- --check
+
+step "lint (clippy, warnings denied; plait-proto's clippy.toml forbids clocks, sockets, threads, global RNGs)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "plait-proto stays sans-IO (dependency tree)"
+scripts/check-sans-io.sh
+
+step "fuzz targets build (stable check; run them with cargo +nightly fuzz run decode_datagram)"
+cargo check --manifest-path fuzz/Cargo.toml --locked
+
+step "tests"
+cargo test --workspace --locked
