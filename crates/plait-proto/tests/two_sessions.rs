@@ -158,6 +158,7 @@ fn hundred_thousand_packets_over_three_paths() {
     }
     assert!(declared >= lost.len() as u64, "every real loss declared");
     assert_eq!(stats.lost_overflow, 0);
+    assert_eq!(stats.discarded, 0);
     assert!(
         late as u64 <= declared - lost.len() as u64,
         "late only after a wrong declaration"

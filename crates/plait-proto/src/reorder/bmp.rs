@@ -48,7 +48,7 @@
 //! `held_packets() <= max_packets` and `held_bytes() <= max_bytes` after every call; after
 //! `poll_release(now)` returns `None`, `next_deadline()` is `None` or later than `now`, and
 //! polling at a returned deadline makes progress. A packet that does not fit the caller's
-//! `out` is dropped (counted only in [`Bmp::discarded`]) and the next one is tried.
+//! `out` is dropped (counted in [`Bmp::discarded`] and `ReorderStats::discarded`) and the next one is tried.
 
 use std::collections::VecDeque;
 
@@ -455,6 +455,9 @@ impl ReorderBuffer for Bmp {
     }
 
     fn stats(&self) -> ReorderStats {
-        self.stats
+        ReorderStats {
+            discarded: self.discarded,
+            ..self.stats
+        }
     }
 }

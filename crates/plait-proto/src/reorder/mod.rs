@@ -103,6 +103,9 @@ pub struct ReorderStats {
     pub loss_detect_nanos_sum: u64,
     /// Largest such time, in nanoseconds.
     pub loss_detect_nanos_max: u64,
+    /// Inserted packets never released: dropped from a capped queue a caller did not
+    /// drain, too large for the caller's buffer, or a duplicate of a held one.
+    pub discarded: u64,
     /// Largest number of packets held at once.
     pub max_held_packets: u64,
     /// Largest number of bytes held at once.

@@ -124,7 +124,10 @@ impl ReorderBuffer for Passthrough {
     }
 
     fn stats(&self) -> ReorderStats {
-        self.stats
+        ReorderStats {
+            discarded: self.discarded,
+            ..self.stats
+        }
     }
 }
 
