@@ -9,6 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use plait_proto::path::PathHints;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use plait_proto::{Config, Delivery, Io, PathId, Session, Time, drive};
@@ -54,9 +55,12 @@ impl Bench {
         let mut a = Session::new(config.clone()).unwrap();
         let mut b = Session::new(config).unwrap();
         for p in 0..3 {
-            let rate = Some([1.25e6, 6.25e5, 3.0e5][p]);
-            a.add_path(Time::ZERO, PathId(p as u8), rate).unwrap();
-            b.add_path(Time::ZERO, PathId(p as u8), rate).unwrap();
+            let hints = PathHints {
+                rate: Some([1.25e6, 6.25e5, 3.0e5][p]),
+                one_way_delay: None,
+            };
+            a.add_path(Time::ZERO, PathId(p as u8), hints).unwrap();
+            b.add_path(Time::ZERO, PathId(p as u8), hints).unwrap();
         }
         let mut bench = Bench {
             now: Time::ZERO,

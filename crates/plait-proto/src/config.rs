@@ -48,6 +48,10 @@ pub struct Config {
     pub liveness: LivenessConfig,
     /// Global sequence numbers remembered for duplicate suppression.
     pub dedup_window: u64,
+    /// Schedulers see the configured [`crate::path::PathHints`] instead of measured rates
+    /// and delays (for links whose figures are known exactly; the simulator's "perfect
+    /// knowledge" baselines). Liveness and RTTs stay measured.
+    pub trust_hints: bool,
 }
 
 impl Default for Config {
@@ -66,6 +70,7 @@ impl Default for Config {
             max_ack_delay: Duration::from_millis(5),
             liveness: LivenessConfig::default(),
             dedup_window: 1 << 16,
+            trust_hints: false,
         }
     }
 }

@@ -355,3 +355,39 @@ impl SecsForTest for Time {
         Time::from_nanos((s * 1e9) as u64)
     }
 }
+
+#[test]
+fn trusted_hints_replace_estimates() {
+    use plait_proto::path::PathHints;
+    let config = Config {
+        trust_hints: true,
+        ..config(SchedulerKind::Edpf)
+    };
+    let mut s = plait_proto::Session::new(config).unwrap();
+    let hints = [(1e6, 60), (5e5, 10), (2e5, 35)];
+    for (i, (rate, ms)) in hints.iter().enumerate() {
+        let h = PathHints {
+            rate: Some(*rate),
+            one_way_delay: Some(*ms * MS),
+        };
+        s.add_path(Time::ZERO, PathId(i as u8), h).unwrap();
+    }
+    let views = s.path_views();
+    let got: Vec<_> = views
+        .iter()
+        .map(|v| (v.rate_estimate(), v.base_owd))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(1e6), Some(50 * MS)),
+            (Some(5e5), Some(Duration::ZERO)),
+            (Some(2e5), Some(25 * MS))
+        ]
+    );
+    assert!(
+        views
+            .iter()
+            .all(|v| v.pair_rate.is_none() && v.delivery_rate.is_none())
+    );
+}

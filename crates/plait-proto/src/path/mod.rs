@@ -27,7 +27,7 @@ pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
 pub use rate::{DeliveryRateEstimator, PAIR_EWMA_NEW, PairRateEstimator};
 pub use rtt::RttEstimator;
 pub use sent::{SentLog, SentPacket};
-pub use view::{PathState, PathView};
+pub use view::{PathHints, PathState, PathView};
 
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
 use crate::time::Time;
@@ -88,7 +88,7 @@ pub struct Path {
     pair: PairRateEstimator,
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
-    configured_rate: Option<f64>,
+    hints: PathHints,
     /// Send time of the oldest ack-eliciting datagram sent since the last answer.
     awaiting_since: Option<Time>,
     last_eliciting_sent: Option<Time>,
@@ -112,7 +112,7 @@ impl Path {
     pub fn new(
         id: PathId,
         now: Time,
-        configured_rate: Option<f64>,
+        hints: PathHints,
         liveness: LivenessConfig,
         max_ack_delay: Duration,
     ) -> Path {
@@ -129,7 +129,7 @@ impl Path {
             pair: PairRateEstimator::default(),
             delivery: DeliveryRateEstimator::default(),
             loss_rate: 0.0,
-            configured_rate,
+            hints,
             awaiting_since: None,
             last_eliciting_sent: None,
             last_ts: None,
@@ -573,10 +573,32 @@ impl Path {
         next
     }
 
+    /// What was configured about this path.
+    pub fn hints(&self) -> PathHints {
+        self.hints
+    }
+
     /// The read-only snapshot schedulers see. `owd_floor_us` is the smallest base one-way
     /// delay over the session's paths (the reference the relative delays are taken from).
-    pub fn view(&self, owd_floor_us: Option<i64>) -> PathView {
+    /// With `trusted_delay_floor` (`Config::trust_hints`), rates and delays come from the
+    /// hints alone (perfect knowledge when the hints are exact): the measured rates are
+    /// hidden and delays are the hinted ones relative to the smallest hinted delay.
+    pub fn view(
+        &self,
+        owd_floor_us: Option<i64>,
+        trusted_delay_floor: Option<Duration>,
+    ) -> PathView {
         let rel = |us: f64| owd_floor_us.map(|f| micros_to_duration(us - f as f64));
+        if let Some(floor) = trusted_delay_floor {
+            let delay = self.hints.one_way_delay.map(|d| d.saturating_sub(floor));
+            return PathView {
+                base_owd: delay,
+                owd: delay,
+                pair_rate: None,
+                delivery_rate: None,
+                ..self.view(owd_floor_us, None)
+            };
+        }
         PathView {
             id: self.id,
             state: self.state,
@@ -587,7 +609,7 @@ impl Path {
             owd: self.owd.smoothed_us().and_then(rel),
             pair_rate: self.pair.rate(),
             delivery_rate: self.delivery.rate(),
-            configured_rate: self.configured_rate,
+            configured_rate: self.hints.rate,
             bytes_in_flight: self.bytes_in_flight,
             cwnd_room: None,
             loss_rate: self.loss_rate,

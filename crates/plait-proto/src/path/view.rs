@@ -7,6 +7,15 @@ use std::time::Duration;
 
 use crate::ids::PathId;
 
+/// What the user configured about a path, if anything (config file, scenario).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PathHints {
+    /// Capacity, bytes of plait datagram per second.
+    pub rate: Option<f64>,
+    /// One-way delay (only differences between paths matter).
+    pub one_way_delay: Option<Duration>,
+}
+
 /// Liveness state of a path as judged by its sender (docs/protocol.md#path-states).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PathState {

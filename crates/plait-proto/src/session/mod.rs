@@ -19,6 +19,7 @@ mod transmit;
 mod types;
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -28,7 +29,7 @@ pub use types::{Delivery, Event, PathError, RecvError, SendError, SessionStats, 
 
 use crate::config::{Config, ConfigError};
 use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
-use crate::path::{OwdReference, Path, PathStats, PathView};
+use crate::path::{OwdReference, Path, PathHints, PathStats, PathView};
 use crate::reorder::{AnyReorder, DuplicateFilter, ReorderBuffer, ReorderStats};
 use crate::sched::AnyScheduler;
 use crate::time::Time;
@@ -129,14 +130,9 @@ impl Session {
     }
 
     /// Adds a path; it starts in [`crate::path::PathState::Probing`] and probes at once.
-    /// `rate_hint` (bytes/s) is an optional configured capacity for schedulers without
-    /// estimates yet.
-    pub fn add_path(
-        &mut self,
-        now: Time,
-        id: PathId,
-        rate_hint: Option<f64>,
-    ) -> Result<(), PathError> {
+    /// `hints` are what the user knows of it (a capacity for schedulers without estimates
+    /// yet; with `Config::trust_hints`, the figures schedulers use).
+    pub fn add_path(&mut self, now: Time, id: PathId, hints: PathHints) -> Result<(), PathError> {
         self.advance(now);
         let slot = self
             .paths
@@ -148,7 +144,7 @@ impl Session {
         let tx = Path::new(
             id,
             now,
-            rate_hint,
+            hints,
             self.config.liveness.clone(),
             self.config.max_ack_delay,
         );
@@ -285,11 +281,11 @@ impl Session {
 
     /// The snapshot of every path, as schedulers see it, in `PathId` order.
     pub fn path_views(&self) -> Vec<PathView> {
-        let floor = self.owd_floor();
+        let (floor, trusted) = (self.owd_floor(), self.trusted_delay_floor());
         self.paths
             .iter()
             .flatten()
-            .map(|s| s.tx.view(floor))
+            .map(|s| s.tx.view(floor, trusted))
             .collect()
     }
 
@@ -304,6 +300,20 @@ impl Session {
 
     fn slot_mut(&mut self, id: PathId) -> Option<&mut PathSlot> {
         self.paths.get_mut(id.index()).and_then(Option::as_mut)
+    }
+
+    /// With `trust_hints`, the smallest hinted one-way delay (the reference hinted delays
+    /// are relative to); `None` otherwise.
+    fn trusted_delay_floor(&self) -> Option<Duration> {
+        if !self.config.trust_hints {
+            return None;
+        }
+        let hinted = self
+            .paths
+            .iter()
+            .flatten()
+            .filter_map(|s| s.tx.hints().one_way_delay);
+        Some(hinted.min().unwrap_or(Duration::ZERO))
     }
 
     /// Smallest base one-way delay among the paths: the reference relative delays use.

@@ -181,10 +181,14 @@ impl Session {
             len: DATA_OVERHEAD + front.bytes.len(),
             arrival: front.arrival,
         };
-        let floor = self.owd_floor();
+        let (floor, trusted) = (self.owd_floor(), self.trusted_delay_floor());
         self.views.clear();
-        self.views
-            .extend(self.paths.iter().flatten().map(|s| s.tx.view(floor)));
+        self.views.extend(
+            self.paths
+                .iter()
+                .flatten()
+                .map(|s| s.tx.view(floor, trusted)),
+        );
         let selection = self.scheduler.select(now, &self.views, &meta);
         let usable = |views: &[crate::path::PathView], id: PathId| {
             views.iter().any(|v| v.id == id && v.is_usable())

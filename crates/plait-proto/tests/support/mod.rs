@@ -10,6 +10,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
+use plait_proto::path::PathHints;
 use plait_proto::wire::{Frame, Header, frames};
 use plait_proto::{Config, Delivery, Io, PathId, Session, Time, drive};
 use rand_chacha::ChaCha8Rng;
@@ -97,10 +98,12 @@ impl Pair {
         let mut b = Session::new(config_b).expect("valid config");
         for i in 0..paths.len() {
             let id = PathId(i as u8);
-            a.add_path(Time::ZERO, id, hints.get(i).copied().flatten())
-                .unwrap();
-            b.add_path(Time::ZERO, id, hints.get(i).copied().flatten())
-                .unwrap();
+            let hint = PathHints {
+                rate: hints.get(i).copied().flatten(),
+                one_way_delay: None,
+            };
+            a.add_path(Time::ZERO, id, hint).unwrap();
+            b.add_path(Time::ZERO, id, hint).unwrap();
         }
         let links = [
             paths.iter().cloned().map(Link::new).collect(),
