@@ -6,6 +6,16 @@
 //! generator), deterministic tie-breaking of simultaneous events: the same scenario and seed
 //! give byte-identical results.
 
+pub mod event;
+pub mod inner;
 pub mod net;
+pub mod node;
 pub mod packet;
+pub mod report;
+pub mod reproduce;
+pub mod run;
+pub mod scenario;
+pub mod sweep;
 pub mod tcp;
+pub mod topology;
+pub mod world;

@@ -1,0 +1,156 @@
+//! Runs one row of a scenario for one seed and measures it.
+//!
+//! What is measured, for the main flow (summed over its per-path flows under MTCP):
+//! - goodput: payload the TCP receivers delivered in order, per second;
+//! - throughput: payload that reached the receivers (duplicates included), per second;
+//! - dupACKs received, retransmissions and retransmission timeouts at the senders;
+//! - per-path throughput: the main flow's bytes the links delivered on each path;
+//! - reorder delay: how long the mobile host's reorder buffer held each packet (p50, p99);
+//! - goodput and per-path throughput per time bin, for plots.
+//!
+//! Invariant: a result is a pure function of (scenario, run, seed): no wall-clock value is
+//! stored in it, so its JSON is byte-identical across runs.
+
+use serde::Serialize;
+
+use plait_proto::Time;
+
+use crate::node::Node;
+use crate::scenario::{RunSpec, Scenario};
+use crate::topology::{Handles, build};
+use crate::world::World;
+
+/// The measurements of one run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunResult {
+    /// Row name.
+    pub run: String,
+    /// Seed.
+    pub seed: u64,
+    /// Main-flow goodput, kbit/s (payload delivered in order).
+    pub goodput_kbps: f64,
+    /// Main-flow throughput at the receiver, kbit/s (payload, duplicates included).
+    pub throughput_kbps: f64,
+    /// Duplicate ACKs the senders received.
+    pub dupacks: u64,
+    /// Segments retransmitted.
+    pub retransmissions: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Main-flow bytes delivered on each path, kbit/s (datagrams with their headers).
+    pub per_path_kbps: Vec<f64>,
+    /// Reorder-buffer holding time, median, ms (plait runs).
+    pub reorder_p50_ms: Option<f64>,
+    /// Reorder-buffer holding time, 99th percentile, ms (plait runs).
+    pub reorder_p99_ms: Option<f64>,
+    /// Simulator events processed.
+    pub events: u64,
+    /// Goodput per time bin, kbit/s (received payload).
+    pub goodput_series_kbps: Vec<f64>,
+    /// Per path, main-flow kbit/s per time bin.
+    pub path_series_kbps: Vec<Vec<f64>>,
+}
+
+/// Runs `run` of `scenario` with `seed` to the scenario's end.
+pub fn run_one(scenario: &Scenario, run: &RunSpec, seed: u64) -> RunResult {
+    let (mut world, handles) = build(scenario, run, seed);
+    world.run_until(Time::from_nanos((scenario.duration_s * 1e9) as u64));
+    measure(scenario, run, seed, &world, &handles)
+}
+
+fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Handles) -> RunResult {
+    let secs = scenario.duration_s;
+    let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / secs;
+    let per_bin = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / scenario.bin_s;
+    let payload = u64::from(scenario.tcp.packet_size);
+
+    let (mut dupacks, mut retransmissions, mut timeouts) = (0, 0, 0);
+    for s in &h.senders {
+        if let Node::TcpSender(n) = world.node(*s) {
+            let st = n.tcp().stats();
+            dupacks += st.dupacks;
+            retransmissions += st.retransmissions;
+            timeouts += st.timeouts;
+        }
+    }
+    let (mut in_order, mut received) = (0u64, 0u64);
+    let mut series: Vec<u64> = Vec::new();
+    for r in &h.receivers {
+        if let Node::TcpReceiver(n) = world.node(*r) {
+            let st = n.sink().stats();
+            in_order += st.delivered_packets * payload;
+            received += st.received * payload;
+            if series.len() < n.bins.len() {
+                series.resize(n.bins.len(), 0);
+            }
+            for (acc, b) in series.iter_mut().zip(&n.bins) {
+                *acc += b;
+            }
+        }
+    }
+    let per_path_kbps = h
+        .path_flows
+        .iter()
+        .map(|f| kbps(world.recorder.total(*f)))
+        .collect();
+    let path_series_kbps = h
+        .path_flows
+        .iter()
+        .map(|f| {
+            world
+                .recorder
+                .series(*f)
+                .iter()
+                .map(|b| per_bin(*b))
+                .collect()
+        })
+        .collect();
+    let (reorder_p50_ms, reorder_p99_ms) = match h.gateways {
+        Some((_, mh)) => match world.node(mh) {
+            Node::Plait(g) => percentiles(&g.stats().held_us),
+            _ => (None, None),
+        },
+        None => (None, None),
+    };
+    RunResult {
+        run: run.name.clone(),
+        seed,
+        goodput_kbps: kbps(in_order),
+        throughput_kbps: kbps(received),
+        dupacks,
+        retransmissions,
+        timeouts,
+        per_path_kbps,
+        reorder_p50_ms,
+        reorder_p99_ms,
+        events: world.events(),
+        goodput_series_kbps: series.iter().map(|b| per_bin(*b)).collect(),
+        path_series_kbps,
+    }
+}
+
+/// Median and 99th percentile of microsecond samples, in ms (nearest rank).
+fn percentiles(us: &[u32]) -> (Option<f64>, Option<f64>) {
+    if us.is_empty() {
+        return (None, None);
+    }
+    let mut v = us.to_vec();
+    v.sort_unstable();
+    let rank = |q: f64| {
+        let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+        f64::from(v[i]) / 1000.0
+    };
+    (Some(rank(0.50)), Some(rank(0.99)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<u32> = (1..=100).map(|x| x * 1000).collect();
+        assert_eq!(percentiles(&v), (Some(50.0), Some(99.0)));
+        assert_eq!(percentiles(&[]), (None, None));
+    }
+}

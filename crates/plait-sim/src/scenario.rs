@@ -1,0 +1,446 @@
+//! Scenarios: the seeds' experiments (and more) as TOML files under `scenarios/`.
+//!
+//! A scenario describes the topology (server – proxy – N paths – mobile host, seed PET-BMP
+//! Fig. 1/3), the main TCP flow, cross traffic, loss, scheduled link changes, and the runs
+//! to compare on it (MTCP, ASI, or plait with a scheduler and reorder policy). Every field
+//! has the ns-2 default of ../shared/REFERENCES.md unless the file says otherwise.
+//!
+//! Invariant: [`Scenario::validate`] rejects every value the simulator cannot run, naming
+//! the field; unknown fields are errors (`deny_unknown_fields`), so a typo never silently
+//! falls back to a default.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (tables, file names).
+    pub name: String,
+    /// What it reproduces or tests.
+    #[serde(default)]
+    pub description: String,
+    /// Simulated seconds.
+    #[serde(default = "default_duration")]
+    pub duration_s: f64,
+    /// Random seeds; results aggregate over them (mean, 95 % CI).
+    #[serde(default = "default_seeds")]
+    pub seeds: Vec<u64>,
+    /// The main flow's TCP.
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    /// Server – proxy link.
+    #[serde(default)]
+    pub server_proxy: WiredSpec,
+    /// The paths between proxy and mobile host.
+    pub paths: Vec<PathSpec>,
+    /// Bytes of outer headers on each plait datagram (28: IPv4 + UDP). Reproductions of
+    /// the seeds set 0 so plait's 20-byte engine header matches their 20-byte IP-in-IP.
+    #[serde(default = "default_outer")]
+    pub outer_header_bytes: u32,
+    /// What to compare.
+    pub runs: Vec<RunSpec>,
+    /// Throughput time-series bin, seconds.
+    #[serde(default = "default_bin")]
+    pub bin_s: f64,
+}
+
+fn default_duration() -> f64 {
+    60.0
+}
+fn default_seeds() -> Vec<u64> {
+    vec![1]
+}
+fn default_outer() -> u32 {
+    28
+}
+fn default_bin() -> f64 {
+    1.0
+}
+
+/// The main flow's TCP (ns-2 `Agent/TCP/Newreno` parameters).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpSpec {
+    /// `window_`: cap on the window, packets.
+    pub window: u32,
+    /// `windowInit_`.
+    pub window_init: u32,
+    /// `maxburst_` (0: unlimited).
+    pub max_burst: u32,
+    /// `packetSize_`: payload bytes (+40 header on the wire).
+    pub packet_size: u32,
+    /// Delayed ACKs at the sink (ns-2 DelAck, 100 ms); the seeds disable them.
+    pub delayed_ack: bool,
+}
+
+impl Default for TcpSpec {
+    fn default() -> Self {
+        TcpSpec {
+            window: 20,
+            window_init: 2,
+            max_burst: 0,
+            packet_size: 1000,
+            delayed_ack: false,
+        }
+    }
+}
+
+/// A wired link.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WiredSpec {
+    /// Rate, Mbit/s.
+    pub rate_mbps: f64,
+    /// One-way delay, ms.
+    pub delay_ms: f64,
+    /// Drop-tail limit, packets.
+    pub queue_packets: usize,
+}
+
+impl Default for WiredSpec {
+    fn default() -> Self {
+        WiredSpec {
+            rate_mbps: 10.0,
+            delay_ms: 15.0,
+            queue_packets: 1000,
+        }
+    }
+}
+
+/// One path: a wired hop (proxy – base station) then the wireless bottleneck.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    /// Wireless rate, kbit/s.
+    pub rate_kbps: f64,
+    /// Proxy – base station one-way delay, ms (PET-BMP: 50).
+    #[serde(default = "default_wired_delay")]
+    pub wired_delay_ms: f64,
+    /// Proxy – base station rate, Mbit/s (PET-BMP: 10).
+    #[serde(default = "default_wired_rate")]
+    pub wired_rate_mbps: f64,
+    /// Wireless one-way delay, ms.
+    #[serde(default)]
+    pub wireless_delay_ms: f64,
+    /// Base-station queue, packets (ns-2 DropTail default 50).
+    #[serde(default = "default_queue")]
+    pub queue_packets: usize,
+    /// Weighted fair queuing among flows at the base station (PET-BMP §III).
+    #[serde(default)]
+    pub wfq: bool,
+    /// Loss on the wireless downlink.
+    #[serde(default)]
+    pub loss: LossSpec,
+    /// Cross traffic at the base station.
+    #[serde(default)]
+    pub cross: CrossSpec,
+    /// Every `period_s`, the wireless rate becomes `rate × U(lo, hi)` (seed ETOM Fig. 6).
+    #[serde(default)]
+    pub fluctuation: Option<FluctuationSpec>,
+    /// Intervals `[from_s, to_s]` during which the path is down (silent blackhole).
+    #[serde(default)]
+    pub outages: Vec<[f64; 2]>,
+}
+
+fn default_wired_delay() -> f64 {
+    50.0
+}
+fn default_wired_rate() -> f64 {
+    10.0
+}
+fn default_queue() -> usize {
+    50
+}
+
+/// Loss on a link.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum LossSpec {
+    /// No random loss.
+    #[default]
+    None,
+    /// Each packet lost with probability `p`.
+    Bernoulli {
+        /// Loss probability.
+        p: f64,
+    },
+    /// Two-state Markov (good: no loss, bad: all lost), exponential sojourns (ETOM §V-C).
+    GilbertElliott {
+        /// Mean time in the good state, s.
+        mean_good_s: f64,
+        /// Mean time in the bad state, s.
+        mean_bad_s: f64,
+    },
+}
+
+/// Cross traffic at one base station (PET-BMP §III, §VI-A).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CrossSpec {
+    /// FTP flows of 200 – 2000 kB starting uniformly in the run.
+    pub ftp: u32,
+    /// Web-like on/off flows running the whole time.
+    pub web: u32,
+    /// Constant-rate UDP, kbit/s (0: none).
+    pub udp_kbps: f64,
+}
+
+/// Periodic random rate changes.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FluctuationSpec {
+    /// Seconds between changes.
+    pub period_s: f64,
+    /// Lowest ratio of the configured rate.
+    #[serde(default = "default_lo")]
+    pub lo: f64,
+    /// Highest ratio.
+    #[serde(default = "default_hi")]
+    pub hi: f64,
+}
+
+fn default_lo() -> f64 {
+    0.2
+}
+fn default_hi() -> f64 {
+    1.0
+}
+
+/// One row of the comparison.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Row name (e.g. "WRR-BUFF").
+    pub name: String,
+    /// How the main transfer crosses the paths.
+    pub mode: Mode,
+    /// plait scheduler name (mode `plait`).
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    /// plait reorder policy name (mode `plait`).
+    #[serde(default)]
+    pub reorder: Option<String>,
+    /// Schedulers see the exact configured rates and delays (EDPF "with perfect knowledge").
+    #[serde(default)]
+    pub perfect_knowledge: bool,
+    /// The paper's value for this row (kbit/s), for the reproduction table.
+    #[serde(default)]
+    pub paper_kbps: Option<f64>,
+    /// Why this row differs from the paper, printed under the reproduction table.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// How the main transfer uses the paths.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// One TCP flow per path, throughputs summed (application-level striping).
+    Mtcp,
+    /// One TCP flow over a single link of the summed capacity.
+    Asi,
+    /// One TCP flow through two plait engines (proxy and mobile host).
+    Plait,
+}
+
+/// A scenario the simulator cannot run; names the field.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ScenarioError {
+    /// A value out of range.
+    #[error("{field}: {problem}")]
+    Invalid {
+        /// Dotted path of the field, e.g. `paths[2].rate_kbps`.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The TOML does not parse or has unknown fields.
+    #[error("{0}")]
+    Parse(String),
+}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must be > 0, got {v}")))
+    }
+}
+
+impl Scenario {
+    /// Parses and validates a scenario; errors name the line and field (TOML) or the field.
+    pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks every value (see the module docs).
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        positive("duration_s", self.duration_s)?;
+        if self.duration_s > 24.0 * 3600.0 {
+            return Err(invalid("duration_s", "at most one day"));
+        }
+        positive("bin_s", self.bin_s)?;
+        if self.seeds.is_empty() {
+            return Err(invalid("seeds", "give at least one seed"));
+        }
+        if self.paths.is_empty() || self.paths.len() > plait_proto::MAX_PATHS {
+            return Err(invalid(
+                "paths",
+                format!("1 to {} paths", plait_proto::MAX_PATHS),
+            ));
+        }
+        let t = &self.tcp;
+        if t.window == 0 || t.window_init == 0 || t.packet_size < 1 || t.packet_size > 9000 {
+            return Err(invalid(
+                "tcp",
+                "window and window_init >= 1, packet_size 1..=9000",
+            ));
+        }
+        positive("server_proxy.rate_mbps", self.server_proxy.rate_mbps)?;
+        if !(self.server_proxy.delay_ms >= 0.0) {
+            return Err(invalid("server_proxy.delay_ms", "must be >= 0"));
+        }
+        for (i, p) in self.paths.iter().enumerate() {
+            let f = |name: &str| format!("paths[{i}].{name}");
+            positive(&f("rate_kbps"), p.rate_kbps)?;
+            positive(&f("wired_rate_mbps"), p.wired_rate_mbps)?;
+            for (name, v) in [
+                ("wired_delay_ms", p.wired_delay_ms),
+                ("wireless_delay_ms", p.wireless_delay_ms),
+            ] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(invalid(f(name), "must be >= 0"));
+                }
+            }
+            if p.queue_packets == 0 {
+                return Err(invalid(f("queue_packets"), "must be >= 1"));
+            }
+            match p.loss {
+                LossSpec::None => {}
+                LossSpec::Bernoulli { p: pr } if (0.0..=1.0).contains(&pr) => {}
+                LossSpec::Bernoulli { .. } => return Err(invalid(f("loss.p"), "must be in 0..=1")),
+                LossSpec::GilbertElliott {
+                    mean_good_s,
+                    mean_bad_s,
+                } => {
+                    positive(&f("loss.mean_good_s"), mean_good_s)?;
+                    positive(&f("loss.mean_bad_s"), mean_bad_s)?;
+                }
+            }
+            if !(p.cross.udp_kbps >= 0.0) {
+                return Err(invalid(f("cross.udp_kbps"), "must be >= 0"));
+            }
+            if let Some(fl) = &p.fluctuation {
+                positive(&f("fluctuation.period_s"), fl.period_s)?;
+                if !(0.0 < fl.lo && fl.lo <= fl.hi) {
+                    return Err(invalid(f("fluctuation"), "need 0 < lo <= hi"));
+                }
+            }
+            for (j, [a, b]) in p.outages.iter().enumerate() {
+                if !(0.0 <= *a && a < b) {
+                    return Err(invalid(
+                        format!("paths[{i}].outages[{j}]"),
+                        "need 0 <= from < to",
+                    ));
+                }
+            }
+        }
+        if self.runs.is_empty() {
+            return Err(invalid("runs", "give at least one run"));
+        }
+        for (i, r) in self.runs.iter().enumerate() {
+            if r.mode == Mode::Plait {
+                let sched = r.scheduler.as_deref().unwrap_or("edpf");
+                if plait_proto::sched::SchedulerKind::from_name(sched).is_none() {
+                    return Err(invalid(
+                        format!("runs[{i}].scheduler"),
+                        format!("unknown scheduler {sched:?}"),
+                    ));
+                }
+                let reorder = r.reorder.as_deref().unwrap_or("bmp");
+                if plait_proto::reorder::ReorderKind::from_name(reorder).is_none() {
+                    return Err(invalid(
+                        format!("runs[{i}].reorder"),
+                        format!("unknown reorder policy {reorder:?}"),
+                    ));
+                }
+            } else if r.scheduler.is_some() || r.reorder.is_some() {
+                return Err(invalid(
+                    format!("runs[{i}]"),
+                    "scheduler and reorder apply only to mode = \"plait\"",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+name = "t"
+[[paths]]
+rate_kbps = 100
+[[runs]]
+name = "a"
+mode = "plait"
+scheduler = "edpf"
+"#;
+
+    #[test]
+    fn minimal_parses_with_defaults() {
+        let s = Scenario::from_toml(MIN).unwrap();
+        assert_eq!(s.duration_s, 60.0);
+        assert_eq!(s.paths[0].queue_packets, 50);
+        assert_eq!(s.tcp.window, 20);
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let cases = [
+            (
+                MIN.replace("rate_kbps = 100", "rate_kbps = -1"),
+                "paths[0].rate_kbps",
+            ),
+            (MIN.replace("\"edpf\"", "\"fastest\""), "runs[0].scheduler"),
+            (
+                MIN.replace("name = \"t\"", "name = \"t\"\nduration_s = 0"),
+                "duration_s",
+            ),
+            (
+                MIN.replace(
+                    "rate_kbps = 100",
+                    "rate_kbps = 100\nloss = { kind = \"bernoulli\", p = 2.0 }",
+                ),
+                "paths[0].loss.p",
+            ),
+        ];
+        for (text, field) in cases {
+            match Scenario::from_toml(&text) {
+                Err(ScenarioError::Invalid { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_an_error_with_a_line() {
+        let err =
+            Scenario::from_toml(&MIN.replace("rate_kbps = 100", "rate_kbs = 100")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("rate_kbs") && msg.contains("line"), "{msg}");
+    }
+}

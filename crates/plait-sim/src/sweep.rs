@@ -1,0 +1,324 @@
+//! Sweeps: every (variant, run, seed) of a scenario on all cores (rayon) with a progress
+//! bar, aggregated per run as mean and 95 % confidence interval over the seeds.
+//!
+//! A scenario file may carry `[[sweep]]` tables, each naming a field and its values:
+//! ```toml
+//! [[sweep]]
+//! field = "paths[2].wired_delay_ms"
+//! values = [50, 1000]
+//! ```
+//! Each combination of values is a variant of the scenario, run in full.
+//!
+//! Invariant: results come back in (variant, run, seed) order whatever the thread timing,
+//! so the output is deterministic.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::run::{RunResult, run_one};
+use crate::scenario::{Scenario, ScenarioError};
+
+/// A scenario file's sweep tables and the scenario itself.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// Label of the variant (`""` for a scenario without sweeps), e.g. `wired_delay_ms=1000`.
+    pub label: String,
+    /// The scenario with the swept values applied.
+    pub scenario: Scenario,
+}
+
+/// Parses a scenario file, expanding its `[[sweep]]` tables into variants.
+pub fn load_variants(text: &str) -> Result<Vec<Variant>, ScenarioError> {
+    let mut doc: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::Parse(e.to_string()))?;
+    let sweeps = match doc.remove("sweep") {
+        None => Vec::new(),
+        Some(toml::Value::Array(a)) => a,
+        Some(_) => {
+            return Err(ScenarioError::Parse(
+                "sweep: must be an array of tables ([[sweep]])".into(),
+            ));
+        }
+    };
+    let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
+    for (i, s) in sweeps.iter().enumerate() {
+        let field = s.get("field").and_then(toml::Value::as_str);
+        let values = s.get("values").and_then(toml::Value::as_array);
+        match (field, values) {
+            (Some(f), Some(v)) if !v.is_empty() => axes.push((f.to_string(), v.clone())),
+            _ => {
+                return Err(ScenarioError::Parse(format!(
+                    "sweep[{i}]: needs field = \"...\" and non-empty values = [...]"
+                )));
+            }
+        }
+    }
+    let mut variants = Vec::new();
+    let combos: usize = axes.iter().map(|(_, v)| v.len()).product();
+    for n in 0..combos {
+        let mut table = doc.clone();
+        let mut labels = Vec::new();
+        let mut rest = n;
+        for (field, values) in &axes {
+            let v = &values[rest % values.len()];
+            rest /= values.len();
+            set_field(&mut table, field, v.clone())?;
+            labels.push(format!("{field}={v}"));
+        }
+        let text = toml::to_string(&table).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        let scenario = Scenario::from_toml(&text)?;
+        variants.push(Variant {
+            label: labels.join(","),
+            scenario,
+        });
+    }
+    Ok(variants)
+}
+
+/// Sets a dotted field like `paths[2].wired_delay_ms`, `tcp.window` or `duration_s`.
+/// Intermediate tables and array elements must exist; the last key may be new (then the
+/// scenario's own validation decides whether it is a known field).
+fn set_field(
+    table: &mut toml::Table,
+    field: &str,
+    value: toml::Value,
+) -> Result<(), ScenarioError> {
+    let bad = || ScenarioError::Invalid {
+        field: field.to_string(),
+        problem: "no such field to sweep".into(),
+    };
+    let parts: Vec<(&str, Option<usize>)> = field.split('.').map(parse_key).collect();
+    let Some(((last_key, last_index), init)) = parts.split_last() else {
+        return Err(bad());
+    };
+    let mut t: &mut toml::Table = table;
+    for (key, index) in init {
+        let mut v = t.get_mut(*key).ok_or_else(bad)?;
+        if let Some(i) = index {
+            v = v
+                .as_array_mut()
+                .and_then(|a| a.get_mut(*i))
+                .ok_or_else(bad)?;
+        }
+        t = v.as_table_mut().ok_or_else(bad)?;
+    }
+    match last_index {
+        None => {
+            t.insert((*last_key).to_string(), value);
+        }
+        Some(i) => {
+            let slot = t
+                .get_mut(*last_key)
+                .and_then(|v| v.as_array_mut())
+                .and_then(|a| a.get_mut(*i));
+            *slot.ok_or_else(bad)? = value;
+        }
+    }
+    Ok(())
+}
+
+fn parse_key(part: &str) -> (&str, Option<usize>) {
+    match part.split_once('[') {
+        Some((k, rest)) => (k, rest.trim_end_matches(']').parse().ok()),
+        None => (part, None),
+    }
+}
+
+/// Mean and 95 % confidence half-width of one metric over seeds.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Stat {
+    /// Mean.
+    pub mean: f64,
+    /// Half-width of the 95 % confidence interval (Student's t); 0 for one seed.
+    pub ci95: f64,
+}
+
+impl Stat {
+    /// Mean and CI of `xs`.
+    pub fn of(xs: &[f64]) -> Stat {
+        let n = xs.len();
+        if n == 0 {
+            return Stat {
+                mean: f64::NAN,
+                ci95: f64::NAN,
+            };
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        if n == 1 {
+            return Stat { mean, ci95: 0.0 };
+        }
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        Stat {
+            mean,
+            ci95: t_975(n - 1) * (var / n as f64).sqrt(),
+        }
+    }
+}
+
+/// Student's t quantile 0.975 for `df` degrees of freedom.
+fn t_975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    T.get(df.saturating_sub(1)).copied().unwrap_or(1.960)
+}
+
+/// One run (row) aggregated over seeds.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RowSummary {
+    /// Variant label.
+    pub variant: String,
+    /// Row name.
+    pub run: String,
+    /// Seeds aggregated.
+    pub seeds: usize,
+    /// Goodput, kbit/s.
+    pub goodput_kbps: Stat,
+    /// Throughput, kbit/s.
+    pub throughput_kbps: Stat,
+    /// DupACKs.
+    pub dupacks: Stat,
+    /// Retransmissions.
+    pub retransmissions: Stat,
+    /// Timeouts.
+    pub timeouts: Stat,
+    /// Per-path kbit/s.
+    pub per_path_kbps: Vec<Stat>,
+    /// Reorder p50, ms.
+    pub reorder_p50_ms: Option<Stat>,
+    /// Reorder p99, ms.
+    pub reorder_p99_ms: Option<Stat>,
+    /// The paper's value, if the scenario gives it.
+    pub paper_kbps: Option<f64>,
+}
+
+/// Everything a sweep produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepResult {
+    /// Scenario name.
+    pub scenario: String,
+    /// Per (variant, run): the aggregate.
+    pub rows: Vec<RowSummary>,
+    /// Every single run, in (variant, run, seed) order.
+    pub runs: Vec<(String, RunResult)>,
+}
+
+/// Runs every variant × run × seed in parallel; `progress` shows a bar on stderr.
+pub fn run_variants(variants: &[Variant], progress: bool) -> SweepResult {
+    let jobs: Vec<(usize, usize, u64)> = variants
+        .iter()
+        .enumerate()
+        .flat_map(|(v, var)| {
+            (0..var.scenario.runs.len())
+                .flat_map(move |r| var.scenario.seeds.iter().map(move |s| (v, r, *s)))
+        })
+        .collect();
+    let bar = if progress {
+        ProgressBar::new(jobs.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let results: Vec<RunResult> = jobs
+        .par_iter()
+        .map(|&(v, r, seed)| {
+            let scn = &variants[v].scenario;
+            let res = run_one(scn, &scn.runs[r], seed);
+            bar.inc(1);
+            res
+        })
+        .collect();
+    bar.finish_and_clear();
+    let mut rows = Vec::new();
+    let mut runs = Vec::new();
+    let mut it = jobs.iter().zip(results);
+    for var in variants {
+        for spec in &var.scenario.runs {
+            let group: Vec<RunResult> = it
+                .by_ref()
+                .take(var.scenario.seeds.len())
+                .map(|(_, r)| r)
+                .collect();
+            rows.push(summarise(&var.label, spec.paper_kbps, &group));
+            runs.extend(group.into_iter().map(|r| (var.label.clone(), r)));
+        }
+    }
+    SweepResult {
+        scenario: variants
+            .first()
+            .map_or(String::new(), |v| v.scenario.name.clone()),
+        rows,
+        runs,
+    }
+}
+
+fn summarise(variant: &str, paper_kbps: Option<f64>, group: &[RunResult]) -> RowSummary {
+    let stat = |f: &dyn Fn(&RunResult) -> f64| Stat::of(&group.iter().map(f).collect::<Vec<_>>());
+    let paths = group.first().map_or(0, |r| r.per_path_kbps.len());
+    let opt = |f: &dyn Fn(&RunResult) -> Option<f64>| {
+        let v: Vec<f64> = group.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| Stat::of(&v))
+    };
+    RowSummary {
+        variant: variant.to_string(),
+        run: group.first().map_or(String::new(), |r| r.run.clone()),
+        seeds: group.len(),
+        goodput_kbps: stat(&|r| r.goodput_kbps),
+        throughput_kbps: stat(&|r| r.throughput_kbps),
+        dupacks: stat(&|r| r.dupacks as f64),
+        retransmissions: stat(&|r| r.retransmissions as f64),
+        timeouts: stat(&|r| r.timeouts as f64),
+        per_path_kbps: (0..paths).map(|i| stat(&|r| r.per_path_kbps[i])).collect(),
+        reorder_p50_ms: opt(&|r| r.reorder_p50_ms),
+        reorder_p99_ms: opt(&|r| r.reorder_p99_ms),
+        paper_kbps,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_of_known_samples() {
+        let s = Stat::of(&[1.0, 2.0, 3.0]);
+        assert_eq!(s.mean, 2.0);
+        // sd = 1, n = 3: 4.303 / sqrt(3)
+        assert!((s.ci95 - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(Stat::of(&[5.0]).ci95, 0.0);
+    }
+
+    #[test]
+    fn sweeps_expand_fields() {
+        let text = r#"
+name = "s"
+[[paths]]
+rate_kbps = 100
+[[paths]]
+rate_kbps = 50
+[[runs]]
+name = "a"
+mode = "mtcp"
+[[sweep]]
+field = "paths[1].wired_delay_ms"
+values = [50, 1000]
+[[sweep]]
+field = "tcp.window"
+values = [20, 50]
+"#;
+        let v = load_variants(text).unwrap();
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[1].scenario.paths[1].wired_delay_ms, 1000.0);
+        assert_eq!(v[2].scenario.tcp.window, 50);
+        assert!(v[3].label.contains("tcp.window=50"));
+        let bad = text.replace("paths[1].wired_delay_ms", "paths[7].nope");
+        assert!(load_variants(&bad).is_err());
+    }
+}

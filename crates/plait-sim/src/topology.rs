@@ -1,0 +1,469 @@
+//! Builds the seeds' topology (seed PET-BMP Fig. 1 and 3) for one run of a scenario:
+//!
+//! ```text
+//!  server ──10 Mb/s, 15 ms── proxy ──wired 10 Mb/s, 50 ms── BS_i ──wireless B_i── MH
+//! ```
+//! Each link is duplex (one [`Link`] per direction). The main flow is an FTP transfer from
+//! the server to the mobile host (MH), carried per the run's mode:
+//! - `mtcp`: one TCP flow per path (application-level striping), throughputs summed;
+//! - `asi`: one TCP flow over one path whose wireless rate is the sum of all;
+//! - `plait`: one TCP flow entering the plait engine at the proxy and leaving it at the MH;
+//!   the MH's ACKs go back through the engines too (both directions are symmetric).
+//! Cross traffic enters at each base station and competes for its wireless link.
+//!
+//! Invariant: every random component gets its own seed derived from the run's seed and a
+//! fixed component number, so adding a component does not shift the others' randomness.
+
+use std::time::Duration;
+
+use plait_proto::path::PathHints;
+use plait_proto::reorder::ReorderKind;
+use plait_proto::sched::SchedulerKind;
+use plait_proto::{Config, PathId, Session, Time};
+
+use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
+use crate::node::{
+    CbrSource, CountingSink, Node, OnOffSource, PlaitGateway, TcpReceiver, TcpSender,
+};
+use crate::packet::{FlowId, TCP_HEADER};
+use crate::scenario::{LossSpec, Mode, PathSpec, RunSpec, Scenario};
+use crate::tcp::TcpConfig;
+use crate::world::{Change, Hop, LinkId, NodeId, World};
+
+/// What a run needs to find in the built world to report on it.
+#[derive(Clone, Debug, Default)]
+pub struct Handles {
+    /// Main-flow senders (one, or one per path for MTCP).
+    pub senders: Vec<NodeId>,
+    /// Main-flow receivers, same order.
+    pub receivers: Vec<NodeId>,
+    /// Flow ids of the main flow's data: per path for MTCP (one each), else one.
+    pub main_flows: Vec<FlowId>,
+    /// The plait gateways (proxy, MH) in mode `plait`.
+    pub gateways: Option<(NodeId, NodeId)>,
+    /// Per path: the flow whose bytes count as that path's main-flow traffic (the plait
+    /// datagrams towards the MH, or the MTCP flow on it).
+    pub path_flows: Vec<FlowId>,
+    /// Per path: the wireless downlink.
+    pub wireless_down: Vec<LinkId>,
+}
+
+/// Derives a component seed from the run seed (SplitMix64 of both).
+pub fn component_seed(run_seed: u64, component: u64) -> u64 {
+    let mut z = run_seed ^ component.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn ms(v: f64) -> Duration {
+    Duration::from_secs_f64(v / 1000.0)
+}
+
+fn secs(v: f64) -> Time {
+    Time::from_nanos((v * 1e9) as u64)
+}
+
+fn loss_model(spec: &LossSpec) -> LossModel {
+    match *spec {
+        LossSpec::None => LossModel::None,
+        LossSpec::Bernoulli { p } => LossModel::Bernoulli { p },
+        LossSpec::GilbertElliott {
+            mean_good_s,
+            mean_bad_s,
+        } => LossModel::GilbertElliott {
+            mean_good: Duration::from_secs_f64(mean_good_s),
+            mean_bad: Duration::from_secs_f64(mean_bad_s),
+        },
+    }
+}
+
+fn link(
+    rate_bps: f64,
+    delay: Duration,
+    queue_packets: usize,
+    wfq: bool,
+    loss: LossModel,
+) -> LinkConfig {
+    LinkConfig {
+        rate_bps,
+        delay,
+        queue: QueueConfig::packets(queue_packets),
+        discipline: if wfq {
+            Discipline::Wfq
+        } else {
+            Discipline::DropTail
+        },
+        loss,
+    }
+}
+
+/// Allocates flow ids.
+#[derive(Default)]
+struct Flows(FlowId);
+
+impl Flows {
+    fn next(&mut self) -> FlowId {
+        self.0 += 1;
+        self.0
+    }
+}
+
+struct PathLinks {
+    to_bs: LinkId,
+    from_bs: LinkId,
+    down: LinkId,
+    up: LinkId,
+}
+
+/// Builds the world for `run` of `scenario` with `seed`.
+pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) {
+    let mut world = World::new(Duration::from_secs_f64(scenario.bin_s));
+    let mut flows = Flows::default();
+    let mut h = Handles::default();
+    let tcp = tcp_config(scenario);
+    let duration = secs(scenario.duration_s);
+    let bin = Duration::from_secs_f64(scenario.bin_s);
+    let sp = &scenario.server_proxy;
+    let mut seq = 0u64;
+    let mut next_seed = || {
+        seq += 1;
+        component_seed(seed, seq)
+    };
+
+    let to_proxy = world.add_link(
+        link(
+            sp.rate_mbps * 1e6,
+            ms(sp.delay_ms),
+            sp.queue_packets,
+            false,
+            LossModel::None,
+        ),
+        next_seed(),
+    );
+    let to_server = world.add_link(
+        link(
+            sp.rate_mbps * 1e6,
+            ms(sp.delay_ms),
+            sp.queue_packets,
+            false,
+            LossModel::None,
+        ),
+        next_seed(),
+    );
+
+    // ASI replaces the paths with one of the summed capacity (and summed queue).
+    let asi_path;
+    let paths: &[PathSpec] = if run.mode == Mode::Asi {
+        let first = &scenario.paths[0];
+        asi_path = PathSpec {
+            rate_kbps: scenario.paths.iter().map(|p| p.rate_kbps).sum(),
+            wired_delay_ms: scenario
+                .paths
+                .iter()
+                .map(|p| p.wired_delay_ms)
+                .fold(f64::MAX, f64::min),
+            queue_packets: scenario.paths.iter().map(|p| p.queue_packets).sum(),
+            cross: Default::default(),
+            fluctuation: None,
+            outages: Vec::new(),
+            ..first.clone()
+        };
+        std::slice::from_ref(&asi_path)
+    } else {
+        &scenario.paths
+    };
+
+    let mut links = Vec::new();
+    for p in paths {
+        let wired = |s: &mut dyn FnMut() -> u64, w: &mut World| {
+            w.add_link(
+                link(
+                    p.wired_rate_mbps * 1e6,
+                    ms(p.wired_delay_ms),
+                    1000,
+                    false,
+                    LossModel::None,
+                ),
+                s(),
+            )
+        };
+        let to_bs = wired(&mut next_seed, &mut world);
+        let from_bs = wired(&mut next_seed, &mut world);
+        let wireless = |loss: LossModel| {
+            link(
+                p.rate_kbps * 1e3,
+                ms(p.wireless_delay_ms),
+                p.queue_packets,
+                p.wfq,
+                loss,
+            )
+        };
+        let down = world.add_link(wireless(loss_model(&p.loss)), next_seed());
+        let up = world.add_link(wireless(LossModel::None), next_seed());
+        h.wireless_down.push(down);
+        links.push(PathLinks {
+            to_bs,
+            from_bs,
+            down,
+            up,
+        });
+    }
+
+    match run.mode {
+        Mode::Mtcp | Mode::Asi => {
+            for l in &links {
+                let data = flows.next();
+                let ack = flows.next();
+                let s = world.add_node(Node::TcpSender(TcpSender::new(
+                    tcp.clone(),
+                    data,
+                    Time::ZERO,
+                )));
+                let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+                    ack,
+                    delack(scenario),
+                    bin,
+                )));
+                world.set_route(
+                    data,
+                    vec![
+                        Hop::Link(to_proxy),
+                        Hop::Link(l.to_bs),
+                        Hop::Link(l.down),
+                        Hop::Node(r),
+                    ],
+                );
+                world.set_route(
+                    ack,
+                    vec![
+                        Hop::Link(l.up),
+                        Hop::Link(l.from_bs),
+                        Hop::Link(to_server),
+                        Hop::Node(s),
+                    ],
+                );
+                h.senders.push(s);
+                h.receivers.push(r);
+                h.main_flows.push(data);
+                h.path_flows.push(data);
+            }
+        }
+        Mode::Plait => {
+            let data = flows.next();
+            let ack = flows.next();
+            let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let (proxy_session, mh_session) = sessions(scenario, run, seed);
+            let gp = world.add_node(Node::Plait(Box::new(PlaitGateway::new(
+                proxy_session,
+                down_flows.clone(),
+                scenario.outer_header_bytes,
+            ))));
+            let gm = world.add_node(Node::Plait(Box::new(PlaitGateway::new(
+                mh_session,
+                up_flows.clone(),
+                scenario.outer_header_bytes,
+            ))));
+            let s = world.add_node(Node::TcpSender(TcpSender::new(
+                tcp.clone(),
+                data,
+                Time::ZERO,
+            )));
+            let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+                ack,
+                delack(scenario),
+                bin,
+            )));
+            world.set_route(
+                data,
+                vec![
+                    Hop::Link(to_proxy),
+                    Hop::Node(gp),
+                    Hop::Node(gm),
+                    Hop::Node(r),
+                ],
+            );
+            world.set_route(
+                ack,
+                vec![
+                    Hop::Node(gm),
+                    Hop::Node(gp),
+                    Hop::Link(to_server),
+                    Hop::Node(s),
+                ],
+            );
+            for (i, l) in links.iter().enumerate() {
+                world.set_route(
+                    down_flows[i],
+                    vec![Hop::Link(l.to_bs), Hop::Link(l.down), Hop::Node(gm)],
+                );
+                world.set_route(
+                    up_flows[i],
+                    vec![Hop::Link(l.up), Hop::Link(l.from_bs), Hop::Node(gp)],
+                );
+            }
+            h.senders.push(s);
+            h.receivers.push(r);
+            h.main_flows.push(data);
+            h.path_flows = down_flows;
+            h.gateways = Some((gp, gm));
+        }
+    }
+
+    for (i, (p, l)) in paths.iter().zip(&links).enumerate() {
+        add_cross_traffic(&mut world, &mut flows, p, l, i, duration, &tcp, seed);
+        add_changes(&mut world, p, l, duration, seed, i);
+    }
+    (world, h)
+}
+
+fn delack(scenario: &Scenario) -> Option<Duration> {
+    scenario
+        .tcp
+        .delayed_ack
+        .then_some(Duration::from_millis(100))
+}
+
+/// The main flow's TCP from the scenario (ns-2 defaults for the rest).
+pub fn tcp_config(scenario: &Scenario) -> TcpConfig {
+    let t = &scenario.tcp;
+    TcpConfig {
+        window: t.window,
+        window_init: t.window_init,
+        max_burst: t.max_burst,
+        packet_size: t.packet_size,
+        ..TcpConfig::default()
+    }
+}
+
+/// The two engines of a plait run: same configuration, proxy and mobile host.
+fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session) {
+    let scheduler = SchedulerKind::from_name(run.scheduler.as_deref().unwrap_or("edpf"))
+        .unwrap_or(SchedulerKind::Edpf);
+    let reorder =
+        ReorderKind::from_name(run.reorder.as_deref().unwrap_or("bmp")).unwrap_or(ReorderKind::Bmp);
+    let inner_max = scenario.tcp.packet_size + TCP_HEADER;
+    let make = |component: u64| {
+        let config = Config {
+            session_id: 1,
+            seed: component_seed(seed, 1000 + component),
+            scheduler,
+            reorder,
+            max_datagram_size: (inner_max as usize + 64)
+                .max(plait_proto::config::MIN_DATAGRAM_SIZE),
+            trust_hints: run.perfect_knowledge,
+            ..Config::default()
+        };
+        let mut session = Session::new(config).expect("the simulator's engine config is valid");
+        // Hints: the wireless rate in datagram bytes per second (a full-size datagram's
+        // share of the link, outer headers excluded) and the one-way path delay.
+        let dgram = f64::from(inner_max + plait_proto::wire::DATA_OVERHEAD as u32);
+        let share = dgram / (dgram + f64::from(scenario.outer_header_bytes));
+        for (i, p) in scenario.paths.iter().enumerate() {
+            let hints = PathHints {
+                rate: Some(p.rate_kbps * 1e3 / 8.0 * share),
+                one_way_delay: Some(ms(p.wired_delay_ms + p.wireless_delay_ms)),
+            };
+            session
+                .add_path(Time::ZERO, PathId(i as u8), hints)
+                .expect("at most MAX_PATHS paths");
+        }
+        session
+    };
+    (make(1), make(2))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_cross_traffic(
+    world: &mut World,
+    flows: &mut Flows,
+    p: &PathSpec,
+    l: &PathLinks,
+    path: usize,
+    duration: Time,
+    tcp: &TcpConfig,
+    seed: u64,
+) {
+    let base = 10_000 + 1000 * path as u64;
+    let sink = world.add_node(Node::Sink(CountingSink::default()));
+    // FTP: 200 – 2000 kB, start uniform in the run (PET-BMP §III-A).
+    for k in 0..u64::from(p.cross.ftp) {
+        let s = component_seed(seed, base + k);
+        let size_kb = 200.0 + (s >> 11) as f64 / (1u64 << 53) as f64 * 1800.0;
+        let start = Time::from_nanos((component_seed(s, 1) >> 11) % duration.as_nanos().max(1));
+        let packets = (size_kb * 1000.0 / f64::from(tcp.packet_size)).ceil() as u64;
+        let data = flows.next();
+        let ack = flows.next();
+        let config = TcpConfig {
+            total_packets: Some(packets),
+            ..tcp.clone()
+        };
+        let snd = world.add_node(Node::TcpSender(TcpSender::new(config, data, start)));
+        let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+            ack,
+            None,
+            Duration::from_secs(1),
+        )));
+        world.set_route(data, vec![Hop::Link(l.down), Hop::Node(rcv)]);
+        world.set_route(ack, vec![Hop::Link(l.up), Hop::Node(snd)]);
+    }
+    // Web-like: exponential on/off, 1 s on at 128 kbit/s, 4 s off (an approximation of the
+    // think/reply/size distributions PET-BMP cites).
+    for k in 0..u64::from(p.cross.web) {
+        let flow = flows.next();
+        let src = OnOffSource::new(
+            flow,
+            1000,
+            128_000.0,
+            Duration::from_secs(1),
+            Duration::from_secs(4),
+            Time::ZERO,
+            duration,
+            component_seed(seed, base + 500 + k),
+        );
+        world.add_node(Node::OnOff(src));
+        world.set_route(flow, vec![Hop::Link(l.down), Hop::Node(sink)]);
+    }
+    if p.cross.udp_kbps > 0.0 {
+        let flow = flows.next();
+        world.add_node(Node::Cbr(CbrSource::new(
+            flow,
+            1000,
+            p.cross.udp_kbps * 1e3,
+            Time::ZERO,
+            duration,
+        )));
+        world.set_route(flow, vec![Hop::Link(l.down), Hop::Node(sink)]);
+    }
+}
+
+fn add_changes(
+    world: &mut World,
+    p: &PathSpec,
+    l: &PathLinks,
+    duration: Time,
+    seed: u64,
+    path: usize,
+) {
+    if let Some(f) = &p.fluctuation {
+        let schedule = RateSchedule::etom_fluctuation(
+            p.rate_kbps * 1e3,
+            Duration::from_secs_f64(f.period_s),
+            f.lo,
+            f.hi,
+            duration.saturating_since(Time::ZERO),
+            component_seed(seed, 20_000 + path as u64),
+        );
+        for (at, rate) in schedule.steps() {
+            world.schedule(*at, Change::Rate(l.down, *rate));
+            world.schedule(*at, Change::Rate(l.up, *rate));
+        }
+    }
+    for [from, to] in &p.outages {
+        for link in [l.down, l.up] {
+            world.schedule(secs(*from), Change::Up(link, false));
+            world.schedule(secs(*to), Change::Up(link, true));
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The `plait` command. Today: `plait sim` (run a simulation scenario) and
+//! `plait reproduce` (re-run the seeds' experiments and write docs/reproduction.md).
+//! The tunnel (`server`, `client`), `status`, `testbed`, `bench` and `demo` follow.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use plait_sim::{report, reproduce, sweep};
+
+#[derive(Parser)]
+#[command(name = "plait", version, about = "plait: multipath link aggregation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a simulation scenario (TOML, see scenarios/): print its results table and write
+    /// JSON, CSV and an SVG plot of throughput over time.
+    Sim {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// Directory for the JSON, CSV and SVG files.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// Run these seeds instead of the scenario's.
+        #[arg(long, value_delimiter = ',')]
+        seeds: Option<Vec<u64>>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Re-run the seeds' published experiments (scenarios with `paper_kbps` values) and
+    /// write the comparison to a Markdown file.
+    Reproduce {
+        /// Scenario files to include.
+        #[arg(long, num_args = 1.., default_values = ["scenarios/petbmp-table1.toml", "scenarios/petbmp-cross-traffic.toml"])]
+        scenarios: Vec<PathBuf>,
+        /// The Markdown file to write.
+        #[arg(long, default_value = "docs/reproduction.md")]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("plait: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load(path: &PathBuf, seeds: Option<&Vec<u64>>) -> Result<Vec<sweep::Variant>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut variants =
+        sweep::load_variants(&text).with_context(|| format!("in {}", path.display()))?;
+    if let Some(seeds) = seeds {
+        if seeds.is_empty() {
+            bail!("--seeds needs at least one seed");
+        }
+        for v in &mut variants {
+            v.scenario.seeds = seeds.clone();
+        }
+    }
+    Ok(variants)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Sim {
+            scenario,
+            out,
+            seeds,
+            quiet,
+        } => {
+            let variants = load(&scenario, seeds.as_ref())?;
+            let started = Instant::now();
+            let result = sweep::run_variants(&variants, !quiet);
+            let wall = started.elapsed();
+            println!(
+                "{}: {}\n",
+                variants[0].scenario.name,
+                variants[0].scenario.description.trim()
+            );
+            print!("{}", report::table(&result));
+            let stem = scenario
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("scenario");
+            let files = report::write_files(&result, &out, stem)
+                .with_context(|| format!("writing into {}", out.display()))?;
+            let events: u64 = result.runs.iter().map(|(_, r)| r.events).sum();
+            println!(
+                "\n{} runs, {} events in {:.2} s wall ({:.1} M events/s over all cores)",
+                result.runs.len(),
+                events,
+                wall.as_secs_f64(),
+                events as f64 / wall.as_secs_f64().max(1e-9) / 1e6
+            );
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            Ok(())
+        }
+        Command::Reproduce {
+            scenarios,
+            out,
+            quiet,
+        } => {
+            let mut sections = Vec::new();
+            for path in &scenarios {
+                let variants = load(path, None)?;
+                let result = sweep::run_variants(&variants, !quiet);
+                sections.push((path.clone(), variants, result));
+            }
+            let doc = reproduce::markdown(&sections);
+            std::fs::write(&out, doc).with_context(|| format!("cannot write {}", out.display()))?;
+            println!("wrote {}", out.display());
+            Ok(())
+        }
+    }
+}
