@@ -156,6 +156,12 @@ fn hundred_thousand_packets_over_three_paths() {
     for v in pair.a.path_views() {
         println!("{v:?}");
     }
+    for id in pair.b.path_ids() {
+        println!("b sent on {id:?}: {:?}", pair.b.path_stats(id));
+    }
+    for v in pair.b.path_views() {
+        println!("b view {v:?}");
+    }
     assert!(declared >= lost.len() as u64, "every real loss declared");
     assert_eq!(stats.lost_overflow, 0);
     assert_eq!(stats.discarded, 0);

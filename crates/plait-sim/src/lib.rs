@@ -19,3 +19,8 @@ pub mod sweep;
 pub mod tcp;
 pub mod topology;
 pub mod world;
+
+/// A duration in whole nanoseconds, saturating.
+pub(crate) fn time_nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

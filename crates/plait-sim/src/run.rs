@@ -59,7 +59,8 @@ pub fn run_one(scenario: &Scenario, run: &RunSpec, seed: u64) -> RunResult {
 }
 
 fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Handles) -> RunResult {
-    let secs = scenario.duration_s;
+    // Rates over the main flow's own lifetime (it may start late: `tcp.start_jitter_s`).
+    let secs = scenario.duration_s - h.main_start.as_nanos() as f64 / 1e9;
     let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / secs;
     let per_bin = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / scenario.bin_s;
     let payload = u64::from(scenario.tcp.packet_size);

@@ -73,6 +73,10 @@ pub struct TcpSpec {
     pub packet_size: u32,
     /// Delayed ACKs at the sink (ns-2 DelAck, 100 ms); the seeds disable them.
     pub delayed_ack: bool,
+    /// The main flow starts at a time drawn per seed, uniformly in `[0, start_jitter_s)`
+    /// (ns-2 likewise randomises each TCP agent's timer phase, `boot_time_`): without it a
+    /// loss-free scenario is one deterministic trajectory whatever the seed.
+    pub start_jitter_s: f64,
 }
 
 impl Default for TcpSpec {
@@ -83,6 +87,7 @@ impl Default for TcpSpec {
             max_burst: 0,
             packet_size: 1000,
             delayed_ack: false,
+            start_jitter_s: 0.0,
         }
     }
 }
@@ -176,7 +181,7 @@ pub enum LossSpec {
 }
 
 /// Cross traffic at one base station (PET-BMP §III, §VI-A).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CrossSpec {
     /// FTP flows of 200 – 2000 kB starting uniformly in the run.
@@ -185,6 +190,27 @@ pub struct CrossSpec {
     pub web: u32,
     /// Constant-rate UDP, kbit/s (0: none).
     pub udp_kbps: f64,
+    /// Web flows: mean "on" time (a page transfer), s. PET-BMP takes its web model from a
+    /// reference whose distributions it does not give; these defaults are a classic
+    /// page/think-time model: an ~8 kB page then ~5 s of thinking, ~12 kbit/s on average.
+    pub web_on_s: f64,
+    /// Web flows: mean "off" (think) time, s.
+    pub web_off_s: f64,
+    /// Web flows: rate while on, kbit/s.
+    pub web_rate_kbps: f64,
+}
+
+impl Default for CrossSpec {
+    fn default() -> Self {
+        CrossSpec {
+            ftp: 0,
+            web: 0,
+            udp_kbps: 0.0,
+            web_on_s: 0.5,
+            web_off_s: 5.0,
+            web_rate_kbps: 128.0,
+        }
+    }
 }
 
 /// Periodic random rate changes.
@@ -268,6 +294,14 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioErro
     }
 }
 
+fn non_negative(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must be >= 0, got {v}")))
+    }
+}
+
 fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
@@ -307,10 +341,17 @@ impl Scenario {
                 "window and window_init >= 1, packet_size 1..=9000",
             ));
         }
-        positive("server_proxy.rate_mbps", self.server_proxy.rate_mbps)?;
-        if !(self.server_proxy.delay_ms >= 0.0) {
-            return Err(invalid("server_proxy.delay_ms", "must be >= 0"));
+        if !(t.start_jitter_s.is_finite()
+            && t.start_jitter_s >= 0.0
+            && t.start_jitter_s < self.duration_s)
+        {
+            return Err(invalid(
+                "tcp.start_jitter_s",
+                "must be >= 0 and shorter than the run",
+            ));
         }
+        positive("server_proxy.rate_mbps", self.server_proxy.rate_mbps)?;
+        non_negative("server_proxy.delay_ms", self.server_proxy.delay_ms)?;
         for (i, p) in self.paths.iter().enumerate() {
             let f = |name: &str| format!("paths[{i}].{name}");
             positive(&f("rate_kbps"), p.rate_kbps)?;
@@ -338,9 +379,10 @@ impl Scenario {
                     positive(&f("loss.mean_bad_s"), mean_bad_s)?;
                 }
             }
-            if !(p.cross.udp_kbps >= 0.0) {
-                return Err(invalid(f("cross.udp_kbps"), "must be >= 0"));
-            }
+            non_negative(&f("cross.udp_kbps"), p.cross.udp_kbps)?;
+            positive(&f("cross.web_on_s"), p.cross.web_on_s)?;
+            positive(&f("cross.web_off_s"), p.cross.web_off_s)?;
+            positive(&f("cross.web_rate_kbps"), p.cross.web_rate_kbps)?;
             if let Some(fl) = &p.fluctuation {
                 positive(&f("fluctuation.period_s"), fl.period_s)?;
                 if !(0.0 < fl.lo && fl.lo <= fl.hi) {

@@ -78,8 +78,8 @@ pub fn load_variants(text: &str) -> Result<Vec<Variant>, ScenarioError> {
 }
 
 /// Sets a dotted field like `paths[2].wired_delay_ms`, `tcp.window` or `duration_s`.
-/// Intermediate tables and array elements must exist; the last key may be new (then the
-/// scenario's own validation decides whether it is a known field).
+/// Missing intermediate tables are created and the last key may be new (then the scenario's
+/// own validation decides whether it is a known field); array elements must exist.
 fn set_field(
     table: &mut toml::Table,
     field: &str,
@@ -95,13 +95,17 @@ fn set_field(
     };
     let mut t: &mut toml::Table = table;
     for (key, index) in init {
-        let mut v = t.get_mut(*key).ok_or_else(bad)?;
-        if let Some(i) = index {
-            v = v
-                .as_array_mut()
+        let v = match index {
+            // A missing table (one left to its defaults) is created; array elements must exist.
+            None => t
+                .entry(key.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+            Some(i) => t
+                .get_mut(*key)
+                .and_then(|v| v.as_array_mut())
                 .and_then(|a| a.get_mut(*i))
-                .ok_or_else(bad)?;
-        }
+                .ok_or_else(bad)?,
+        };
         t = v.as_table_mut().ok_or_else(bad)?;
     }
     match last_index {

@@ -9,6 +9,7 @@
 //! - `asi`: one TCP flow over one path whose wireless rate is the sum of all;
 //! - `plait`: one TCP flow entering the plait engine at the proxy and leaving it at the MH;
 //!   the MH's ACKs go back through the engines too (both directions are symmetric).
+//!
 //! Cross traffic enters at each base station and competes for its wireless link.
 //!
 //! Invariant: every random component gets its own seed derived from the run's seed and a
@@ -46,6 +47,8 @@ pub struct Handles {
     pub path_flows: Vec<FlowId>,
     /// Per path: the wireless downlink.
     pub wireless_down: Vec<LinkId>,
+    /// When the main flow starts (the per-seed start jitter).
+    pub main_start: Time,
 }
 
 /// Derives a component seed from the run seed (SplitMix64 of both).
@@ -125,6 +128,9 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     let duration = secs(scenario.duration_s);
     let bin = Duration::from_secs_f64(scenario.bin_s);
     let sp = &scenario.server_proxy;
+    let jitter = Duration::from_secs_f64(scenario.tcp.start_jitter_s);
+    let main_start = Time::from_nanos(component_seed(seed, 7) % crate::time_nanos(jitter).max(1));
+    h.main_start = main_start;
     let mut seq = 0u64;
     let mut next_seed = || {
         seq += 1;
@@ -218,7 +224,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 let s = world.add_node(Node::TcpSender(TcpSender::new(
                     tcp.clone(),
                     data,
-                    Time::ZERO,
+                    main_start,
                 )));
                 let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
                     ack,
@@ -268,7 +274,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             let s = world.add_node(Node::TcpSender(TcpSender::new(
                 tcp.clone(),
                 data,
-                Time::ZERO,
+                main_start,
             )));
             let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
                 ack,
@@ -408,16 +414,15 @@ fn add_cross_traffic(
         world.set_route(data, vec![Hop::Link(l.down), Hop::Node(rcv)]);
         world.set_route(ack, vec![Hop::Link(l.up), Hop::Node(snd)]);
     }
-    // Web-like: exponential on/off, 1 s on at 128 kbit/s, 4 s off (an approximation of the
-    // think/reply/size distributions PET-BMP cites).
+    // Web-like: exponential on/off (see `CrossSpec::web_on_s` for the model's source).
     for k in 0..u64::from(p.cross.web) {
         let flow = flows.next();
         let src = OnOffSource::new(
             flow,
             1000,
-            128_000.0,
-            Duration::from_secs(1),
-            Duration::from_secs(4),
+            p.cross.web_rate_kbps * 1e3,
+            Duration::from_secs_f64(p.cross.web_on_s),
+            Duration::from_secs_f64(p.cross.web_off_s),
             Time::ZERO,
             duration,
             component_seed(seed, base + 500 + k),

@@ -48,7 +48,7 @@ impl Default for LivenessConfig {
             probes_to_activate: 2,
             probe_interval: Duration::from_millis(100),
             probe_max_interval: Duration::from_secs(1),
-            keepalive: Duration::from_millis(250),
+            keepalive: Duration::from_secs(1),
         }
     }
 }

@@ -26,7 +26,7 @@ pub use minmax::WindowedMin;
 pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
 pub use rate::{DeliveryRateEstimator, PAIR_EWMA_NEW, PairRateEstimator};
 pub use rtt::RttEstimator;
-pub use sent::{SentLog, SentPacket};
+pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{PathHints, PathState, PathView};
 
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
@@ -80,6 +80,7 @@ pub struct Path {
     state: PathState,
     next_seq: PathSeq,
     log: SentLog,
+    history: SendHistory,
     bytes_in_flight: u64,
     largest_acked: Option<PathSeq>,
     loss_deadline: Option<Time>,
@@ -91,6 +92,8 @@ pub struct Path {
     hints: PathHints,
     /// Send time of the oldest ack-eliciting datagram sent since the last answer.
     awaiting_since: Option<Time>,
+    /// When the peer last answered anything newly (ACK or PROBE_ACK).
+    last_answer: Option<Time>,
     last_eliciting_sent: Option<Time>,
     /// Last (seq, receive time µs, send time, len) seen in a timestamp list: the first half of
     /// a potential packet pair.
@@ -121,6 +124,7 @@ impl Path {
             state: PathState::Probing,
             next_seq: 0,
             log: SentLog::default(),
+            history: SendHistory::default(),
             bytes_in_flight: 0,
             largest_acked: None,
             loss_deadline: None,
@@ -131,6 +135,7 @@ impl Path {
             loss_rate: 0.0,
             hints,
             awaiting_since: None,
+            last_answer: None,
             last_eliciting_sent: None,
             last_ts: None,
             probes_answered: 0,
@@ -207,6 +212,7 @@ impl Path {
         let seq = self.next_seq;
         self.next_seq += 1;
         let len32 = u32::try_from(len).unwrap_or(u32::MAX);
+        self.history.push(seq, now, len32);
         let forced = self.log.push(SentPacket {
             seq,
             sent: now,
@@ -262,9 +268,8 @@ impl Path {
         owd_ref: &mut OwdReference,
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
-        let Some(base) = self.log.base() else {
-            return out;
-        };
+        // Timestamps are usable even when every datagram they name is already resolved.
+        let base = self.log.base().unwrap_or(self.next_seq);
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut probes_acked = 0;
         for range in ranges {
@@ -343,6 +348,7 @@ impl Path {
     /// bookkeeping and probing → active.
     fn on_answer(&mut self, now: Time, seq: PathSeq, probes_acked: u32, out: &mut AckOutcome) {
         // Silence now counts from the oldest datagram sent after the answered one.
+        self.last_answer = Some(now);
         self.awaiting_since = self
             .log
             .iter()
@@ -390,10 +396,10 @@ impl Path {
         let batch = &mut batch[..n];
         batch.sort_unstable_by_key(|(seq, _)| *seq);
         for &(seq, recv_us) in batch.iter() {
-            let Some(p) = self.log.get(seq).copied() else {
+            let Some((sent, len)) = self.history.get(seq) else {
                 continue;
             };
-            let rel = owd_ref.relative_us(p.sent.wire_micros(), recv_us);
+            let rel = owd_ref.relative_us(sent.wire_micros(), recv_us);
             self.owd.on_sample(now, rel);
             if let Some((pseq, precv, psent, _)) = self.last_ts
                 && pseq + 1 == seq
@@ -402,10 +408,10 @@ impl Path {
                 if dispersion > 0 {
                     let dispersion = Duration::from_micros(dispersion as u64);
                     self.pair
-                        .on_pair(p.sent.saturating_since(psent), dispersion, p.len as usize);
+                        .on_pair(sent.saturating_since(psent), dispersion, len as usize);
                 }
             }
-            self.last_ts = Some((seq, recv_us, p.sent, p.len));
+            self.last_ts = Some((seq, recv_us, sent, len));
         }
     }
 
@@ -478,6 +484,14 @@ impl Path {
             self.go_down(now);
         }
         Some((from, to))
+    }
+
+    /// Where silence counts from: something has waited for an answer since
+    /// `awaiting_since`, and nothing was answered since `last_answer`. A path whose queue
+    /// is long but still drains keeps answering, so it is slow, not silent.
+    fn silence_since(&self) -> Option<Time> {
+        let waiting = self.awaiting_since?;
+        Some(self.last_answer.map_or(waiting, |a| a.max(waiting)))
     }
 
     /// Gives up everything in flight and starts probing.
@@ -556,7 +570,7 @@ impl Path {
             PathState::Probing | PathState::Down => consider(self.next_probe_at),
             PathState::Active | PathState::Degraded => {
                 let rto = self.rtt.rto();
-                if let Some(since) = self.awaiting_since {
+                if let Some(since) = self.silence_since() {
                     let bound = if self.state == PathState::Active {
                         liveness.degraded_after(rto, max_ack_delay)
                     } else {

@@ -35,15 +35,19 @@ impl Default for RttEstimator {
 }
 
 impl RttEstimator {
-    /// Feeds one sample taken at `now`: `rtt` measured, `ack_delay` reported by the peer.
+    /// Feeds one sample taken at `now`: `rtt` measured, `ack_delay` reported by the peer
+    /// (how long it held the ACK for the sampled datagram). The peer is authenticated and
+    /// the delay refers to exactly the sampled datagram, so the network RTT is
+    /// `rtt - ack_delay`; a reported delay longer than the sample is ignored as implausible.
+    /// (RFC 9002 keeps min RTT unadjusted to guard against peers that misreport; plait's
+    /// ACK delay reaches 25 ms, which would hide a path's queue-free RTT.)
     pub fn on_sample(&mut self, now: Time, rtt: Duration, ack_delay: Duration) {
-        self.min.update(now, rtt);
-        let min = self.min.get().unwrap_or(rtt);
-        let adjusted = if rtt >= min + ack_delay {
+        let adjusted = if ack_delay < rtt {
             rtt - ack_delay
         } else {
             rtt
         };
+        self.min.update(now, adjusted);
         self.latest = Some(adjusted);
         match self.srtt {
             None => {
@@ -116,17 +120,20 @@ mod tests {
     }
 
     #[test]
-    fn ack_delay_subtracted_only_above_min() {
+    fn ack_delay_subtracted_from_samples_and_min() {
         let mut r = RttEstimator::default();
         r.on_sample(Time::ZERO, 50 * MS, Duration::ZERO);
         r.on_sample(Time::ZERO, 60 * MS, 5 * MS);
         assert_eq!(r.latest(), Some(55 * MS));
-        r.on_sample(Time::ZERO, 52 * MS, 5 * MS);
+        r.on_sample(Time::ZERO, 65 * MS, 25 * MS);
+        assert_eq!(r.latest(), Some(40 * MS));
         assert_eq!(
-            r.latest(),
-            Some(52 * MS),
-            "would go below min_rtt: not subtracted"
+            r.min_rtt(),
+            Some(40 * MS),
+            "the held ACK does not hide the path's RTT"
         );
+        r.on_sample(Time::ZERO, 10 * MS, 30 * MS);
+        assert_eq!(r.latest(), Some(10 * MS), "an implausible delay is ignored");
     }
 
     #[test]

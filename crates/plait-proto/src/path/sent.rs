@@ -108,6 +108,35 @@ impl SentLog {
     }
 }
 
+/// Send time and length of the most recent datagrams of a path, resolved or not: receive
+/// timestamps in ACK frames can arrive after a datagram was resolved (a PROBE_ACK answers a
+/// probe at once), and still make a one-way delay or packet-pair sample.
+#[derive(Clone, Debug, Default)]
+pub struct SendHistory {
+    /// (seq, sent, len), consecutive sequence numbers, oldest first.
+    ring: VecDeque<(PathSeq, Time, u32)>,
+}
+
+impl SendHistory {
+    /// Datagrams remembered (ACK timestamps cover at most 32 per frame, a few frames late).
+    pub const CAPACITY: usize = 512;
+
+    /// Records a datagram sent (its seq follows the last one).
+    pub fn push(&mut self, seq: PathSeq, sent: Time, len: u32) {
+        if self.ring.len() >= Self::CAPACITY {
+            self.ring.pop_front();
+        }
+        self.ring.push_back((seq, sent, len));
+    }
+
+    /// Send time and length of `seq`, if still remembered.
+    pub fn get(&self, seq: PathSeq) -> Option<(Time, u32)> {
+        let base = self.ring.front()?.0;
+        let idx = usize::try_from(seq.checked_sub(base)?).ok()?;
+        self.ring.get(idx).map(|(_, t, l)| (*t, *l))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +168,21 @@ mod tests {
         log.pop_resolved();
         assert_eq!(log.base(), Some(7));
         assert_eq!(log.len(), 3);
+    }
+
+    #[test]
+    fn history_remembers_recent_sends() {
+        let mut h = SendHistory::default();
+        for s in 0..(SendHistory::CAPACITY as u64 + 10) {
+            h.push(s, Time::from_millis(s), 100);
+        }
+        assert_eq!(h.get(9), None, "forgotten");
+        assert_eq!(h.get(10), Some((Time::from_millis(10), 100)));
+        assert_eq!(
+            h.get(SendHistory::CAPACITY as u64 + 9),
+            Some((Time::from_millis(521), 100))
+        );
+        assert_eq!(h.get(10_000), None);
     }
 
     #[test]

@@ -183,7 +183,10 @@ fn a_faster_candidate_path_gives_an_earlier_deadline() {
 
 #[test]
 fn timer_waits_max_hold_without_estimates_then_late_arrival_is_flagged() {
-    let mut b = Bmp::new(ReorderConfig::default());
+    let mut b = Bmp::new(ReorderConfig {
+        max_hold: Duration::from_millis(500),
+        ..ReorderConfig::default()
+    });
     put(&mut b, ms(10), 1);
     assert_eq!(b.next_deadline(), Some(ms(510)));
     assert!(drain(&mut b, us(509_999)).is_empty());

@@ -241,7 +241,10 @@ mod tests {
     }
 
     fn detector() -> LossDetector {
-        LossDetector::new(&ReorderConfig::default())
+        LossDetector::new(&ReorderConfig {
+            max_hold: Duration::from_millis(500),
+            ..ReorderConfig::default()
+        })
     }
 
     #[test]

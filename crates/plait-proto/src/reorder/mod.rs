@@ -152,7 +152,7 @@ impl Default for ReorderConfig {
         ReorderConfig {
             max_packets: 8192,
             max_bytes: 8 << 20,
-            max_hold: Duration::from_millis(500),
+            max_hold: Duration::from_secs(1),
             hold_margin: Duration::from_millis(2),
             pacing: Some(ReleasePacing {
                 burst: 4,

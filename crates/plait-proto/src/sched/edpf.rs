@@ -105,6 +105,20 @@ impl Scheduler for Edpf {
         best.map_or(Selection::Wait(None), Selection::Send)
     }
 
+    /// Control datagrams go where EDPF's own model delivers them first (and `on_sent` then
+    /// books their bytes in `A_l`).
+    fn select_control(
+        &mut self,
+        now: Time,
+        paths: &[PathView],
+        pkt: &PacketMeta,
+    ) -> Option<PathId> {
+        match self.select(now, paths, pkt) {
+            Selection::Send(p) => Some(p),
+            _ => None,
+        }
+    }
+
     fn on_sent(&mut self, now: Time, path: PathId, pkt: &PacketMeta) {
         let slot = self.slot_mut(path);
         let (start, d) = delivery(now, slot, pkt);

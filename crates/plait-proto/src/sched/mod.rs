@@ -40,6 +40,10 @@ pub struct PacketMeta {
     pub len: usize,
     /// When the packet entered the session's send queue (`a_i` in seed PET-BMP eq. 1).
     pub arrival: Time,
+    /// A control datagram (ACK-only, probe, PROBE_ACK) rather than an inner packet. They go
+    /// through the scheduler too (`select` places ACK-only datagrams, `on_sent` reports all)
+    /// so that schedulers modelling path queues count every byte put on a path.
+    pub control: bool,
 }
 
 /// A scheduler's decision for one packet.
@@ -59,8 +63,22 @@ pub trait Scheduler {
     /// usable or not, in `PathId` order).
     fn select(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Selection;
 
-    /// Tells the scheduler that `pkt` was really sent on `path` (after a `Send` or for each
-    /// copy of a `Duplicate`), so it can update what it tracks (e.g. EDPF's `A_l`).
+    /// Chooses the path for a control datagram the session must send somewhere (an ACK-only
+    /// datagram), without disturbing data placement (no rotation advances). Default: the
+    /// usable path that delivers a small datagram soonest by measurement, see
+    /// [`earliest_by_measurement`]. `None` when no path is usable.
+    fn select_control(
+        &mut self,
+        _now: Time,
+        paths: &[PathView],
+        pkt: &PacketMeta,
+    ) -> Option<PathId> {
+        earliest_by_measurement(paths, pkt)
+    }
+
+    /// Tells the scheduler that `pkt` was really sent on `path` (after a `Send`, for each
+    /// copy of a `Duplicate`, and for every control datagram, placed by `select` or not),
+    /// so it can update what it tracks (e.g. EDPF's `A_l`).
     fn on_sent(&mut self, _now: Time, _path: PathId, _pkt: &PacketMeta) {}
 }
 
@@ -151,9 +169,36 @@ impl Scheduler for AnyScheduler {
         self.inner().select(now, paths, pkt)
     }
 
+    fn select_control(
+        &mut self,
+        now: Time,
+        paths: &[PathView],
+        pkt: &PacketMeta,
+    ) -> Option<PathId> {
+        self.inner().select_control(now, paths, pkt)
+    }
+
     fn on_sent(&mut self, now: Time, path: PathId, pkt: &PacketMeta) {
         self.inner().on_sent(now, path, pkt)
     }
+}
+
+/// The usable path that delivers `pkt` soonest on an empty queue: base (queue-free)
+/// relative one-way delay plus its serialisation time, paths without a delay sample after
+/// those with one (ties: lowest id). The queue is left out on purpose: a slow path looks
+/// empty because schedulers give it little, and piling control datagrams onto it overloads
+/// it; serialisation time instead favours the paths where a small datagram costs least.
+pub fn earliest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
+    usable_min_by_key(paths, |p| {
+        let delay = p.base_owd.or(p.min_rtt.map(|s| s / 2));
+        let tx = p
+            .rate_estimate()
+            .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
+        (
+            delay.is_none(),
+            delay.unwrap_or(Duration::MAX).saturating_add(tx),
+        )
+    })
 }
 
 /// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).

@@ -38,6 +38,7 @@ fn pkt(seq: u64, len: usize, arrival: Time) -> PacketMeta {
         global_seq: seq,
         len,
         arrival,
+        control: false,
     }
 }
 

@@ -9,8 +9,6 @@
 //!    the scheduler picks, with pending ACK frames piggybacked when they fit;
 //! 5. an ACK-only datagram when an ACK is due, on the usable path with the smallest SRTT.
 
-use std::time::Duration;
-
 use super::types::{SendError, Transmit};
 use super::{Lifecycle, PendingCopies, Session, push_event};
 use crate::ids::{GlobalSeq, PathId, PathSeq};
@@ -118,8 +116,7 @@ impl Session {
         .encode(&mut w)
         .ok()?;
         let len = w.len();
-        self.slot_mut(path)?.tx.on_sent(now, len, true, None, None);
-        Some(Transmit { path, len })
+        self.sent_control(now, path, len, true, None)
     }
 
     fn transmit_probe_ack(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
@@ -135,8 +132,7 @@ impl Session {
         .encode(&mut w)
         .ok()?;
         let len = w.len();
-        self.slot_mut(path)?.tx.on_sent(now, len, false, None, None);
-        Some(Transmit { path, len })
+        self.sent_control(now, path, len, false, None)
     }
 
     fn transmit_probe(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
@@ -161,10 +157,42 @@ impl Session {
         self.header(path, seq, now).write_to(&mut w).ok()?;
         ProbeRepr { probe_id }.encode(&mut w).ok()?;
         let len = w.len();
+        self.sent_control(now, path, len, true, Some(probe_id))
+    }
+
+    /// Books a control datagram (CLOSE, PROBE, PROBE_ACK, ACK-only) just written for `path`:
+    /// the path's log, and the scheduler (so models of path queues count its bytes).
+    fn sent_control(
+        &mut self,
+        now: Time,
+        path: PathId,
+        len: usize,
+        ack_eliciting: bool,
+        probe_id: Option<u32>,
+    ) -> Option<Transmit> {
+        let meta = PacketMeta {
+            global_seq: self.next_global,
+            len,
+            arrival: now,
+            control: true,
+        };
+        self.scheduler.on_sent(now, path, &meta);
         self.slot_mut(path)?
             .tx
-            .on_sent(now, len, true, Some(probe_id), None);
+            .on_sent(now, len, ack_eliciting, probe_id, None);
         Some(Transmit { path, len })
+    }
+
+    /// Rebuilds the schedulers' snapshot of every path.
+    fn refresh_views(&mut self) {
+        let (floor, trusted) = (self.owd_floor(), self.trusted_delay_floor());
+        self.views.clear();
+        self.views.extend(
+            self.paths
+                .iter()
+                .flatten()
+                .map(|s| s.tx.view(floor, trusted)),
+        );
     }
 
     fn transmit_data(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
@@ -180,15 +208,9 @@ impl Session {
             global_seq: self.next_global,
             len: DATA_OVERHEAD + front.bytes.len(),
             arrival: front.arrival,
+            control: false,
         };
-        let (floor, trusted) = (self.owd_floor(), self.trusted_delay_floor());
-        self.views.clear();
-        self.views.extend(
-            self.paths
-                .iter()
-                .flatten()
-                .map(|s| s.tx.view(floor, trusted)),
-        );
+        self.refresh_views();
         let selection = self.scheduler.select(now, &self.views, &meta);
         let usable = |views: &[crate::path::PathView], id: PathId| {
             views.iter().any(|v| v.id == id && v.is_usable())
@@ -311,6 +333,7 @@ impl Session {
             global_seq: global,
             len,
             arrival,
+            control: false,
         };
         self.scheduler.on_sent(now, path, &meta);
         self.slot_mut(path)?
@@ -364,7 +387,7 @@ impl Session {
         if !due {
             return None;
         }
-        let path = self.ack_path()?;
+        let path = self.ack_path(now)?;
         let seq = self.slot(path)?.tx.next_seq();
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
@@ -373,20 +396,30 @@ impl Session {
             return None;
         }
         let len = w.len();
-        self.slot_mut(path)?.tx.on_sent(now, len, false, None, None);
-        Some(Transmit { path, len })
+        self.sent_control(now, path, len, false, None)
     }
 
-    /// Where ACK-only datagrams go: the usable path with the smallest SRTT (fastest
-    /// feedback), else the path that last received something (it reaches the peer's
-    /// socket at least one way), else the first path.
-    fn ack_path(&self) -> Option<PathId> {
+    /// Where an ACK-only datagram goes: where the scheduler puts a small control datagram
+    /// (so it takes the path that delivers it soonest, counted in the scheduler's model of
+    /// the path queues, instead of crowding a slow idle path); if no path is usable, the
+    /// path that last received something (it reaches the peer's socket at least one way),
+    /// else the first path.
+    fn ack_path(&mut self, now: Time) -> Option<PathId> {
+        const ACK_DATAGRAM_ESTIMATE: usize = 64;
+        self.refresh_views();
+        let meta = PacketMeta {
+            global_seq: self.next_global,
+            len: ACK_DATAGRAM_ESTIMATE,
+            arrival: now,
+            control: true,
+        };
+        let usable = |id: PathId| self.views.iter().any(|v| v.id == id && v.is_usable());
+        let placed = self
+            .scheduler
+            .select_control(now, &self.views, &meta)
+            .filter(|p| usable(*p));
         let slots = || self.paths.iter().flatten();
-        let by_srtt = slots()
-            .filter(|s| s.tx.state().is_usable())
-            .min_by_key(|s| s.tx.rtt().srtt().unwrap_or(Duration::MAX))
-            .map(|s| s.tx.id());
-        by_srtt
+        placed
             .or_else(|| {
                 slots()
                     .filter(|s| s.rx.last_recv().is_some())

@@ -107,7 +107,8 @@ impl OnOffSource {
             if self.next >= self.state_end {
                 self.on = !self.on;
                 let mean = if self.on { self.mean_on } else { self.mean_off };
-                self.state_end = self.state_end + self.draw(mean);
+                let sojourn = self.draw(mean);
+                self.state_end += sojourn;
                 if !self.on {
                     self.next = self.state_end;
                 }
