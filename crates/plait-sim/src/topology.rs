@@ -126,7 +126,6 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     let mut h = Handles::default();
     let tcp = tcp_config(scenario);
     let duration = secs(scenario.duration_s);
-    let bin = Duration::from_secs_f64(scenario.bin_s);
     let sp = &scenario.server_proxy;
     let jitter = Duration::from_secs_f64(scenario.tcp.start_jitter_s);
     let main_start = Time::from_nanos(component_seed(seed, 7) % crate::time_nanos(jitter).max(1));
@@ -221,16 +220,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             for l in &links {
                 let data = flows.next();
                 let ack = flows.next();
-                let s = world.add_node(Node::TcpSender(TcpSender::new(
-                    tcp.clone(),
-                    data,
-                    main_start,
-                )));
-                let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
-                    ack,
-                    delack(scenario),
-                    bin,
-                )));
+                let (s, r) = main_flow_ends(&mut world, &tcp, data, ack, main_start, scenario);
                 world.set_route(
                     data,
                     vec![
@@ -271,16 +261,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 up_flows.clone(),
                 scenario.outer_header_bytes,
             ))));
-            let s = world.add_node(Node::TcpSender(TcpSender::new(
-                tcp.clone(),
-                data,
-                main_start,
-            )));
-            let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
-                ack,
-                delack(scenario),
-                bin,
-            )));
+            let (s, r) = main_flow_ends(&mut world, &tcp, data, ack, main_start, scenario);
             world.set_route(
                 data,
                 vec![
@@ -322,6 +303,25 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         add_changes(&mut world, p, l, duration, seed, i);
     }
     (world, h)
+}
+
+/// The main flow's sender (sending `data` from `start`) and receiver (acknowledging on `ack`).
+fn main_flow_ends(
+    world: &mut World,
+    tcp: &TcpConfig,
+    data: FlowId,
+    ack: FlowId,
+    start: Time,
+    scenario: &Scenario,
+) -> (NodeId, NodeId) {
+    let bin = Duration::from_secs_f64(scenario.bin_s);
+    let s = world.add_node(Node::TcpSender(TcpSender::new(tcp.clone(), data, start)));
+    let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+        ack,
+        delack(scenario),
+        bin,
+    )));
+    (s, r)
 }
 
 fn delack(scenario: &Scenario) -> Option<Duration> {
