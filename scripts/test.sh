@@ -22,4 +22,10 @@ step "fuzz targets build (stable check; run them with cargo +nightly fuzz run de
 cargo check --manifest-path fuzz/Cargo.toml --locked
 
 step "tests"
-cargo test --workspace --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked 2>&1 | tee "$log"
+# One closing line with the totals over every test binary (the last binary cargo runs is a
+# doc-test set that may have no tests, which would otherwise be the closing line).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "\ntests: %d passed, %d failed\n", p, f }' "$log"
