@@ -13,7 +13,7 @@ use super::{Lifecycle, MAX_PROBE_ACKS, Session, push_event};
 use crate::ids::{PathId, PathSeq, expand_seq};
 use crate::reorder::{Arrival, Freshness, ReorderBuffer};
 use crate::time::Time;
-use crate::wire::{AckFrame, DataFrame, Frame, Header, frames, validate};
+use crate::wire::{AckFrame, DataFrame, DecodeError, Frame, Header, frames};
 
 impl Session {
     /// Hands the session a datagram that arrived on `path` (the link / socket the driver
@@ -68,8 +68,15 @@ impl Session {
                 arrived: path,
             });
         }
-        validate(payload)?;
-        let ack_eliciting = frames(payload).flatten().any(|f| f.is_ack_eliciting());
+        // One pass validates every frame (nothing acts before the whole datagram checks out)
+        // and notes whether it elicits an ACK; the second pass acts.
+        if payload.is_empty() {
+            return Err(DecodeError::Empty.into());
+        }
+        let mut ack_eliciting = false;
+        for frame in frames(payload) {
+            ack_eliciting |= frame?.is_ack_eliciting();
+        }
         let slot = self.slot_mut(path).ok_or(RecvError::UnknownPath(path))?;
         let seq = slot.rx.expand(header.path_seq);
         if slot.rx.on_received(now, seq, ack_eliciting) == Arrived::Duplicate {

@@ -1,0 +1,138 @@
+//! Datagrams from the network that the engine must refuse whole, each with its typed error,
+//! without delivering anything, changing state or panicking.
+
+use plait_proto::path::PathHints;
+use plait_proto::wire::{DataRepr, DecodeError, Header, Writer};
+use plait_proto::{Config, PathId, RecvError, Session, Time};
+
+fn session() -> Session {
+    let mut s = Session::new(Config {
+        session_id: 42,
+        ..Config::default()
+    })
+    .unwrap();
+    s.add_path(Time::ZERO, PathId(0), PathHints::default())
+        .unwrap();
+    s
+}
+
+/// Header for session 42 on `path`, then `frames` as raw bytes.
+fn datagram(session_id: u32, path: u8, path_seq: u32, frames: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; 64 + frames.len()];
+    let mut w = Writer::new(&mut buf);
+    Header {
+        session_id,
+        path: PathId(path),
+        path_seq,
+        timestamp_us: 1,
+    }
+    .write_to(&mut w)
+    .unwrap();
+    let n = w.len();
+    buf.truncate(n);
+    buf.extend_from_slice(frames);
+    buf
+}
+
+fn data_frame(global: u64, payload: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; 64 + payload.len()];
+    let mut w = Writer::new(&mut buf);
+    DataRepr {
+        global_seq: global,
+        prev_delta: 0,
+        payload,
+        to_end: false,
+    }
+    .encode(&mut w)
+    .unwrap();
+    let n = w.len();
+    buf.truncate(n);
+    buf
+}
+
+fn delivered(s: &mut Session) -> usize {
+    let mut buf = vec![0u8; 2048];
+    std::iter::from_fn(|| s.poll_delivery(&mut buf)).count()
+}
+
+#[test]
+fn a_bad_frame_after_good_ones_voids_the_whole_datagram() {
+    let mut s = session();
+    let mut frames = data_frame(0, b"hello");
+    frames.push(0x09); // not a frame type
+    let err = s.handle_datagram(Time::ZERO, PathId(0), &datagram(42, 0, 0, &frames));
+    assert_eq!(
+        err,
+        Err(RecvError::Decode(DecodeError::UnknownFrameType(0x09)))
+    );
+    assert_eq!(delivered(&mut s), 0, "the valid DATA before it did not act");
+    // The same path sequence number is still fresh: the datagram left no trace.
+    let ok = s.handle_datagram(
+        Time::ZERO,
+        PathId(0),
+        &datagram(42, 0, 0, &data_frame(0, b"hello")),
+    );
+    assert_eq!(ok, Ok(()));
+    assert_eq!(delivered(&mut s), 1);
+    assert_eq!(s.stats().datagrams_rejected, 1);
+}
+
+#[test]
+fn each_kind_of_bad_datagram_has_its_error() {
+    let mut s = session();
+    let good = data_frame(0, b"x");
+    let cases: Vec<(Vec<u8>, PathId, RecvError)> = vec![
+        (vec![], PathId(0), RecvError::Decode(DecodeError::Truncated)),
+        (
+            datagram(42, 0, 0, &[]),
+            PathId(0),
+            RecvError::Decode(DecodeError::Empty),
+        ),
+        (
+            datagram(7, 0, 0, &good),
+            PathId(0),
+            RecvError::WrongSession { got: 7, ours: 42 },
+        ),
+        (
+            datagram(42, 1, 0, &good),
+            PathId(0),
+            RecvError::PathMismatch {
+                header: PathId(1),
+                arrived: PathId(0),
+            },
+        ),
+        (
+            datagram(42, 3, 0, &good),
+            PathId(3),
+            RecvError::UnknownPath(PathId(3)),
+        ),
+    ];
+    for (bytes, path, want) in cases {
+        assert_eq!(s.handle_datagram(Time::ZERO, path, &bytes), Err(want));
+    }
+    assert_eq!(delivered(&mut s), 0);
+    let d = datagram(42, 0, 5, &good);
+    assert_eq!(s.handle_datagram(Time::ZERO, PathId(0), &d), Ok(()));
+    assert_eq!(
+        s.handle_datagram(Time::ZERO, PathId(0), &d),
+        Err(RecvError::Duplicate(PathId(0)))
+    );
+    assert_eq!(
+        delivered(&mut s),
+        1,
+        "a replayed datagram delivers nothing twice"
+    );
+}
+
+proptest::proptest! {
+    /// Arbitrary bytes on any path, then every output and a timer, never panic the session.
+    #[test]
+    fn arbitrary_datagrams_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300), path in 0u8..20) {
+        let mut s = session();
+        let _ = s.handle_datagram(Time::ZERO, PathId(path), &bytes);
+        let mut buf = vec![0u8; 2048];
+        while s.poll_transmit(Time::from_millis(1), &mut buf).is_some() {}
+        let _ = delivered(&mut s);
+        s.handle_timeout(Time::from_millis(2_000));
+    }
+}
