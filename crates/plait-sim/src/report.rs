@@ -153,6 +153,7 @@ fn plot(result: &SweepResult, file: &Path) -> Result<(), Box<dyn std::error::Err
     let areas = root.split_evenly((panels.len().max(1), 1));
     for ((variant, r), area) in panels.iter().zip(areas.iter()) {
         let bins = r.goodput_series_kbps.len().max(1);
+        let secs = |i: usize| i as f64 * r.bin_s;
         let ymax = r
             .path_series_kbps
             .iter()
@@ -170,10 +171,10 @@ fn plot(result: &SweepResult, file: &Path) -> Result<(), Box<dyn std::error::Err
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(50)
-            .build_cartesian_2d(0f64..bins as f64, 0f64..ymax)?;
+            .build_cartesian_2d(0f64..secs(bins), 0f64..ymax)?;
         chart
             .configure_mesh()
-            .x_desc("time bin")
+            .x_desc("time (s)")
             .y_desc("kbit/s")
             .draw()?;
         let palette = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
@@ -181,7 +182,7 @@ fn plot(result: &SweepResult, file: &Path) -> Result<(), Box<dyn std::error::Err
             let color = palette[i % palette.len()];
             chart
                 .draw_series(LineSeries::new(
-                    series.iter().enumerate().map(|(x, y)| (x as f64, *y)),
+                    series.iter().enumerate().map(|(i, y)| (secs(i), *y)),
                     color,
                 ))?
                 .label(format!("path{i}"))
@@ -192,13 +193,14 @@ fn plot(result: &SweepResult, file: &Path) -> Result<(), Box<dyn std::error::Err
                 r.goodput_series_kbps
                     .iter()
                     .enumerate()
-                    .map(|(x, y)| (x as f64, *y)),
+                    .map(|(i, y)| (secs(i), *y)),
                 BLACK.stroke_width(2),
             ))?
             .label("main flow (receiver)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], BLACK));
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.8))
             .draw()?;

@@ -45,6 +45,8 @@ pub struct RunResult {
     pub reorder_p99_ms: Option<f64>,
     /// Simulator events processed.
     pub events: u64,
+    /// Width of one time bin of the series, s.
+    pub bin_s: f64,
     /// Goodput per time bin, kbit/s (received payload).
     pub goodput_series_kbps: Vec<f64>,
     /// Per path, main-flow kbit/s per time bin.
@@ -125,6 +127,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         reorder_p50_ms,
         reorder_p99_ms,
         events: world.events(),
+        bin_s: scenario.bin_s,
         goodput_series_kbps: series.iter().map(|b| per_bin(*b)).collect(),
         path_series_kbps,
     }
