@@ -73,7 +73,9 @@ impl LivenessConfig {
     /// Interval before the next probe pair after `unanswered` unanswered probes.
     pub fn probe_interval_after(&self, unanswered: u32) -> Duration {
         let doublings = (unanswered / 10).min(16);
-        (self.probe_interval * 2u32.pow(doublings)).min(self.probe_max_interval)
+        self.probe_interval
+            .saturating_mul(2u32.pow(doublings))
+            .min(self.probe_max_interval)
     }
 
     /// The state an active or degraded path should be in, given its silence and loss rate.

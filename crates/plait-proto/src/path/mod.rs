@@ -465,7 +465,7 @@ impl Path {
             return None;
         }
         let silence = self
-            .awaiting_since
+            .silence_since()
             .map_or(Duration::ZERO, |t| now.saturating_since(t));
         let rto = self.rtt.rto();
         let to = self.liveness.judge_usable(

@@ -126,8 +126,9 @@ pub struct ReorderConfig {
     pub max_packets: usize,
     /// Hard bound on held payload bytes.
     pub max_bytes: usize,
-    /// Longest a hole is waited for whatever the delay estimates say (PET-BMP's 0.5 s
-    /// backup timer is the default), and the wait when no path has a delay estimate yet.
+    /// Longest a hole is waited for whatever the delay estimates say, and the wait when no
+    /// path has a delay estimate yet. Default 1 s (PET-BMP's backup timer was 0.5 s; see
+    /// docs/protocol.md#reorder-buffer for why plait waits longer).
     pub max_hold: Duration,
     /// Slack added to every hole deadline on top of the measured delay spread, for clock
     /// granularity and driver wake-up latency.

@@ -16,6 +16,10 @@ use crate::time::Time;
 pub const MAX_RANGES: usize = 32;
 /// Most receive timestamps carried by one ACK frame.
 pub const MAX_TIMESTAMPS: usize = 32;
+/// Ranges and timestamps reach at most this far below the largest received sequence
+/// number: the wire carries 32-bit offsets (docs/protocol.md#ack-frame), so anything older
+/// is forgotten rather than left unencodable.
+const MAX_SPAN: u64 = (1 << 31) - 1;
 
 /// Whether a datagram's path sequence number was new.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +56,7 @@ impl AckTracker {
         if arrived != Arrived::New {
             return arrived;
         }
+        self.forget_beyond_span();
         self.last_recv = Some(now);
         if self.ranges.first().is_some_and(|r| *r.end() == seq) {
             self.largest_recv_time = now;
@@ -104,10 +109,29 @@ impl AckTracker {
         Arrived::New
     }
 
+    /// Forgets ranges and timestamps too far below the largest to be encoded.
+    fn forget_beyond_span(&mut self) {
+        let Some(largest) = self.ranges.first().map(|r| *r.end()) else {
+            return;
+        };
+        let floor = largest.saturating_sub(MAX_SPAN);
+        self.ranges.retain(|r| *r.end() >= floor);
+        if let Some(last) = self.ranges.last_mut()
+            && *last.start() < floor
+        {
+            *last = floor..=*last.end();
+        }
+        self.timestamps.retain(|(s, _)| *s >= floor);
+    }
+
     /// When an ACK for this path is due (`None`: nothing to acknowledge).
     pub fn ack_deadline(&self, ack_every: u32, max_ack_delay: Duration) -> Option<Time> {
+        if self.timestamps.len() >= MAX_TIMESTAMPS {
+            // A full list is due at once, eliciting or not, so no timestamp is dropped.
+            return Some(self.first_unacked_at.unwrap_or(self.largest_recv_time));
+        }
         let first = self.first_unacked_at?;
-        if self.eliciting_unacked >= ack_every || self.timestamps.len() >= MAX_TIMESTAMPS {
+        if self.eliciting_unacked >= ack_every {
             Some(first)
         } else {
             Some(first + max_ack_delay)
@@ -204,6 +228,25 @@ mod tests {
             "non-eliciting alone does not make an ACK due"
         );
         assert!(t.has_unacked());
+    }
+
+    #[test]
+    fn ranges_never_span_more_than_the_wire_allows() {
+        let mut t = tracker(&[0, 1, 5]);
+        // A jump of 2^32: the old ranges are forgotten, nothing unencodable remains.
+        t.on_received(Time::ZERO, 1 << 32, true);
+        let largest = *t.ranges()[0].end();
+        assert!(t.ranges().iter().all(|r| largest - r.start() <= MAX_SPAN));
+        assert!(t.timestamps().iter().all(|(s, _)| largest - s <= MAX_SPAN));
+    }
+
+    #[test]
+    fn full_timestamp_list_is_due_without_eliciting_datagrams() {
+        let mut t = AckTracker::default();
+        for s in 0..MAX_TIMESTAMPS as u64 {
+            t.on_received(Time::from_millis(s), s, false);
+        }
+        assert!(t.ack_deadline(16, Duration::from_millis(25)).is_some());
     }
 
     proptest::proptest! {

@@ -7,7 +7,8 @@
 //! 3. probes due (pairs on probing or down paths, keepalives on idle ones);
 //! 4. DATA: remaining copies of a duplicated packet, then the send queue's head on the path
 //!    the scheduler picks, with pending ACK frames piggybacked when they fit;
-//! 5. an ACK-only datagram when an ACK is due, on the usable path with the smallest SRTT.
+//! 5. an ACK-only datagram when an ACK is due, on the path the scheduler's `select_control`
+//!    picks (docs/protocol.md#ack-policy).
 
 use super::types::{SendError, Transmit};
 use super::{Lifecycle, PendingCopies, Session, push_event};
@@ -326,7 +327,7 @@ impl Session {
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
         let room = w.remaining().checked_sub(data.encoded_len())?;
-        self.write_acks(now, &mut w, room);
+        self.write_acks(now, &mut w, room, false);
         data.encode(&mut w).ok()?;
         let len = w.len();
         let meta = PacketMeta {
@@ -343,9 +344,12 @@ impl Session {
     }
 
     /// Writes ACK frames for every path with something to acknowledge, as many as fit in
-    /// `room` bytes: once one ACK is due, all pending ones ride along (batching).
-    /// Returns how many were written.
-    fn write_acks(&mut self, now: Time, w: &mut Writer<'_>, room: usize) -> usize {
+    /// `room` bytes: once one ACK is due, all pending ones ride along (batching). With
+    /// `shrink` (an ACK-only datagram, where the ACK must go out), an ACK too large for the
+    /// room is cut down (no timestamps, then fewer ranges) rather than left due; an ACK that
+    /// still cannot be written is dropped, never left due (a due ACK that never leaves would
+    /// keep `poll_timeout` in the past). Returns how many were written.
+    fn write_acks(&mut self, now: Time, w: &mut Writer<'_>, room: usize, shrink: bool) -> usize {
         let mut budget = room;
         let mut written = 0;
         for slot in self.paths.iter_mut().flatten() {
@@ -356,7 +360,7 @@ impl Session {
             let Some((largest, largest_at)) = rx.largest() else {
                 continue;
             };
-            let ack = AckRepr {
+            let full = AckRepr {
                 path: slot.tx.id(),
                 largest,
                 ack_delay_us: u64::try_from(now.saturating_since(largest_at).as_micros())
@@ -365,14 +369,32 @@ impl Session {
                 ranges: rx.ranges(),
                 timestamps: rx.timestamps(),
             };
-            let len = ack.encoded_len();
-            if len > budget {
-                continue;
-            }
-            if ack.encode(w).is_ok() {
-                budget -= len;
-                written += 1;
-                rx.on_ack_sent();
+            let ack = if full.encoded_len() <= budget {
+                Some(full)
+            } else if shrink {
+                let bare = AckRepr {
+                    timestamps: &[],
+                    ..full
+                };
+                (1..=bare.ranges.len())
+                    .rev()
+                    .map(|k| AckRepr {
+                        ranges: &bare.ranges[..k],
+                        ..bare
+                    })
+                    .find(|a| a.encoded_len() <= budget)
+            } else {
+                None
+            };
+            match ack.map(|a| (a.encoded_len(), a.encode(w))) {
+                Some((len, Ok(()))) => {
+                    budget -= len;
+                    written += 1;
+                    rx.on_ack_sent();
+                }
+                Some((_, Err(_))) => rx.on_ack_sent(), // cannot be encoded: drop, never stay due
+                None if shrink => rx.on_ack_sent(),    // not even one range fits: drop
+                None => {}                             // waits for an ACK-only datagram
             }
         }
         written
@@ -392,7 +414,7 @@ impl Session {
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
         let room = w.remaining();
-        if self.write_acks(now, &mut w, room) == 0 {
+        if self.write_acks(now, &mut w, room, true) == 0 {
             return None;
         }
         let len = w.len();
