@@ -131,8 +131,14 @@ fn each_kind_of_bad_datagram_has_its_error() {
 fn a_huge_sequence_jump_never_makes_a_busy_loop() {
     let mut s = session();
     let now = Time::from_millis(10);
-    s.handle_datagram(now, PathId(0), &datagram(42, 0, 0, &data_frame(0, b"a"))).unwrap();
-    s.handle_datagram(now, PathId(0), &datagram(42, 0, 0x8000_0005, &data_frame(1, b"b"))).unwrap();
+    s.handle_datagram(now, PathId(0), &datagram(42, 0, 0, &data_frame(0, b"a")))
+        .unwrap();
+    s.handle_datagram(
+        now,
+        PathId(0),
+        &datagram(42, 0, 0x8000_0005, &data_frame(1, b"b")),
+    )
+    .unwrap();
     struct Discard;
     impl plait_proto::Io for Discard {
         fn transmit(&mut self, _: Time, _: PathId, _: &[u8]) {}
@@ -141,7 +147,10 @@ fn a_huge_sequence_jump_never_makes_a_busy_loop() {
     let mut buf = vec![0u8; 2048];
     let later = Time::from_millis(100);
     let next = plait_proto::drive(&mut s, later, &mut Discard, &mut buf);
-    assert!(next.is_none_or(|t| t > later), "deadline {next:?} not after {later:?}");
+    assert!(
+        next.is_none_or(|t| t > later),
+        "deadline {next:?} not after {later:?}"
+    );
 }
 
 proptest::proptest! {

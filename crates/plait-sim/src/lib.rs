@@ -24,3 +24,13 @@ pub mod world;
 pub(crate) fn time_nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
+
+/// Seconds as a `Duration` of at least one nanosecond and at most a day (intervals between
+/// packets: a zero interval would make a source loop forever at one instant).
+pub(crate) fn secs_at_least_1ns(secs: f64) -> std::time::Duration {
+    let d = plait_proto::time::secs_f64_saturating(secs);
+    d.clamp(
+        std::time::Duration::from_nanos(1),
+        std::time::Duration::from_secs(86_400),
+    )
+}

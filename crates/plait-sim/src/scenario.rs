@@ -294,22 +294,6 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioErro
     }
 }
 
-fn non_negative(field: &str, v: f64) -> Result<(), ScenarioError> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(invalid(field, format!("must be >= 0, got {v}")))
-    }
-}
-
-fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(invalid(field, format!("must be > 0, got {v}")))
-    }
-}
-
 impl Scenario {
     /// Parses and validates a scenario; errors name the line and field (TOML) or the field.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
@@ -318,13 +302,15 @@ impl Scenario {
         Ok(s)
     }
 
-    /// Checks every value (see the module docs).
+    /// Checks every value (see the module docs): every number finite and within a range the
+    /// simulator handles (so no value can make it panic, hang or exhaust memory).
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        positive("duration_s", self.duration_s)?;
-        if self.duration_s > 24.0 * 3600.0 {
-            return Err(invalid("duration_s", "at most one day"));
+        const DAY: f64 = 86_400.0;
+        range("duration_s", self.duration_s, 1e-3, DAY)?;
+        range("bin_s", self.bin_s, 1e-3, self.duration_s)?;
+        if self.duration_s / self.bin_s > 1e6 {
+            return Err(invalid("bin_s", "at most a million bins per run"));
         }
-        positive("bin_s", self.bin_s)?;
         if self.seeds.is_empty() {
             return Err(invalid("seeds", "give at least one seed"));
         }
@@ -335,11 +321,14 @@ impl Scenario {
             ));
         }
         let t = &self.tcp;
-        if t.window == 0 || t.window_init == 0 || t.packet_size < 1 || t.packet_size > 9000 {
+        if !(1..=1_000_000).contains(&t.window) || !(1..=t.window).contains(&t.window_init) {
             return Err(invalid(
-                "tcp",
-                "window and window_init >= 1, packet_size 1..=9000",
+                "tcp.window",
+                "window 1..=1000000, window_init 1..=window",
             ));
+        }
+        if !(1..=9000).contains(&t.packet_size) {
+            return Err(invalid("tcp.packet_size", "1..=9000 bytes"));
         }
         if !(t.start_jitter_s.is_finite()
             && t.start_jitter_s >= 0.0
@@ -350,52 +339,56 @@ impl Scenario {
                 "must be >= 0 and shorter than the run",
             ));
         }
-        positive("server_proxy.rate_mbps", self.server_proxy.rate_mbps)?;
-        non_negative("server_proxy.delay_ms", self.server_proxy.delay_ms)?;
+        let sp = &self.server_proxy;
+        range("server_proxy.rate_mbps", sp.rate_mbps, 1e-3, 1e5)?;
+        range("server_proxy.delay_ms", sp.delay_ms, 0.0, 1e5)?;
+        queue("server_proxy.queue_packets", sp.queue_packets)?;
         for (i, p) in self.paths.iter().enumerate() {
             let f = |name: &str| format!("paths[{i}].{name}");
-            positive(&f("rate_kbps"), p.rate_kbps)?;
-            positive(&f("wired_rate_mbps"), p.wired_rate_mbps)?;
-            for (name, v) in [
-                ("wired_delay_ms", p.wired_delay_ms),
-                ("wireless_delay_ms", p.wireless_delay_ms),
-            ] {
-                if !(v.is_finite() && v >= 0.0) {
-                    return Err(invalid(f(name), "must be >= 0"));
-                }
-            }
-            if p.queue_packets == 0 {
-                return Err(invalid(f("queue_packets"), "must be >= 1"));
-            }
+            range(&f("rate_kbps"), p.rate_kbps, 1e-3, 1e8)?;
+            range(&f("wired_rate_mbps"), p.wired_rate_mbps, 1e-3, 1e5)?;
+            range(&f("wired_delay_ms"), p.wired_delay_ms, 0.0, 1e5)?;
+            range(&f("wireless_delay_ms"), p.wireless_delay_ms, 0.0, 1e5)?;
+            queue(&f("queue_packets"), p.queue_packets)?;
             match p.loss {
                 LossSpec::None => {}
-                LossSpec::Bernoulli { p: pr } if (0.0..=1.0).contains(&pr) => {}
-                LossSpec::Bernoulli { .. } => return Err(invalid(f("loss.p"), "must be in 0..=1")),
+                LossSpec::Bernoulli { p: pr } => range(&f("loss.p"), pr, 0.0, 1.0)?,
                 LossSpec::GilbertElliott {
                     mean_good_s,
                     mean_bad_s,
                 } => {
-                    positive(&f("loss.mean_good_s"), mean_good_s)?;
-                    positive(&f("loss.mean_bad_s"), mean_bad_s)?;
+                    range(&f("loss.mean_good_s"), mean_good_s, 1e-3, DAY)?;
+                    range(&f("loss.mean_bad_s"), mean_bad_s, 1e-3, DAY)?;
                 }
             }
-            non_negative(&f("cross.udp_kbps"), p.cross.udp_kbps)?;
-            positive(&f("cross.web_on_s"), p.cross.web_on_s)?;
-            positive(&f("cross.web_off_s"), p.cross.web_off_s)?;
-            positive(&f("cross.web_rate_kbps"), p.cross.web_rate_kbps)?;
+            let c = &p.cross;
+            if c.ftp > 10_000 || c.web > 10_000 {
+                return Err(invalid(f("cross"), "at most 10000 FTP and 10000 web flows"));
+            }
+            range(&f("cross.udp_kbps"), c.udp_kbps, 0.0, 1e8)?;
+            range(&f("cross.web_on_s"), c.web_on_s, 1e-3, DAY)?;
+            range(&f("cross.web_off_s"), c.web_off_s, 1e-3, DAY)?;
+            range(&f("cross.web_rate_kbps"), c.web_rate_kbps, 1e-3, 1e8)?;
             if let Some(fl) = &p.fluctuation {
-                positive(&f("fluctuation.period_s"), fl.period_s)?;
-                if !(0.0 < fl.lo && fl.lo <= fl.hi) {
-                    return Err(invalid(f("fluctuation"), "need 0 < lo <= hi"));
-                }
+                range(
+                    &f("fluctuation.period_s"),
+                    fl.period_s,
+                    1e-3,
+                    self.duration_s,
+                )?;
+                range(&f("fluctuation.lo"), fl.lo, 1e-3, 10.0)?;
+                range(&f("fluctuation.hi"), fl.hi, fl.lo, 10.0)?;
             }
+            let mut last_end = 0.0;
             for (j, [a, b]) in p.outages.iter().enumerate() {
-                if !(0.0 <= *a && a < b) {
+                let field = format!("paths[{i}].outages[{j}]");
+                if !(a.is_finite() && b.is_finite() && last_end <= *a && a < b && *b <= DAY) {
                     return Err(invalid(
-                        format!("paths[{i}].outages[{j}]"),
-                        "need 0 <= from < to",
+                        field,
+                        "need last end <= from < to <= one day: sorted, not overlapping",
                     ));
                 }
+                last_end = *b;
             }
         }
         if self.runs.is_empty() {
@@ -425,6 +418,26 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+/// `v` finite and within `lo..=hi`.
+fn range(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            format!("must be within {lo} ..= {hi}, got {v}"),
+        ))
+    }
+}
+
+fn queue(field: &str, packets: usize) -> Result<(), ScenarioError> {
+    if (1..=1_000_000).contains(&packets) {
+        Ok(())
+    } else {
+        Err(invalid(field, "1 ..= 1000000 packets"))
     }
 }
 

@@ -23,7 +23,7 @@ pub struct CbrSource {
 impl CbrSource {
     /// A source of `rate_bps` in `size`-byte packets between `start` and `stop`.
     pub fn new(flow: FlowId, size: u32, rate_bps: f64, start: Time, stop: Time) -> CbrSource {
-        let interval = Duration::from_secs_f64(f64::from(size) * 8.0 / rate_bps.max(1.0));
+        let interval = crate::secs_at_least_1ns(f64::from(size) * 8.0 / rate_bps.max(1.0));
         CbrSource {
             flow,
             size,
@@ -78,7 +78,7 @@ impl OnOffSource {
         stop: Time,
         seed: u64,
     ) -> OnOffSource {
-        let interval = Duration::from_secs_f64(f64::from(size) * 8.0 / rate_bps.max(1.0));
+        let interval = crate::secs_at_least_1ns(f64::from(size) * 8.0 / rate_bps.max(1.0));
         let mut s = OnOffSource {
             flow,
             size,
