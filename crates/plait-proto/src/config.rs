@@ -216,6 +216,15 @@ impl Config {
             "<= probe_max_interval",
         )?;
         check(!l.keepalive.is_zero(), "liveness.keepalive", "0", "> 0")?;
+        let hour = Duration::from_secs(3600);
+        for (field, d) in [
+            ("liveness.down_max", l.down_max),
+            ("liveness.probe_max_interval", l.probe_max_interval),
+            ("liveness.keepalive", l.keepalive),
+            ("max_queue_delay", self.max_queue_delay),
+        ] {
+            check(d <= hour, field, format!("{d:?}"), "<= 1 hour")?;
+        }
         Ok(())
     }
 }

@@ -153,6 +153,41 @@ fn a_huge_sequence_jump_never_makes_a_busy_loop() {
     );
 }
 
+/// After the peer's CLOSE nothing is sent, but a packet the reorder buffer holds behind a
+/// hole still leaves once the hole is given up.
+#[test]
+fn peer_close_still_releases_held_packets() {
+    use plait_proto::wire::CloseRepr;
+    let mut s = session();
+    let now = Time::from_millis(10);
+    // Global 1 arrives, 0 never does: 1 waits behind the hole.
+    s.handle_datagram(now, PathId(0), &datagram(42, 0, 0, &data_frame(1, b"late")))
+        .unwrap();
+    let mut close = vec![0u8; 64];
+    let mut w = Writer::new(&mut close);
+    CloseRepr {
+        error_code: 0,
+        reason: b"bye",
+    }
+    .encode(&mut w)
+    .unwrap();
+    let n = w.len();
+    close.truncate(n);
+    s.handle_datagram(now, PathId(0), &datagram(42, 0, 1, &close))
+        .unwrap();
+    assert!(s.is_closed());
+    let deadline = s.poll_timeout().expect("the held packet has a deadline");
+    s.handle_timeout(deadline);
+    let mut buf = vec![0u8; 2048];
+    let got = std::iter::from_fn(|| s.poll_delivery(&mut buf)).count();
+    assert_eq!(got, 1);
+    let mut out = vec![0u8; 2048];
+    assert!(
+        s.poll_transmit(deadline, &mut out).is_none(),
+        "closed: nothing is sent"
+    );
+}
+
 proptest::proptest! {
     /// Arbitrary bytes on any path, then every output and a timer, never panic the session.
     #[test]

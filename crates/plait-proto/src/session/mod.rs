@@ -224,7 +224,9 @@ impl Session {
     /// The next time [`Session::handle_timeout`] (or a `poll_*`) has work without new input.
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.lifecycle == Lifecycle::Closed {
-            return None;
+            // Nothing is sent any more, but what the reorder buffer holds still leaves
+            // (in order, or when its holes are given up) for `poll_delivery`.
+            return self.reorder.next_deadline();
         }
         let mut next: Option<Time> = None;
         let mut consider = |t: Option<Time>| {
