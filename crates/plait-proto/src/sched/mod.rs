@@ -16,8 +16,11 @@ use crate::ids::{GlobalSeq, PathId};
 use crate::path::PathView;
 use crate::time::Time;
 
+mod blest;
 mod edpf;
 mod min_rtt;
+mod mptcp_default;
+mod pet;
 mod redundant;
 mod round_robin;
 mod weighted_round_robin;
@@ -25,8 +28,11 @@ mod weighted_round_robin;
 #[cfg(test)]
 mod tests;
 
+pub use blest::Blest;
 pub use edpf::Edpf;
 pub use min_rtt::MinRtt;
+pub use mptcp_default::MptcpDefault;
+pub use pet::Pet;
 pub use redundant::Redundant;
 pub use round_robin::RoundRobin;
 pub use weighted_round_robin::WeightedRoundRobin;
@@ -95,16 +101,26 @@ pub enum SchedulerKind {
     MinRtt,
     /// `redundant`: a copy on every usable path.
     Redundant,
+    /// `pet`: packet-pair based earliest delivery path first (seed PET-BMP §V-A).
+    Pet,
+    /// `mptcp`: Linux MPTCP's current default (least queued bytes over pacing rate, with a
+    /// BLEST-like head-of-line check).
+    MptcpDefault,
+    /// `blest`: blocking estimation (Ferlin et al., 2016).
+    Blest,
 }
 
 impl SchedulerKind {
     /// Every scheduler, in the order tables list them.
-    pub const ALL: [SchedulerKind; 5] = [
+    pub const ALL: [SchedulerKind; 8] = [
         SchedulerKind::RoundRobin,
         SchedulerKind::WeightedRoundRobin,
         SchedulerKind::Edpf,
         SchedulerKind::MinRtt,
         SchedulerKind::Redundant,
+        SchedulerKind::Pet,
+        SchedulerKind::MptcpDefault,
+        SchedulerKind::Blest,
     ];
 
     /// The name used in config files.
@@ -115,6 +131,9 @@ impl SchedulerKind {
             SchedulerKind::Edpf => "edpf",
             SchedulerKind::MinRtt => "min-rtt",
             SchedulerKind::Redundant => "redundant",
+            SchedulerKind::Pet => "pet",
+            SchedulerKind::MptcpDefault => "mptcp",
+            SchedulerKind::Blest => "blest",
         }
     }
 
@@ -137,6 +156,12 @@ pub enum AnyScheduler {
     MinRtt(MinRtt),
     /// See [`Redundant`].
     Redundant(Redundant),
+    /// See [`Pet`].
+    Pet(Pet),
+    /// See [`MptcpDefault`].
+    MptcpDefault(MptcpDefault),
+    /// See [`Blest`].
+    Blest(Blest),
 }
 
 impl AnyScheduler {
@@ -150,6 +175,9 @@ impl AnyScheduler {
             SchedulerKind::Edpf => AnyScheduler::Edpf(Edpf::default()),
             SchedulerKind::MinRtt => AnyScheduler::MinRtt(MinRtt::default()),
             SchedulerKind::Redundant => AnyScheduler::Redundant(Redundant::default()),
+            SchedulerKind::Pet => AnyScheduler::Pet(Pet::default()),
+            SchedulerKind::MptcpDefault => AnyScheduler::MptcpDefault(MptcpDefault::default()),
+            SchedulerKind::Blest => AnyScheduler::Blest(Blest::default()),
         }
     }
 
@@ -160,6 +188,9 @@ impl AnyScheduler {
             AnyScheduler::Edpf(s) => s,
             AnyScheduler::MinRtt(s) => s,
             AnyScheduler::Redundant(s) => s,
+            AnyScheduler::Pet(s) => s,
+            AnyScheduler::MptcpDefault(s) => s,
+            AnyScheduler::Blest(s) => s,
         }
     }
 }
