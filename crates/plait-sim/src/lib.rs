@@ -15,6 +15,7 @@ pub mod report;
 pub mod reproduce;
 pub mod run;
 pub mod scenario;
+pub mod suite;
 pub mod sweep;
 pub mod tcp;
 pub mod topology;

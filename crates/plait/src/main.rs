@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use plait_sim::{report, reproduce, sweep};
+use plait_sim::{report, reproduce, suite, sweep};
 
 #[derive(Parser)]
 #[command(name = "plait", version, about = "plait: multipath link aggregation")]
@@ -42,6 +42,19 @@ enum Command {
         scenarios: Vec<PathBuf>,
         /// The Markdown file to write.
         #[arg(long, default_value = "docs/reproduction.md")]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Run every scheduler on every scenario of a directory (issue 4's suite) and write
+    /// the comparison to a Markdown file.
+    Schedulers {
+        /// Directory of scenario files.
+        #[arg(long, default_value = "scenarios/suite")]
+        dir: PathBuf,
+        /// The Markdown file to write.
+        #[arg(long, default_value = "docs/schedulers.md")]
         out: PathBuf,
         /// No progress bar.
         #[arg(long)]
@@ -110,6 +123,31 @@ fn run(cli: Cli) -> Result<()> {
             for f in files {
                 println!("wrote {}", f.display());
             }
+            Ok(())
+        }
+        Command::Schedulers { dir, out, quiet } => {
+            let entries = std::fs::read_dir(&dir)
+                .with_context(|| format!("cannot read {}", dir.display()))?;
+            let mut paths: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            paths.sort();
+            if paths.is_empty() {
+                bail!("no .toml scenarios in {}", dir.display());
+            }
+            let mut files = Vec::new();
+            for p in paths {
+                let text = std::fs::read_to_string(&p)
+                    .with_context(|| format!("cannot read {}", p.display()))?;
+                files.push((p, text));
+            }
+            let kinds = plait_proto::sched::SchedulerKind::ALL;
+            let variants = suite::variants(&files, &kinds).context("in the suite scenarios")?;
+            let result = suite::run(&variants, !quiet);
+            std::fs::write(&out, suite::markdown(&variants, &result))
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            println!("wrote {}", out.display());
             Ok(())
         }
         Command::Reproduce {

@@ -18,11 +18,15 @@ use crate::time::Time;
 
 mod blest;
 mod edpf;
+mod ikr;
+mod mhip;
 mod min_rtt;
 mod mptcp_default;
 mod pet;
+mod plait;
 mod redundant;
 mod round_robin;
+mod swtc;
 mod weighted_round_robin;
 
 #[cfg(test)]
@@ -30,11 +34,15 @@ mod tests;
 
 pub use blest::Blest;
 pub use edpf::Edpf;
+pub use ikr::Ikr;
+pub use mhip::Mhip;
 pub use min_rtt::MinRtt;
 pub use mptcp_default::MptcpDefault;
 pub use pet::Pet;
+pub use plait::Plait;
 pub use redundant::Redundant;
 pub use round_robin::RoundRobin;
+pub use swtc::Swtc;
 pub use weighted_round_robin::WeightedRoundRobin;
 
 /// What a scheduler knows about the packet it places.
@@ -108,11 +116,20 @@ pub enum SchedulerKind {
     MptcpDefault,
     /// `blest`: blocking estimation (Ferlin et al., 2016).
     Blest,
+    /// `swtc`: ETOM's scheduled window-based transmission control (seed ETOM §IV-C).
+    Swtc,
+    /// `mhip`: minimum estimated arrival time within per-path windows (seed mHIP §IV-B).
+    Mhip,
+    /// `ikr`: capacity-ratio groups ordered so the slower link carries later packets
+    /// (seed MMS §II-D).
+    Ikr,
+    /// `plait`: plait's own scheduler (docs/schedulers.md).
+    Plait,
 }
 
 impl SchedulerKind {
     /// Every scheduler, in the order tables list them.
-    pub const ALL: [SchedulerKind; 8] = [
+    pub const ALL: [SchedulerKind; 12] = [
         SchedulerKind::RoundRobin,
         SchedulerKind::WeightedRoundRobin,
         SchedulerKind::Edpf,
@@ -121,6 +138,10 @@ impl SchedulerKind {
         SchedulerKind::Pet,
         SchedulerKind::MptcpDefault,
         SchedulerKind::Blest,
+        SchedulerKind::Swtc,
+        SchedulerKind::Mhip,
+        SchedulerKind::Ikr,
+        SchedulerKind::Plait,
     ];
 
     /// The name used in config files.
@@ -134,6 +155,10 @@ impl SchedulerKind {
             SchedulerKind::Pet => "pet",
             SchedulerKind::MptcpDefault => "mptcp",
             SchedulerKind::Blest => "blest",
+            SchedulerKind::Swtc => "swtc",
+            SchedulerKind::Mhip => "mhip",
+            SchedulerKind::Ikr => "ikr",
+            SchedulerKind::Plait => "plait",
         }
     }
 
@@ -162,6 +187,14 @@ pub enum AnyScheduler {
     MptcpDefault(MptcpDefault),
     /// See [`Blest`].
     Blest(Blest),
+    /// See [`Swtc`].
+    Swtc(Swtc),
+    /// See [`Mhip`].
+    Mhip(Mhip),
+    /// See [`Ikr`].
+    Ikr(Ikr),
+    /// See [`Plait`].
+    Plait(Plait),
 }
 
 impl AnyScheduler {
@@ -178,6 +211,10 @@ impl AnyScheduler {
             SchedulerKind::Pet => AnyScheduler::Pet(Pet::default()),
             SchedulerKind::MptcpDefault => AnyScheduler::MptcpDefault(MptcpDefault::default()),
             SchedulerKind::Blest => AnyScheduler::Blest(Blest::default()),
+            SchedulerKind::Swtc => AnyScheduler::Swtc(Swtc::default()),
+            SchedulerKind::Mhip => AnyScheduler::Mhip(Mhip::default()),
+            SchedulerKind::Ikr => AnyScheduler::Ikr(Ikr::default()),
+            SchedulerKind::Plait => AnyScheduler::Plait(Plait::default()),
         }
     }
 
@@ -191,6 +228,10 @@ impl AnyScheduler {
             AnyScheduler::Pet(s) => s,
             AnyScheduler::MptcpDefault(s) => s,
             AnyScheduler::Blest(s) => s,
+            AnyScheduler::Swtc(s) => s,
+            AnyScheduler::Mhip(s) => s,
+            AnyScheduler::Ikr(s) => s,
+            AnyScheduler::Plait(s) => s,
         }
     }
 }

@@ -1,0 +1,259 @@
+//! plait's own scheduler (`plait`, the default): earliest delivery, with the queue model
+//! kept honest by measurement. The design and its evaluation are in docs/schedulers.md.
+//!
+//! EDPF (seed PET-BMP eq. 1, `edpf.rs`) picks the path that delivers a packet first,
+//! `d = max(a + D, A) + L/B`, tracking each bottleneck's backlog `A` from what it sends.
+//! With perfect `B` and `D` it never reorders; with estimates its model `A` drifts from the
+//! real queue and nothing pulls it back (a rate estimated too low makes `A` run ahead, too
+//! high makes the real queue grow unseen). plait keeps EDPF's rule and adds what the
+//! engine measures:
+//!
+//! 1. **Re-anchored backlog.** Before each decision, each path's modelled backlog
+//!    `A − now` is clamped between two measured bounds: at least the queueing delay the
+//!    path's one-way delay shows now (`owd − base_owd`), at most the time to drain
+//!    everything still in flight at the estimated rate (`bytes_in_flight / B`: more cannot
+//!    be queued than is unacknowledged); both taken from `now + D`, as `A` is a time at the
+//!    far end. The upper bound wins when they disagree (bytes in
+//!    flight are counted exactly; the delay sample is one path-delay old).
+//! 2. **Loss-aware delivery time.** A packet lost on a path with loss rate `p` is given up
+//!    by the receiver and resent by the end host about one retransmission timeout later, so
+//!    the expected delivery time is `d + p / (1 − p) · (SRTT + 4·RTTVAR)`.
+//! 3. **No starved paths.** A usable path with no rate estimate at all is treated as
+//!    having the smallest rate any usable path has (or, if none has one, is ranked by its
+//!    delay alone), so it receives traffic and hence packet-pair and delivery-rate samples;
+//!    EDPF would never use it.
+//! 4. Control datagrams are placed the same way (their bytes are booked like data).
+//!
+//! Invariants: never an unusable path; `Wait(None)` iff no path is usable; deterministic;
+//! per-path state in a `Vec` indexed by `PathId`.
+
+use std::time::Duration;
+
+use super::{PacketMeta, Scheduler, Selection, transmission_time};
+use crate::ids::PathId;
+use crate::path::PathView;
+use crate::time::Time;
+
+/// What plait tracks for one path.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    /// When the path's bottleneck is free again (model, re-anchored each decision).
+    avail: Time,
+    /// `D` and `B` used at the last decision (for `on_sent`).
+    delay: Duration,
+    rate: Option<f64>,
+}
+
+/// plait's scheduler (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Plait {
+    slots: Vec<Slot>,
+}
+
+impl Plait {
+    fn slot_mut(&mut self, id: PathId) -> &mut Slot {
+        if self.slots.len() <= id.index() {
+            self.slots.resize(id.index() + 1, Slot::default());
+        }
+        &mut self.slots[id.index()]
+    }
+
+    /// The smallest rate any usable path reports (for paths with none yet).
+    fn floor_rate(paths: &[PathView]) -> Option<f64> {
+        paths
+            .iter()
+            .filter(|p| p.is_usable())
+            .filter_map(PathView::rate_estimate)
+            .reduce(f64::min)
+    }
+
+    /// Expected delivery time of `pkt` on `view`, after re-anchoring the path's backlog.
+    fn expected(
+        &mut self,
+        now: Time,
+        view: &PathView,
+        pkt: &PacketMeta,
+        floor: Option<f64>,
+    ) -> Option<Time> {
+        let delay = view
+            .base_owd
+            .or(view.min_rtt.map(|r| r / 2))
+            .unwrap_or(Duration::ZERO);
+        let rate = view.rate_estimate().or(floor);
+        let slot = self.slot_mut(view.id);
+        slot.delay = delay;
+        slot.rate = rate;
+        let rate = rate?;
+        // 1. Re-anchor the modelled backlog between the measured bounds.
+        let measured_queue = match (view.owd, view.base_owd) {
+            (Some(o), Some(b)) => o.saturating_sub(b),
+            _ => Duration::ZERO,
+        };
+        let drain_in_flight = transmission_time(
+            usize::try_from(view.bytes_in_flight).unwrap_or(usize::MAX),
+            rate,
+        );
+        // `avail` is in the frame of `d` (arrival at the far end), so the bounds add `D`.
+        let lo = now + delay + measured_queue.min(drain_in_flight);
+        let hi = now + delay + drain_in_flight;
+        slot.avail = slot.avail.clamp(lo, hi);
+        let start = (pkt.arrival.max(now) + delay).max(slot.avail);
+        let d = start + transmission_time(pkt.len, rate);
+        // 2. Loss: a lost packet costs about one retransmission timeout of the path.
+        let p = if view.loss_rate.is_finite() {
+            view.loss_rate.clamp(0.0, 0.95)
+        } else {
+            0.0
+        };
+        let rto = view.srtt.unwrap_or(Duration::ZERO) + 4 * view.rttvar.unwrap_or(Duration::ZERO);
+        Some(d + crate::time::secs_f64_saturating(p / (1.0 - p) * rto.as_secs_f64()))
+    }
+
+    fn choose(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
+        let floor = Self::floor_rate(paths);
+        let mut best: Option<((bool, Time), PathId)> = None;
+        for view in paths.iter().filter(|p| p.is_usable()) {
+            let key = match self.expected(now, view, pkt, floor) {
+                Some(d) => (false, d),
+                // 3. No rate anywhere: rank by delay alone, after any path with a rate.
+                None => (true, now + self.slot_mut(view.id).delay),
+            };
+            if best.is_none_or(|(k, _)| key < k) {
+                best = Some((key, view.id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+}
+
+impl Scheduler for Plait {
+    fn select(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Selection {
+        self.choose(now, paths, pkt)
+            .map_or(Selection::Wait(None), Selection::Send)
+    }
+
+    fn select_control(
+        &mut self,
+        now: Time,
+        paths: &[PathView],
+        pkt: &PacketMeta,
+    ) -> Option<PathId> {
+        self.choose(now, paths, pkt)
+    }
+
+    fn on_sent(&mut self, now: Time, path: PathId, pkt: &PacketMeta) {
+        let slot = self.slot_mut(path);
+        let start = (pkt.arrival.max(now) + slot.delay).max(slot.avail);
+        slot.avail = match slot.rate {
+            Some(rate) => start + transmission_time(pkt.len, rate),
+            None => start,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::PathState;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn view(id: u8, rate: Option<f64>, owd: u32) -> PathView {
+        PathView {
+            pair_rate: rate,
+            base_owd: Some(owd * MS),
+            owd: Some(owd * MS),
+            srtt: Some(2 * owd * MS + 10 * MS),
+            rttvar: Some(MS),
+            ..PathView::new(PathId(id), PathState::Active)
+        }
+    }
+
+    fn pkt(now: Time, len: usize) -> PacketMeta {
+        PacketMeta {
+            global_seq: 0,
+            len,
+            arrival: now,
+            control: false,
+        }
+    }
+
+    #[test]
+    fn earliest_delivery_like_edpf_on_exact_estimates() {
+        let mut s = Plait::default();
+        let now = Time::from_millis(100);
+        // 1 MB/s at 10 ms vs 0.25 MB/s at 10 ms: the fast path until its backlog makes the
+        // slow one earlier.
+        let mut paths = vec![view(0, Some(1e6), 10), view(1, Some(2.5e5), 10)];
+        let mut chosen = Vec::new();
+        for _ in 0..10 {
+            let Selection::Send(p) = s.select(now, &paths, &pkt(now, 1000)) else {
+                panic!()
+            };
+            s.on_sent(now, p, &pkt(now, 1000));
+            paths[p.index()].bytes_in_flight += 1000;
+            chosen.push(p.0);
+        }
+        assert_eq!(chosen.iter().filter(|p| **p == 0).count(), 8, "{chosen:?}");
+    }
+
+    #[test]
+    fn backlog_is_clamped_by_bytes_in_flight() {
+        let mut s = Plait::default();
+        let now = Time::from_millis(100);
+        // The model believes path 0 is 10 s behind (a rate once estimated far too low)…
+        s.slot_mut(PathId(0)).avail = now + Duration::from_secs(10);
+        // …but nothing is in flight on it: it is idle, and gets the packet.
+        let paths = vec![view(0, Some(1e6), 10), view(1, Some(1e6), 12)];
+        assert_eq!(
+            s.select(now, &paths, &pkt(now, 1000)),
+            Selection::Send(PathId(0))
+        );
+    }
+
+    #[test]
+    fn backlog_is_at_least_the_measured_queue() {
+        let mut s = Plait::default();
+        let now = Time::from_millis(100);
+        // Path 0 is faster on paper but its one-way delay shows 50 ms of queue.
+        let mut p0 = view(0, Some(1e6), 10);
+        p0.owd = Some(60 * MS);
+        p0.bytes_in_flight = 100_000; // 100 ms to drain: the measured 50 ms is plausible
+        let p1 = view(1, Some(5e5), 12);
+        assert_eq!(
+            s.select(now, &[p0, p1], &pkt(now, 1000)),
+            Selection::Send(PathId(1))
+        );
+    }
+
+    #[test]
+    fn a_lossy_path_is_avoided_when_delays_are_close() {
+        let mut s = Plait::default();
+        let now = Time::ZERO;
+        let mut p0 = view(0, Some(1e6), 10);
+        p0.loss_rate = 0.10;
+        let p1 = view(1, Some(1e6), 12);
+        assert_eq!(
+            s.select(now, &[p0, p1], &pkt(now, 1000)),
+            Selection::Send(PathId(1))
+        );
+    }
+
+    #[test]
+    fn a_path_without_rate_is_not_starved() {
+        let mut s = Plait::default();
+        let now = Time::ZERO;
+        let mut paths = vec![view(0, Some(1e6), 10), view(1, None, 10)];
+        paths[1].pair_rate = None;
+        let mut used = [0; 2];
+        for _ in 0..20 {
+            let Selection::Send(p) = s.select(now, &paths, &pkt(now, 1000)) else {
+                panic!()
+            };
+            s.on_sent(now, p, &pkt(now, 1000));
+            paths[p.index()].bytes_in_flight += 1000;
+            used[p.index()] += 1;
+        }
+        assert!(used[1] > 0, "{used:?}");
+    }
+}
