@@ -22,7 +22,13 @@
 //!    having the smallest rate any usable path has (or, if none has one, is ranked by its
 //!    delay alone), so it receives traffic and hence packet-pair and delivery-rate samples;
 //!    EDPF would never use it.
-//! 4. Control datagrams are placed the same way (their bytes are booked like data).
+//! 4. **Bounded queues.** Among paths whose modelled backlog is under a target
+//!    (`QUEUE_TARGET`, at least `QUEUE_TARGET_PACKETS` packet times), the earliest delivery
+//!    wins; only when every path is over its target does plain earliest delivery decide.
+//!    Filling a fast path's queue until a slow path becomes earlier (EDPF) keeps arrivals
+//!    in order but builds long drop-tail queues; bounding them moves that wait into the
+//!    receiver's reorder buffer, which holds instead of dropping.
+//! 5. Control datagrams are placed the same way (their bytes are booked like data).
 //!
 //! Invariants: never an unusable path; `Wait(None)` iff no path is usable; deterministic;
 //! per-path state in a `Vec` indexed by `PathId`.
@@ -33,6 +39,18 @@ use super::{PacketMeta, Scheduler, Selection, transmission_time};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::Time;
+
+/// Backlog target per path: beyond it, a packet goes to the earliest path still under its
+/// target even if it arrives later (the reorder buffer holds it instead of a bottleneck
+/// queue that drops).
+pub const QUEUE_TARGET: Duration = Duration::from_millis(100);
+/// The target is at least this many packet times on the path (a slow link serialises one
+/// packet for longer than any fixed target).
+pub const QUEUE_TARGET_PACKETS: u32 = 4;
+/// A path under its target is still passed over when it would deliver more than this after
+/// the earliest path: the receiver would have to hold everything behind it that long (half
+/// the reorder buffer's default 1 s cap, docs/protocol.md#reorder-buffer).
+pub const REORDER_BUDGET: Duration = Duration::from_millis(500);
 
 /// What plait tracks for one path.
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,18 +129,51 @@ impl Plait {
 
     fn choose(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
         let floor = Self::floor_rate(paths);
-        let mut best: Option<((bool, Time), PathId)> = None;
-        for view in paths.iter().filter(|p| p.is_usable()) {
-            let key = match self.expected(now, view, pkt, floor) {
-                Some(d) => (false, d),
-                // 3. No rate anywhere: rank by delay alone, after any path with a rate.
-                None => (true, now + self.slot_mut(view.id).delay),
-            };
-            if best.is_none_or(|(k, _)| key < k) {
-                best = Some((key, view.id));
-            }
+        // Per usable path: (delivery time, over its backlog target); `None` = no rate at all.
+        let mut candidates: [(PathId, Option<(Time, bool)>); crate::ids::MAX_PATHS] =
+            [(PathId(0), None); crate::ids::MAX_PATHS];
+        let mut n = 0;
+        for view in paths
+            .iter()
+            .filter(|p| p.is_usable())
+            .take(crate::ids::MAX_PATHS)
+        {
+            let entry = self.expected(now, view, pkt, floor).map(|d| {
+                let slot = self.slot_mut(view.id);
+                let backlog = slot.avail.saturating_since(now + slot.delay);
+                let per_packet = slot
+                    .rate
+                    .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
+                (
+                    d,
+                    backlog > QUEUE_TARGET.max(per_packet.saturating_mul(QUEUE_TARGET_PACKETS)),
+                )
+            });
+            candidates[n] = (view.id, entry);
+            n += 1;
         }
-        best.map(|(_, id)| id)
+        let candidates = &candidates[..n];
+        let earliest = candidates
+            .iter()
+            .filter_map(|(_, e)| e.map(|(d, _)| d))
+            .min();
+        let Some(earliest) = earliest else {
+            // 3. No rate anywhere: the path with the smallest delay.
+            return candidates
+                .iter()
+                .map(|(id, _)| *id)
+                .min_by_key(|id| self.slot_mut(*id).delay);
+        };
+        // 4. Earliest among paths under target and within the reorder budget of the
+        //    earliest; else plain earliest delivery. Ties: lowest id (paths are in id order).
+        let pick = |ok: &dyn Fn(Time, bool) -> bool| {
+            candidates
+                .iter()
+                .filter_map(|(id, e)| e.filter(|(d, over)| ok(*d, *over)).map(|(d, _)| (d, *id)))
+                .min_by_key(|(d, id)| (*d, *id))
+                .map(|(_, id)| id)
+        };
+        pick(&|d, over| !over && d <= earliest + REORDER_BUDGET).or_else(|| pick(&|_, _| true))
     }
 }
 
