@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, Scheduler, Selection, transmission_time, usable_min_by_key};
+use super::{PacketMeta, PerPath, Scheduler, Selection, transmission_time, usable_min_by_key};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::{Time, duration_nanos};
@@ -46,7 +46,7 @@ struct PathSlot {
 #[derive(Debug, Clone, Default)]
 pub struct Edpf {
     /// Per-path state, indexed by `PathId::index()`.
-    slots: Vec<PathSlot>,
+    slots: PerPath<PathSlot>,
 }
 
 /// `D_l`: `base_owd`, else `min_rtt / 2`, else `srtt / 2`, else zero.
@@ -68,14 +68,11 @@ fn delivery(now: Time, slot: &PathSlot, pkt: &PacketMeta) -> (Time, Option<Time>
 
 impl Edpf {
     fn slot(&self, id: PathId) -> PathSlot {
-        self.slots.get(id.index()).copied().unwrap_or_default()
+        self.slots.get(id)
     }
 
     fn slot_mut(&mut self, id: PathId) -> &mut PathSlot {
-        if self.slots.len() <= id.index() {
-            self.slots.resize(id.index() + 1, PathSlot::default());
-        }
-        &mut self.slots[id.index()]
+        self.slots.get_mut(id)
     }
 
     /// `d_l` of eq. 1 for `pkt` on the path of `view` (usable or not), from the view's `D`

@@ -80,7 +80,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, Scheduler, Selection, transmission_time, usable_min_by_key};
+use super::{PacketMeta, PerPath, Scheduler, Selection, transmission_time, usable_min_by_key};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::Time;
@@ -116,7 +116,7 @@ struct PathSlot {
 #[derive(Debug, Clone, Default)]
 pub struct Mhip {
     /// Per-path state, indexed by `PathId::index()`.
-    slots: Vec<PathSlot>,
+    slots: PerPath<PathSlot>,
 }
 
 /// `D_l` and `M_l` of a view, in the same frame (see the module docs).
@@ -140,14 +140,11 @@ fn arrival(now: Time, slot: &PathSlot, pkt: &PacketMeta) -> (Time, Option<Time>)
 
 impl Mhip {
     fn slot(&self, id: PathId) -> PathSlot {
-        self.slots.get(id.index()).copied().unwrap_or_default()
+        self.slots.get(id)
     }
 
     fn slot_mut(&mut self, id: PathId) -> &mut PathSlot {
-        if self.slots.len() <= id.index() {
-            self.slots.resize(id.index() + 1, PathSlot::default());
-        }
-        &mut self.slots[id.index()]
+        self.slots.get_mut(id)
     }
 
     /// `T_l` for `pkt` on the path of `view` (usable or not), from the view's `D` and `B`

@@ -283,6 +283,28 @@ pub fn transmission_time(len: usize, rate: f64) -> Duration {
     }
 }
 
+/// Per-path scheduler state: a `Vec` indexed by `PathId`, grown to the largest id seen
+/// (never a `HashMap`: iteration order must be deterministic).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PerPath<T> {
+    slots: Vec<T>,
+}
+
+impl<T: Clone + Default> PerPath<T> {
+    /// The state of `id` (the default if never touched).
+    pub(crate) fn get(&self, id: PathId) -> T {
+        self.slots.get(id.index()).cloned().unwrap_or_default()
+    }
+
+    /// The state of `id`, created with the default on first use.
+    pub(crate) fn get_mut(&mut self, id: PathId) -> &mut T {
+        if self.slots.len() <= id.index() {
+            self.slots.resize(id.index() + 1, T::default());
+        }
+        &mut self.slots[id.index()]
+    }
+}
+
 /// The usable path with the smallest key, ties broken by the lower `PathId`.
 pub(crate) fn usable_min_by_key<K: PartialOrd>(
     paths: &[PathView],

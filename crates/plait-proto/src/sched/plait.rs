@@ -35,7 +35,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, Scheduler, Selection, transmission_time};
+use super::{PacketMeta, PerPath, Scheduler, Selection, transmission_time};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::Time;
@@ -65,15 +65,12 @@ struct Slot {
 /// plait's scheduler (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct Plait {
-    slots: Vec<Slot>,
+    slots: PerPath<Slot>,
 }
 
 impl Plait {
     fn slot_mut(&mut self, id: PathId) -> &mut Slot {
-        if self.slots.len() <= id.index() {
-            self.slots.resize(id.index() + 1, Slot::default());
-        }
-        &mut self.slots[id.index()]
+        self.slots.get_mut(id)
     }
 
     /// The smallest rate any usable path reports (for paths with none yet).

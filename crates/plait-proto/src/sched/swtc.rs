@@ -106,7 +106,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, Scheduler, Selection, usable_min_by_key};
+use super::{PacketMeta, PerPath, Scheduler, Selection, usable_min_by_key};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::{Time, secs_f64_saturating};
@@ -134,7 +134,7 @@ struct PathSlot {
 #[derive(Debug, Clone, Default)]
 pub struct Swtc {
     /// Per-path state, indexed by `PathId::index()`.
-    slots: Vec<PathSlot>,
+    slots: PerPath<PathSlot>,
 }
 
 /// `B_i`: the delivery rate (Westwood, as the seed), else [`PathView::rate_estimate`].
@@ -195,14 +195,11 @@ pub fn expected_delay(w: Duration, r: Duration, p: f64) -> f64 {
 
 impl Swtc {
     fn slot(&self, id: PathId) -> PathSlot {
-        self.slots.get(id.index()).copied().unwrap_or_default()
+        self.slots.get(id)
     }
 
     fn slot_mut(&mut self, id: PathId) -> &mut PathSlot {
-        if self.slots.len() <= id.index() {
-            self.slots.resize(id.index() + 1, PathSlot::default());
-        }
-        &mut self.slots[id.index()]
+        self.slots.get_mut(id)
     }
 
     /// `r̄_i`, the smoothed `r` of the path (`None` before its first data packet).
