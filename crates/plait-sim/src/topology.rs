@@ -136,26 +136,16 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         component_seed(seed, seq)
     };
 
-    let to_proxy = world.add_link(
-        link(
-            sp.rate_mbps * 1e6,
-            ms(sp.delay_ms),
-            sp.queue_packets,
-            false,
-            LossModel::None,
-        ),
-        next_seed(),
+    // The duplex server – proxy link: one `Link` per direction.
+    let server_link = link(
+        sp.rate_mbps * 1e6,
+        ms(sp.delay_ms),
+        sp.queue_packets,
+        false,
+        LossModel::None,
     );
-    let to_server = world.add_link(
-        link(
-            sp.rate_mbps * 1e6,
-            ms(sp.delay_ms),
-            sp.queue_packets,
-            false,
-            LossModel::None,
-        ),
-        next_seed(),
-    );
+    let to_proxy = world.add_link(server_link.clone(), next_seed());
+    let to_server = world.add_link(server_link, next_seed());
 
     // ASI replaces the paths with one of the summed capacity (and summed queue).
     let asi_path;
