@@ -401,14 +401,18 @@ impl Path {
             };
             let rel = owd_ref.relative_us(sent.wire_micros(), recv_us);
             self.owd.on_sample(now, rel);
-            if let Some((pseq, precv, psent, _)) = self.last_ts
+            if let Some((pseq, precv, psent, plen)) = self.last_ts
                 && pseq + 1 == seq
             {
                 let dispersion = recv_us.wrapping_sub(precv) as i32;
                 if dispersion > 0 {
                     let dispersion = Duration::from_micros(dispersion as u64);
-                    self.pair
-                        .on_pair(sent.saturating_since(psent), dispersion, len as usize);
+                    self.pair.on_pair(
+                        sent.saturating_since(psent),
+                        dispersion,
+                        plen as usize,
+                        len as usize,
+                    );
                 }
             }
             self.last_ts = Some((seq, recv_us, sent, len));

@@ -20,7 +20,11 @@ const MIN_DISPERSION: Duration = Duration::from_micros(20);
 /// A pair is valid only if the second datagram was sent before the first could have cleared
 /// the bottleneck, i.e. the sender's gap is at most half the receiver's gap: otherwise the
 /// receiver's gap measures the sender's spacing, not the bottleneck (seed PET-BMP §V-A:
-/// "packets … will be buffered at BS … and still give a valid estimate").
+/// "packets … will be buffered at BS … and still give a valid estimate"). That test is
+/// sound only if the first datagram is not much smaller than the second: behind a tiny
+/// first datagram (a probe, an ACK) the bottleneck idles, the receive gap becomes the send
+/// gap plus the second's serialisation, and the test passes with a rate far too low. So the
+/// first must be at least half the second's size.
 #[derive(Clone, Debug, Default)]
 pub struct PairRateEstimator {
     rate: Option<f64>,
@@ -28,15 +32,18 @@ pub struct PairRateEstimator {
 }
 
 impl PairRateEstimator {
-    /// Offers a pair: send gap, receive gap (dispersion) and the second datagram's size.
+    /// Offers a pair: send gap, receive gap (dispersion) and both datagrams' sizes.
     /// Returns the sample if the pair was valid.
     pub fn on_pair(
         &mut self,
         send_gap: Duration,
         dispersion: Duration,
+        len1: usize,
         len2: usize,
     ) -> Option<f64> {
-        if dispersion < MIN_DISPERSION || send_gap * 2 > dispersion {
+        let queued_behind =
+            send_gap.saturating_mul(2) <= dispersion && len1.saturating_mul(2) >= len2;
+        if dispersion < MIN_DISPERSION || !queued_behind {
             return None;
         }
         let sample = len2 as f64 / dispersion.as_secs_f64();
@@ -124,9 +131,9 @@ mod tests {
     fn pair_sample_and_ewma() {
         let mut e = PairRateEstimator::default();
         // 1000 B in 1 ms = 1e6 B/s.
-        assert_eq!(e.on_pair(10 * US, 1000 * US, 1000), Some(1e6));
+        assert_eq!(e.on_pair(10 * US, 1000 * US, 1000, 1000), Some(1e6));
         assert_eq!(e.rate(), Some(1e6));
-        e.on_pair(10 * US, 500 * US, 1000);
+        e.on_pair(10 * US, 500 * US, 1000, 1000);
         assert!((e.rate().unwrap() - (0.8 * 2e6 + 0.2 * 1e6)).abs() < 1e-6);
     }
 
@@ -134,11 +141,22 @@ mod tests {
     fn pair_rejects_spread_sends_and_noise() {
         let mut e = PairRateEstimator::default();
         assert_eq!(
-            e.on_pair(900 * US, 1000 * US, 1000),
+            e.on_pair(900 * US, 1000 * US, 1000, 1000),
             None,
             "sender spacing, not queueing"
         );
-        assert_eq!(e.on_pair(Duration::ZERO, 5 * US, 1000), None, "batch noise");
+        assert_eq!(
+            e.on_pair(Duration::ZERO, 5 * US, 1000, 1000),
+            None,
+            "batch noise"
+        );
+        // A 20-byte probe, then 1500 bytes 3 ms later over an idle 5 Mbit/s link: the
+        // receive gap is 3 + 2.4 ms, which passes the gap test and would read 277 kB/s.
+        assert_eq!(
+            e.on_pair(3000 * US, 5400 * US, 20, 1500),
+            None,
+            "tiny first datagram"
+        );
         assert_eq!(e.rate(), None);
     }
 

@@ -16,6 +16,10 @@ pub struct PathHints {
     pub one_way_delay: Option<Duration>,
 }
 
+/// How much higher than the packet-pair rate the delivery rate must be to replace it in
+/// [`PathView::rate_estimate`].
+pub const STALE_PAIR_MARGIN: f64 = 1.2;
+
 /// Liveness state of a path as judged by its sender (docs/protocol.md#path-states).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PathState {
@@ -109,13 +113,19 @@ impl PathView {
     }
 
     /// Best estimate of the path's capacity in bytes per second: the packet-pair rate (a
-    /// capacity measurement), else the configured hint, else the delivery rate. The delivery
-    /// rate comes last because it measures what the path carried, which is below capacity
-    /// whenever the scheduler gave it less than it could take.
+    /// capacity measurement), replaced by the delivery rate when that is more than
+    /// [`STALE_PAIR_MARGIN`] higher (the path has delivered that much, so the pair estimate is
+    /// stale: under paced sending no new pair may come to correct it; the margin keeps
+    /// ACK-compressed delivery samples from inflating a sound estimate); else the configured
+    /// hint; else the delivery rate, which alone measures only what the path was given.
     pub fn rate_estimate(&self) -> Option<f64> {
-        [self.pair_rate, self.configured_rate, self.delivery_rate]
-            .into_iter()
-            .flatten()
-            .find(|r| r.is_finite() && *r > 0.0)
+        let valid = |r: &f64| r.is_finite() && *r > 0.0;
+        let pair = self.pair_rate.filter(valid);
+        let delivery = self.delivery_rate.filter(valid);
+        match (pair, delivery) {
+            (Some(p), Some(d)) => Some(if d > p * STALE_PAIR_MARGIN { d } else { p }),
+            (Some(p), None) => Some(p),
+            (None, _) => self.configured_rate.filter(valid).or(delivery),
+        }
     }
 }
