@@ -39,6 +39,8 @@ pub struct RunResult {
     pub timeouts: u64,
     /// Main-flow bytes delivered on each path, kbit/s (datagrams with their headers).
     pub per_path_kbps: Vec<f64>,
+    /// Reorder-buffer holding time, mean, ms (plait runs; seed ETOM Fig. 5's measure).
+    pub reorder_mean_ms: Option<f64>,
     /// Reorder-buffer holding time, median, ms (plait runs).
     pub reorder_p50_ms: Option<f64>,
     /// Reorder-buffer holding time, 99th percentile, ms (plait runs).
@@ -108,13 +110,13 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 .collect()
         })
         .collect();
-    let (reorder_p50_ms, reorder_p99_ms) = match h.gateways {
-        Some((_, mh)) => match world.node(mh) {
-            Node::Plait(g) => percentiles(&g.stats().held_us),
-            _ => (None, None),
-        },
-        None => (None, None),
+    let held: &[u32] = match h.gateways.map(|(_, mh)| world.node(mh)) {
+        Some(Node::Plait(g)) => &g.stats().held_us,
+        _ => &[],
     };
+    let (reorder_p50_ms, reorder_p99_ms) = percentiles(held);
+    let reorder_mean_ms = (!held.is_empty())
+        .then(|| held.iter().map(|us| f64::from(*us)).sum::<f64>() / held.len() as f64 / 1000.0);
     RunResult {
         run: run.name.clone(),
         seed,
@@ -124,6 +126,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         retransmissions,
         timeouts,
         per_path_kbps,
+        reorder_mean_ms,
         reorder_p50_ms,
         reorder_p99_ms,
         events: world.events(),
