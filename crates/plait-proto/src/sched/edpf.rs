@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, PerPath, Scheduler, Selection, transmission_time, usable_min_by_key};
+use super::{PacketMeta, PerPath, Scheduler, Selection, bottleneck_delivery, usable_min_by_key};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::{Time, duration_nanos};
@@ -59,11 +59,7 @@ fn one_way_delay(view: &PathView) -> Duration {
 
 /// `d = max(a + D, A) + L / B`, or the start time `max(a + D, A)` when `B` is unknown.
 fn delivery(now: Time, slot: &PathSlot, pkt: &PacketMeta) -> (Time, Option<Time>) {
-    let start = (pkt.arrival.max(now) + slot.delay).max(slot.avail);
-    (
-        start,
-        slot.rate.map(|b| start + transmission_time(pkt.len, b)),
-    )
+    bottleneck_delivery(now, pkt, slot.delay, slot.avail, slot.rate)
 }
 
 impl Edpf {

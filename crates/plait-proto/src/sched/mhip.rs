@@ -80,7 +80,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, PerPath, Scheduler, Selection, transmission_time, usable_min_by_key};
+use super::{PacketMeta, PerPath, Scheduler, Selection, bottleneck_delivery, usable_min_by_key};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::Time;
@@ -131,11 +131,7 @@ fn delays(view: &PathView) -> (Duration, Option<Duration>) {
 
 /// The start `max(a + D, E)` and the arrival `T = start + L / B` (`None` without `B`).
 fn arrival(now: Time, slot: &PathSlot, pkt: &PacketMeta) -> (Time, Option<Time>) {
-    let start = (pkt.arrival.max(now) + slot.delay).max(slot.last_arrival);
-    (
-        start,
-        slot.rate.map(|b| start + transmission_time(pkt.len, b)),
-    )
+    bottleneck_delivery(now, pkt, slot.delay, slot.last_arrival, slot.rate)
 }
 
 impl Mhip {

@@ -1,6 +1,7 @@
 //! mHIP unit tests (seed mHIP §III-B, §IV-B); the module invariants are property-tested
 //! over every scheduler in `sched::tests`.
 
+use crate::sched::test_support::{control, data, picks, send};
 use std::time::Duration;
 
 use super::*;
@@ -41,42 +42,6 @@ fn with_room(view: PathView, room: u64) -> PathView {
         cwnd_room: Some(room),
         ..view
     }
-}
-
-fn data(seq: u64, now: Time) -> PacketMeta {
-    PacketMeta {
-        global_seq: seq,
-        len: 1000,
-        arrival: now,
-        control: false,
-    }
-}
-
-fn control(now: Time) -> PacketMeta {
-    PacketMeta {
-        global_seq: 0,
-        len: 1000,
-        arrival: now,
-        control: true,
-    }
-}
-
-/// Selects `pkt` at `now`, reports the send, returns the path.
-fn send(s: &mut Mhip, now: Time, paths: &[PathView], pkt: &PacketMeta) -> PathId {
-    match s.select(now, paths, pkt) {
-        Selection::Send(id) => {
-            s.on_sent(now, id, pkt);
-            id
-        }
-        other => panic!("expected Send, got {other:?}"),
-    }
-}
-
-/// `n` data packets at `now`, returns the path ids.
-fn picks(s: &mut Mhip, now: Time, paths: &[PathView], n: u64) -> Vec<u8> {
-    (0..n)
-        .map(|i| send(s, now, paths, &data(i, now)).0)
-        .collect()
 }
 
 #[test]
@@ -150,13 +115,19 @@ fn control_datagrams_advance_the_estimate() {
     let paths = [exact(0, 1e6, Duration::ZERO), exact(1, 1e6, Duration::ZERO)];
     let now = Time::ZERO;
     // `select_control` uses the same estimate and leaves no trace until `on_sent`.
-    assert_eq!(s.select_control(now, &paths, &control(now)), Some(pid(0)));
-    assert_eq!(s.select_control(now, &paths, &control(now)), Some(pid(0)));
+    assert_eq!(
+        s.select_control(now, &paths, &control(now, 1000)),
+        Some(pid(0))
+    );
+    assert_eq!(
+        s.select_control(now, &paths, &control(now, 1000)),
+        Some(pid(0))
+    );
     // Once sent, the ACK-only datagram occupies path 0 like a data packet would.
-    s.on_sent(now, pid(0), &control(now));
+    s.on_sent(now, pid(0), &control(now, 1000));
     assert_eq!(send(&mut s, now, &paths, &data(0, now)), pid(1));
     // A control datagram the session placed elsewhere (e.g. a probe) counts as well.
-    s.on_sent(now, pid(1), &control(now));
+    s.on_sent(now, pid(1), &control(now, 1000));
     assert_eq!(s.slot(pid(1)).last_arrival, Time::from_millis(2));
 }
 

@@ -30,6 +30,8 @@ mod swtc;
 mod weighted_round_robin;
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 
 pub use blest::Blest;
@@ -303,6 +305,20 @@ impl<T: Clone + Default> PerPath<T> {
         }
         &mut self.slots[id.index()]
     }
+}
+
+/// Seed PET-BMP eq. 1, the estimate EDPF, mHIP and plait share: a packet handed over at
+/// `a` (never before `now`) starts across a path's bottleneck at `max(a + D, free_at)` and
+/// has crossed it `L / B` later. Returns (start, delivery); delivery is `None` without `B`.
+pub(crate) fn bottleneck_delivery(
+    now: Time,
+    pkt: &PacketMeta,
+    delay: Duration,
+    free_at: Time,
+    rate: Option<f64>,
+) -> (Time, Option<Time>) {
+    let start = (pkt.arrival.max(now) + delay).max(free_at);
+    (start, rate.map(|b| start + transmission_time(pkt.len, b)))
 }
 
 /// The usable path with the smallest key, ties broken by the lower `PathId`.

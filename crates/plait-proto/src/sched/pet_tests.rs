@@ -1,6 +1,7 @@
 //! PET unit tests (seed PET-BMP §V-A); the module invariants are property-tested over every
 //! scheduler in `sched::tests`.
 
+use crate::sched::test_support::{control, data, picks, send};
 use std::time::Duration;
 
 use super::*;
@@ -23,42 +24,6 @@ fn exact(i: u8, rate: f64, delay: Duration) -> PathView {
         base_owd: Some(delay),
         ..active(i)
     }
-}
-
-fn data(seq: u64, now: Time) -> PacketMeta {
-    PacketMeta {
-        global_seq: seq,
-        len: 1000,
-        arrival: now,
-        control: false,
-    }
-}
-
-fn control(now: Time) -> PacketMeta {
-    PacketMeta {
-        global_seq: 0,
-        len: 64,
-        arrival: now,
-        control: true,
-    }
-}
-
-/// Selects `pkt` at `now`, reports the send, returns the path.
-fn send(s: &mut Pet, now: Time, paths: &[PathView], pkt: &PacketMeta) -> PathId {
-    match s.select(now, paths, pkt) {
-        Selection::Send(id) => {
-            s.on_sent(now, id, pkt);
-            id
-        }
-        other => panic!("expected Send, got {other:?}"),
-    }
-}
-
-/// `n` data packets at `now`, returns the path ids.
-fn picks(s: &mut Pet, now: Time, paths: &[PathView], n: u64) -> Vec<u8> {
-    (0..n)
-        .map(|i| send(s, now, paths, &data(i, now)).0)
-        .collect()
 }
 
 /// Runs the start phase on `n` rate-less paths (one pair each) at time zero.
@@ -240,7 +205,7 @@ fn control_datagrams_do_not_disturb_pairs() {
     let now = Time::ZERO;
     assert_eq!(send(&mut pet, now, &paths, &data(0, now)), pid(0));
     // Control placed by `select` and by `select_control`: EDPF's choice, pair left open.
-    let c = control(now);
+    let c = control(now, 64);
     assert_eq!(send(&mut pet, now, &paths, &c), pid(1));
     assert_eq!(pet.select_control(now, &paths, &c), Some(pid(1)));
     pet.on_sent(now, pid(1), &c);
@@ -261,8 +226,8 @@ fn on_sent_books_every_datagram_in_edpf() {
     let p = data(0, Time::ZERO);
     let before = pet.edpf.expected_delivery(Time::ZERO, &paths[0], &p);
     assert_eq!(before, Some(Time::from_millis(1)));
-    let _ = pet.select(Time::ZERO, &paths, &control(Time::ZERO));
-    pet.on_sent(Time::ZERO, pid(0), &control(Time::ZERO));
+    let _ = pet.select(Time::ZERO, &paths, &control(Time::ZERO, 64));
+    pet.on_sent(Time::ZERO, pid(0), &control(Time::ZERO, 64));
     // 64 control bytes at 1e6 B/s: 64 µs ahead of the data packet's 1 ms.
     assert_eq!(
         pet.edpf.expected_delivery(Time::ZERO, &paths[0], &p),

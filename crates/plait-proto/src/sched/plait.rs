@@ -35,7 +35,7 @@
 
 use std::time::Duration;
 
-use super::{PacketMeta, PerPath, Scheduler, Selection, transmission_time};
+use super::{PacketMeta, PerPath, Scheduler, Selection, bottleneck_delivery, transmission_time};
 use crate::ids::PathId;
 use crate::path::PathView;
 use crate::time::Time;
@@ -112,8 +112,8 @@ impl Plait {
         let lo = now + delay + measured_queue.min(drain_in_flight);
         let hi = now + delay + drain_in_flight;
         slot.avail = slot.avail.clamp(lo, hi);
-        let start = (pkt.arrival.max(now) + delay).max(slot.avail);
-        let d = start + transmission_time(pkt.len, rate);
+        let (_, d) = bottleneck_delivery(now, pkt, delay, slot.avail, Some(rate));
+        let d = d?;
         // 2. Loss: a lost packet costs about one retransmission timeout of the path.
         let p = if view.loss_rate.is_finite() {
             view.loss_rate.clamp(0.0, 0.95)
@@ -191,11 +191,8 @@ impl Scheduler for Plait {
 
     fn on_sent(&mut self, now: Time, path: PathId, pkt: &PacketMeta) {
         let slot = self.slot_mut(path);
-        let start = (pkt.arrival.max(now) + slot.delay).max(slot.avail);
-        slot.avail = match slot.rate {
-            Some(rate) => start + transmission_time(pkt.len, rate),
-            None => start,
-        };
+        let (start, d) = bottleneck_delivery(now, pkt, slot.delay, slot.avail, slot.rate);
+        slot.avail = d.unwrap_or(start);
     }
 }
 
