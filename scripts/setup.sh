@@ -21,3 +21,21 @@ if [ "$(printf '%s\n1.85.0\n' "$version" | sort -V | head -1)" != "1.85.0" ]; th
   echo "setup: rustc $version is too old: plait uses edition 2024 (rustc 1.85 or later)." >&2
   exit 1
 fi
+
+# Network tools the tunnel's integration tests (network namespaces, routes, NAT) use.
+# Installed when running as root with apt (CI); otherwise those tests skip with a message.
+pkgs=()
+need ip || pkgs+=(iproute2)
+need nft || pkgs+=(nftables)
+need sysctl || pkgs+=(procps)
+need ethtool || pkgs+=(ethtool)
+need tc || pkgs+=(iproute2)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && need apt-get; then
+    echo "setup: installing ${pkgs[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  else
+    echo "setup: ${pkgs[*]} missing (Debian packages); the network tests will be skipped" >&2
+  fi
+fi

@@ -1,6 +1,7 @@
-//! The `plait` command. Today: `plait sim` (run a simulation scenario) and
-//! `plait reproduce` (re-run the seeds' experiments and write docs/reproduction.md).
-//! The tunnel (`server`, `client`), `status`, `testbed`, `bench` and `demo` follow.
+//! The `plait` command: the tunnel (`server`, `client`, `status`, `genkey`, `pubkey`) and
+//! the simulator (`sim`, `reproduce`, `schedulers`). `testbed`, `bench` and `demo` follow.
+
+mod tunnel_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the plait server: accept clients' paths, carry their traffic through a TUN
+    /// device (as root, or with CAP_NET_ADMIN).
+    Server(tunnel_cmd::ServerArgs),
+    /// Run the plait client: one UDP path per configured link to the server, traffic
+    /// through a TUN device (as root, or with CAP_NET_ADMIN).
+    Client(tunnel_cmd::ClientArgs),
+    /// Show a running daemon's paths: state, RTT, one-way delay, rate, loss, traffic.
+    Status(tunnel_cmd::StatusArgs),
+    /// Print a new private key (base64), as `wg genkey` does.
+    Genkey,
+    /// Read a private key on stdin and print its public key, as `wg pubkey` does.
+    Pubkey,
     /// Run a simulation scenario (TOML, see scenarios/): print its results table and write
     /// JSON, CSV and an SVG plot of throughput over time.
     Sim {
@@ -90,6 +103,11 @@ fn load(path: &PathBuf, seeds: Option<&Vec<u64>>) -> Result<Vec<sweep::Variant>>
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Server(args) => tunnel_cmd::server(args),
+        Command::Client(args) => tunnel_cmd::client(args),
+        Command::Status(args) => tunnel_cmd::status(args),
+        Command::Genkey => tunnel_cmd::genkey(),
+        Command::Pubkey => tunnel_cmd::pubkey(),
         Command::Sim {
             scenario,
             out,

@@ -1,0 +1,414 @@
+//! The human-readable table `plait status` prints (scripts use `--json` instead).
+//!
+//! Layout: a header line (role, version, TUN device and MTU, uptime); per session a
+//! summary line and one row per path under a column header; then one line of nonzero
+//! drop counters (or `drops: none`).
+//!
+//! Invariants: path columns are aligned (numbers right-aligned, text left-aligned), no
+//! line has trailing whitespace, every cell is one whitespace-free token (byte counts are
+//! written `1.5MiB`, not `1.5 MiB`), and a missing value is printed as `-`. The output
+//! depends only on the snapshot, so it is stable for tests.
+
+use std::fmt::Write as _;
+
+use super::{DropCounters, PathStatus, SessionStatus, StatusSnapshot};
+
+/// The path table's column headers, in order.
+pub const PATH_COLUMNS: [&str; 13] = [
+    "ID",
+    "NAME",
+    "STATE",
+    "RTT(ms)",
+    "MINRTT",
+    "OWD(ms)",
+    "RATE(Mbit/s)",
+    "LOSS%",
+    "TX",
+    "TXPKT",
+    "RX",
+    "RXPKT",
+    "REMOTE",
+];
+
+/// Which path columns are left-aligned (text); the rest are right-aligned (numbers).
+const LEFT_ALIGNED: [bool; 13] = [
+    false, true, true, false, false, false, false, false, false, false, false, false, true,
+];
+
+/// Placeholder for a value that is not known.
+const MISSING: &str = "-";
+
+/// Renders the whole `plait status` output, ending with a newline.
+pub fn render_table(s: &StatusSnapshot) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "plait {} {}  tun {} mtu {}  up {}",
+        s.role,
+        s.version,
+        s.tun,
+        s.tun_mtu,
+        human_duration(s.uptime_s)
+    );
+    if s.sessions.is_empty() {
+        out.push_str("no sessions\n");
+    }
+    for session in &s.sessions {
+        out.push('\n');
+        render_session(&mut out, session);
+    }
+    out.push('\n');
+    out.push_str(&render_drops(&s.dropped));
+    out.push('\n');
+    out
+}
+
+fn render_session(out: &mut String, session: &SessionStatus) {
+    let (state, key_age) = if session.established {
+        ("established", human_duration(session.key_age_s))
+    } else {
+        ("handshaking", MISSING.to_owned())
+    };
+    let _ = writeln!(
+        out,
+        "peer {}: {state}  key age {key_age}  session {:08x}  scheduler {}  reorder {}  send queue {}  delivered {}",
+        session.peer,
+        session.session_id,
+        session.scheduler,
+        session.reorder_depth,
+        session.send_queue,
+        session.delivered
+    );
+    if session.paths.is_empty() {
+        out.push_str("  (no paths)\n");
+        return;
+    }
+    let mut rows: Vec<Vec<String>> = Vec::with_capacity(session.paths.len() + 1);
+    rows.push(PATH_COLUMNS.iter().map(|h| (*h).to_owned()).collect());
+    rows.extend(session.paths.iter().map(path_row));
+    let widths: Vec<usize> = (0..PATH_COLUMNS.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let mut line = String::from(" ");
+        for (c, cell) in row.iter().enumerate() {
+            line.push(' ');
+            if LEFT_ALIGNED[c] {
+                let _ = write!(line, "{cell:<width$}", width = widths[c]);
+            } else {
+                let _ = write!(line, "{cell:>width$}", width = widths[c]);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+/// One path's cells, in [`PATH_COLUMNS`] order.
+fn path_row(p: &PathStatus) -> Vec<String> {
+    vec![
+        p.id.to_string(),
+        text(&p.name),
+        text(&p.state),
+        opt(p.srtt_ms, fmt_ms),
+        opt(p.min_rtt_ms, fmt_ms),
+        opt(p.owd_ms, fmt_ms),
+        opt(p.rate_mbit, fmt_rate),
+        format!("{:.1}", p.loss * 100.0),
+        human_bytes(p.tx_bytes),
+        p.tx_packets.to_string(),
+        human_bytes(p.rx_bytes),
+        p.rx_packets.to_string(),
+        p.remote.as_deref().map_or_else(|| MISSING.to_owned(), text),
+    ]
+}
+
+/// A text cell: `-` if empty, whitespace replaced so the cell stays one token.
+fn text(s: &str) -> String {
+    if s.is_empty() {
+        MISSING.to_owned()
+    } else {
+        s.chars()
+            .map(|c| if c.is_whitespace() { '_' } else { c })
+            .collect()
+    }
+}
+
+fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| MISSING.to_owned(), f)
+}
+
+/// Milliseconds with one decimal.
+fn fmt_ms(ms: f64) -> String {
+    format!("{ms:.1}")
+}
+
+/// Mbit/s: two decimals below 10, one below 1000, none above.
+fn fmt_rate(mbit: f64) -> String {
+    if mbit.abs() < 10.0 {
+        format!("{mbit:.2}")
+    } else if mbit.abs() < 1000.0 {
+        format!("{mbit:.1}")
+    } else {
+        format!("{mbit:.0}")
+    }
+}
+
+/// The drops line: nonzero counters by reason, or `drops: none`.
+fn render_drops(d: &DropCounters) -> String {
+    let nonzero: Vec<String> = drop_reasons(d)
+        .into_iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(reason, n)| format!("{reason} {n}"))
+        .collect();
+    if nonzero.is_empty() {
+        "drops: none".to_owned()
+    } else {
+        format!("drops: {}", nonzero.join(", "))
+    }
+}
+
+/// Every drop counter with its reason name (the same names as the metrics' `reason`
+/// label and the JSON fields).
+pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 8] {
+    [
+        ("malformed", d.malformed),
+        ("unknown_index", d.unknown_index),
+        ("auth_failed", d.auth_failed),
+        ("replayed", d.replayed),
+        ("unknown_key", d.unknown_key),
+        ("rate_limited", d.rate_limited),
+        ("spoofed_source", d.spoofed_source),
+        ("no_route", d.no_route),
+    ]
+}
+
+/// A byte count in binary units: `0B`, `1023B`, `1.0KiB`, `1.5MiB`, `2.0GiB`, ...
+/// One decimal above 1 KiB; the unit is chosen so the number stays below 1024 after
+/// rounding.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes}B");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1023.95 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1}{}", UNITS[unit])
+}
+
+/// A duration in seconds as `42s`, `5m07s`, `1h02m03s` or `3d04h05m`. Negative or
+/// non-finite input prints as `-`.
+pub fn human_duration(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return MISSING.to_owned();
+    }
+    // Saturating float-to-int conversion; sub-second precision is noise here.
+    let t = secs as u64;
+    let (d, h, m, s) = (t / 86_400, t / 3600 % 24, t / 60 % 60, t % 60);
+    if d > 0 {
+        format!("{d}d{h:02}h{m:02}m")
+    } else if h > 0 {
+        format!("{h}h{m:02}m{s:02}s")
+    } else if m > 0 {
+        format!("{m}m{s:02}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> StatusSnapshot {
+        StatusSnapshot {
+            role: "client".into(),
+            version: "0.1.0".into(),
+            uptime_s: 3723.4,
+            tun: "plait0".into(),
+            tun_mtu: 1380,
+            sessions: vec![SessionStatus {
+                peer: "server".into(),
+                public_key: "AAAA".into(),
+                established: true,
+                session_id: 0xbeef,
+                key_age_s: 65.0,
+                handshakes: 2,
+                scheduler: "minrtt".into(),
+                reorder_depth: 3,
+                send_queue: 1,
+                delivered: 12345,
+                queue_full: 0,
+                paths: vec![
+                    PathStatus {
+                        id: 0,
+                        name: "wifi".into(),
+                        local: Some("192.168.1.10:40000".into()),
+                        remote: Some("203.0.113.7:51820".into()),
+                        state: "active".into(),
+                        srtt_ms: Some(23.456),
+                        min_rtt_ms: Some(20.0),
+                        owd_ms: Some(0.0),
+                        rate_mbit: Some(48.26),
+                        loss: 0.012,
+                        tx_bytes: 1_572_864,
+                        tx_packets: 1200,
+                        rx_bytes: 1023,
+                        rx_packets: 7,
+                    },
+                    PathStatus {
+                        id: 1,
+                        name: "lte".into(),
+                        state: "probing".into(),
+                        ..PathStatus::default()
+                    },
+                ],
+            }],
+            dropped: DropCounters::default(),
+        }
+    }
+
+    fn table_lines(out: &str) -> Vec<&str> {
+        out.lines().filter(|l| l.starts_with("  ")).collect()
+    }
+
+    #[test]
+    fn header_line() {
+        let out = render_table(&sample());
+        assert_eq!(
+            out.lines().next().unwrap(),
+            "plait client 0.1.0  tun plait0 mtu 1380  up 1h02m03s"
+        );
+    }
+
+    #[test]
+    fn session_line() {
+        let out = render_table(&sample());
+        assert!(
+            out.contains(
+                "peer server: established  key age 1m05s  session 0000beef  scheduler minrtt  reorder 3  send queue 1  delivered 12345\n"
+            ),
+            "{out}"
+        );
+        let mut s = sample();
+        s.sessions[0].established = false;
+        let out = render_table(&s);
+        assert!(
+            out.contains("peer server: handshaking  key age -  session 0000beef"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn column_headers_and_known_rows() {
+        let out = render_table(&sample());
+        let rows = table_lines(&out);
+        assert_eq!(rows.len(), 3, "{out}");
+        let header: Vec<&str> = rows[0].split_whitespace().collect();
+        assert_eq!(header, PATH_COLUMNS);
+        let row: Vec<&str> = rows[1].split_whitespace().collect();
+        assert_eq!(
+            row,
+            [
+                "0",
+                "wifi",
+                "active",
+                "23.5",
+                "20.0",
+                "0.0",
+                "48.3",
+                "1.2",
+                "1.5MiB",
+                "1200",
+                "1023B",
+                "7",
+                "203.0.113.7:51820"
+            ]
+        );
+        let missing: Vec<&str> = rows[2].split_whitespace().collect();
+        assert_eq!(
+            missing,
+            [
+                "1", "lte", "probing", "-", "-", "-", "-", "0.0", "0B", "0", "0B", "0", "-"
+            ]
+        );
+    }
+
+    #[test]
+    fn columns_are_aligned() {
+        let out = render_table(&sample());
+        let rows = table_lines(&out);
+        // Right-aligned numeric columns end at the same offset on every row; the
+        // left-aligned REMOTE column starts at the same offset.
+        let end_of = |line: &str, token: &str| line.find(token).unwrap() + token.len();
+        assert_eq!(end_of(rows[0], "RTT(ms)"), end_of(rows[1], "23.5"));
+        assert_eq!(end_of(rows[0], "RTT(ms)"), end_of(rows[2], "  -"));
+        assert_eq!(end_of(rows[0], " TX "), end_of(rows[1], "1.5MiB "));
+        assert_eq!(rows[0].find("REMOTE"), rows[1].find("203.0.113.7"));
+        for line in out.lines() {
+            assert_eq!(line, line.trim_end(), "trailing whitespace");
+        }
+    }
+
+    #[test]
+    fn drops_line() {
+        let out = render_table(&sample());
+        assert!(out.ends_with("\ndrops: none\n"), "{out}");
+        let mut s = sample();
+        s.dropped.auth_failed = 3;
+        s.dropped.no_route = 1;
+        let out = render_table(&s);
+        assert!(
+            out.ends_with("\ndrops: auth_failed 3, no_route 1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn no_sessions_and_no_paths() {
+        let out = render_table(&StatusSnapshot::default());
+        assert!(out.contains("no sessions\n"), "{out}");
+        let mut s = sample();
+        s.sessions[0].paths.clear();
+        assert!(render_table(&s).contains("  (no paths)\n"));
+    }
+
+    #[test]
+    fn human_bytes_edges() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1023), "1023B");
+        assert_eq!(human_bytes(1024), "1.0KiB");
+        assert_eq!(human_bytes(1536), "1.5KiB");
+        assert_eq!(human_bytes(1_572_864), "1.5MiB");
+        assert_eq!(human_bytes(1024 * 1024 - 1), "1.0MiB");
+        assert_eq!(human_bytes(3 << 30), "3.0GiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0EiB");
+    }
+
+    #[test]
+    fn human_duration_forms() {
+        assert_eq!(human_duration(0.0), "0s");
+        assert_eq!(human_duration(42.9), "42s");
+        assert_eq!(human_duration(307.0), "5m07s");
+        assert_eq!(human_duration(3723.0), "1h02m03s");
+        assert_eq!(human_duration(273_900.0), "3d04h05m");
+        assert_eq!(human_duration(-1.0), "-");
+        assert_eq!(human_duration(f64::NAN), "-");
+    }
+
+    #[test]
+    fn odd_text_stays_one_token() {
+        let mut s = sample();
+        s.sessions[0].paths[1].name = "my path".into();
+        s.sessions[0].paths[1].state = String::new();
+        let out = render_table(&s);
+        let rows = table_lines(&out);
+        let row: Vec<&str> = rows[2].split_whitespace().collect();
+        assert_eq!(&row[..3], ["1", "my_path", "-"]);
+    }
+}

@@ -1,0 +1,111 @@
+//! The daemon's state as `plait status` and the metrics endpoint see it.
+//!
+//! The event loop publishes a fresh [`StatusSnapshot`] a few times a second (and on
+//! request); readers never touch the loop's state, so a slow reader cannot stall traffic.
+//! The JSON form (`plait status --json`) is this type serialised with serde: field names
+//! are a stable interface for scripts.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything `plait status` prints.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    /// `"client"` or `"server"`.
+    pub role: String,
+    /// plait's version.
+    pub version: String,
+    /// Seconds since the daemon started.
+    pub uptime_s: f64,
+    /// The TUN device's name.
+    pub tun: String,
+    /// The TUN device's MTU (largest inner packet), bytes.
+    pub tun_mtu: usize,
+    /// One entry per peer with a session (the client has at most one: its server).
+    pub sessions: Vec<SessionStatus>,
+    /// Datagrams dropped before any session saw them (failed authentication, unknown
+    /// index, malformed, replayed), by reason.
+    pub dropped: DropCounters,
+}
+
+/// One peer's session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionStatus {
+    /// The peer's name from the config (`[[client]] name`, or `"server"` on the client).
+    pub peer: String,
+    /// The peer's public key, base64.
+    pub public_key: String,
+    /// Whether a handshake has completed and keys are current.
+    pub established: bool,
+    /// Engine session id (hex in the table).
+    pub session_id: u32,
+    /// Seconds since the current keys were made.
+    pub key_age_s: f64,
+    /// Handshakes completed in this session.
+    pub handshakes: u64,
+    /// Scheduler name.
+    pub scheduler: String,
+    /// Reorder-buffer depth now, packets.
+    pub reorder_depth: usize,
+    /// Send-queue length now, packets.
+    pub send_queue: usize,
+    /// Inner packets delivered to the TUN device.
+    pub delivered: u64,
+    /// Inner packets refused because the send queue was full.
+    pub queue_full: u64,
+    /// One row per path.
+    pub paths: Vec<PathStatus>,
+}
+
+/// One path of a session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathStatus {
+    /// Path id (0..16).
+    pub id: u8,
+    /// Name from the config (client), or `path<N>` (server).
+    pub name: String,
+    /// Local socket address, if known.
+    pub local: Option<String>,
+    /// The peer's address on this path, if known.
+    pub remote: Option<String>,
+    /// `probing`, `active`, `degraded` or `down`.
+    pub state: String,
+    /// Smoothed RTT, milliseconds.
+    pub srtt_ms: Option<f64>,
+    /// Minimum RTT, milliseconds.
+    pub min_rtt_ms: Option<f64>,
+    /// Forward one-way delay relative to the fastest path, milliseconds.
+    pub owd_ms: Option<f64>,
+    /// Rate estimate, megabits per second.
+    pub rate_mbit: Option<f64>,
+    /// Smoothed loss fraction, 0..=1.
+    pub loss: f64,
+    /// Bytes sent (datagrams, before encryption overhead).
+    pub tx_bytes: u64,
+    /// Datagrams sent.
+    pub tx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Datagrams received.
+    pub rx_packets: u64,
+}
+
+/// Datagrams dropped before reaching a session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropCounters {
+    /// Did not parse as a plait message.
+    pub malformed: u64,
+    /// Named a receiver index no session has.
+    pub unknown_index: u64,
+    /// Failed AEAD authentication, or a handshake that failed to decrypt.
+    pub auth_failed: u64,
+    /// Replayed or too old for the replay window.
+    pub replayed: u64,
+    /// Handshake from a public key not in the config.
+    pub unknown_key: u64,
+    /// Handshakes refused by rate limiting.
+    pub rate_limited: u64,
+    /// Inner packets whose source address is not allowed for their peer.
+    pub spoofed_source: u64,
+    /// Inner packets from the TUN device with no peer for their destination.
+    pub no_route: u64,
+}

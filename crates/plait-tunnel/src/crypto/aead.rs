@@ -1,0 +1,443 @@
+//! Per-direction ChaCha20-Poly1305 keys (ring), sealing and opening in place.
+//!
+//! It owns one direction's transport key and, on the sending side, the message counter
+//! that forms the nonce.
+//!
+//! Nonce layout: 4 zero bytes, then the 64-bit counter little-endian. This is Noise's
+//! ChaChaPoly nonce (Noise spec §12.3, "32 bits of zeros followed by little-endian encoding
+//! of n") and WireGuard's transport nonce.
+//!
+//! Invariants:
+//! - A [`SendKey`] hands out each counter at most once, strictly increasing from 0, and
+//!   never one at or above [`REJECT_AFTER_MESSAGES`] (the receiver's window rejects those),
+//!   so a (key, nonce) pair is never reused. [`SendKey::seal`] refuses such counters too.
+//! - No input makes these functions panic: buffer lengths are checked first and reported
+//!   as [`AeadError::BufferTooSmall`].
+//! - Key bytes never appear in `Debug` output.
+//! - Opening does not consult the replay window: the caller checks
+//!   `ReplayWindow::may_accept` before and calls `ReplayWindow::accept` after a successful
+//!   open.
+
+use std::fmt;
+
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+
+use crate::crypto::replay::REJECT_AFTER_MESSAGES;
+
+/// Length of the Poly1305 authentication tag appended to every ciphertext.
+pub const TAG_LEN: usize = 16;
+/// Length of a ChaCha20-Poly1305 key.
+pub const KEY_LEN: usize = 32;
+
+// RFC 8439 §2.8: 256-bit key, 128-bit tag; ring's constants must agree with ours.
+const _: () = assert!(TAG_LEN == ring::aead::MAX_TAG_LEN && NONCE_LEN == 12);
+
+/// Why sealing or opening failed.
+#[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]
+pub enum AeadError {
+    /// The send counter reached [`REJECT_AFTER_MESSAGES`]; a new handshake is needed. Also
+    /// returned by [`SendKey::seal`] for a message longer than ChaCha20 can encrypt under
+    /// one nonce (RFC 8439 §2.8: about 256 GiB), which no datagram comes near.
+    #[error("nonce counter exhausted: rekey required")]
+    Exhausted,
+    /// The buffer cannot hold what the operation needs.
+    #[error("buffer too small: need {need} bytes, have {have}")]
+    BufferTooSmall {
+        /// Bytes required.
+        need: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// The tag did not verify: wrong key, counter, associated data, or a modified message.
+    #[error("authentication failed")]
+    AuthFailed,
+}
+
+/// The nonce for message `counter`: 4 zero bytes, then the counter little-endian.
+fn nonce_bytes(counter: u64) -> [u8; NONCE_LEN] {
+    let mut n = [0u8; NONCE_LEN];
+    n[4..].copy_from_slice(&counter.to_le_bytes());
+    n
+}
+
+fn less_safe_key(key: &[u8; KEY_LEN]) -> LessSafeKey {
+    // Infallible: UnboundKey::new fails only when the key length differs from the
+    // algorithm's, and CHACHA20_POLY1305 takes exactly KEY_LEN = 32 bytes (checked by the
+    // `key_len_matches_ring` test).
+    let unbound = UnboundKey::new(&CHACHA20_POLY1305, key)
+        .expect("a 32-byte key is always valid for ChaCha20-Poly1305");
+    LessSafeKey::new(unbound)
+}
+
+/// Seals `in_out[..len]` in place under a raw nonce and writes the tag after it. Shared by
+/// [`SendKey::seal`] and the RFC 8439 known-answer test, so the vector checks this path.
+fn seal_with_nonce(
+    key: &LessSafeKey,
+    nonce: [u8; NONCE_LEN],
+    aad: &[u8],
+    in_out: &mut [u8],
+    len: usize,
+) -> Result<usize, AeadError> {
+    let need = len.saturating_add(TAG_LEN);
+    let have = in_out.len();
+    if need > have {
+        return Err(AeadError::BufferTooSmall { need, have });
+    }
+    let (plaintext, rest) = in_out.split_at_mut(len);
+    let tag = key
+        .seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad),
+            plaintext,
+        )
+        // ring fails only when the input exceeds ChaCha20's per-nonce limit (~256 GiB).
+        .map_err(|_| AeadError::Exhausted)?;
+    rest[..TAG_LEN].copy_from_slice(tag.as_ref());
+    Ok(need)
+}
+
+/// Opens `in_out` (ciphertext || tag) in place under a raw nonce; returns the plaintext
+/// length. On failure ring zeroes the would-be plaintext, so nothing unauthenticated leaks.
+fn open_with_nonce(
+    key: &LessSafeKey,
+    nonce: [u8; NONCE_LEN],
+    aad: &[u8],
+    in_out: &mut [u8],
+) -> Result<usize, AeadError> {
+    let have = in_out.len();
+    if have < TAG_LEN {
+        return Err(AeadError::BufferTooSmall {
+            need: TAG_LEN,
+            have,
+        });
+    }
+    key.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), in_out)
+        .map(|plaintext| plaintext.len())
+        .map_err(|_| AeadError::AuthFailed)
+}
+
+/// The sending half of a session's keys: a key and the counter of the next message.
+pub struct SendKey {
+    key: LessSafeKey,
+    /// The counter the next message will use (= messages sealed so far).
+    next: u64,
+}
+
+impl SendKey {
+    /// A key whose first message uses counter 0.
+    pub fn new(key: &[u8; KEY_LEN]) -> SendKey {
+        SendKey {
+            key: less_safe_key(key),
+            next: 0,
+        }
+    }
+
+    /// The counter the next message will use; strictly increasing, never reused. Err(Exhausted)
+    /// once it reaches crate::crypto::replay::REJECT_AFTER_MESSAGES.
+    pub fn next_counter(&mut self) -> Result<u64, AeadError> {
+        if self.next >= REJECT_AFTER_MESSAGES {
+            return Err(AeadError::Exhausted);
+        }
+        let counter = self.next;
+        // No overflow: counter < REJECT_AFTER_MESSAGES < u64::MAX.
+        self.next = counter + 1;
+        Ok(counter)
+    }
+
+    /// Messages sealed so far (= counters handed out).
+    pub fn messages(&self) -> u64 {
+        self.next
+    }
+
+    /// Seals in place: `in_out[..len]` is the plaintext; the tag is written at
+    /// `in_out[len..len + TAG_LEN]`. `aad` is authenticated, not encrypted. Returns len + TAG_LEN.
+    ///
+    /// `counter` must come from [`SendKey::next_counter`]; a counter at or above
+    /// [`REJECT_AFTER_MESSAGES`] gives `Err(Exhausted)` since no receiver would accept it.
+    pub fn seal(
+        &self,
+        counter: u64,
+        aad: &[u8],
+        in_out: &mut [u8],
+        len: usize,
+    ) -> Result<usize, AeadError> {
+        if counter >= REJECT_AFTER_MESSAGES {
+            return Err(AeadError::Exhausted);
+        }
+        seal_with_nonce(&self.key, nonce_bytes(counter), aad, in_out, len)
+    }
+
+    /// Test hook: makes the next counter `next`, to reach the exhaustion limit quickly.
+    #[cfg(test)]
+    pub(crate) fn set_next_counter_for_test(&mut self, next: u64) {
+        self.next = next;
+    }
+}
+
+impl fmt::Debug for SendKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the key bytes (ring's LessSafeKey Debug shows only the algorithm anyway,
+        // but we do not depend on that).
+        f.debug_struct("SendKey")
+            .field("next_counter", &self.next)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The receiving half of a session's keys.
+pub struct RecvKey {
+    key: LessSafeKey,
+}
+
+impl RecvKey {
+    /// A key for opening the peer's messages.
+    pub fn new(key: &[u8; KEY_LEN]) -> RecvKey {
+        RecvKey {
+            key: less_safe_key(key),
+        }
+    }
+
+    /// Opens in place; `in_out` is ciphertext||tag. Returns the plaintext length (in_out[..n]).
+    ///
+    /// On `AuthFailed` the contents of `in_out` are unspecified (ring zeroes the plaintext
+    /// part) and must be discarded.
+    pub fn open(&self, counter: u64, aad: &[u8], in_out: &mut [u8]) -> Result<usize, AeadError> {
+        open_with_nonce(&self.key, nonce_bytes(counter), aad, in_out)
+    }
+}
+
+impl fmt::Debug for RecvKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvKey").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: [u8; KEY_LEN] = [0x42; KEY_LEN];
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn sealed(counter: u64, aad: &[u8], msg: &[u8]) -> Vec<u8> {
+        let k = SendKey::new(&KEY);
+        let mut buf = msg.to_vec();
+        buf.resize(msg.len() + TAG_LEN, 0);
+        assert_eq!(
+            k.seal(counter, aad, &mut buf, msg.len()),
+            Ok(msg.len() + TAG_LEN)
+        );
+        buf
+    }
+
+    #[test]
+    fn key_len_matches_ring() {
+        assert_eq!(CHACHA20_POLY1305.key_len(), KEY_LEN);
+        assert_eq!(CHACHA20_POLY1305.tag_len(), TAG_LEN);
+        assert_eq!(CHACHA20_POLY1305.nonce_len(), NONCE_LEN);
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut s = SendKey::new(&KEY);
+        let r = RecvKey::new(&KEY);
+        for msg in [&b""[..], b"x", b"hello, multipath world", &[0xa5; 1400]] {
+            let c = s.next_counter().unwrap();
+            let mut buf = vec![0u8; msg.len() + TAG_LEN + 7];
+            buf[..msg.len()].copy_from_slice(msg);
+            let n = s.seal(c, b"header", &mut buf, msg.len()).unwrap();
+            assert_eq!(n, msg.len() + TAG_LEN);
+            if !msg.is_empty() {
+                assert_ne!(&buf[..msg.len()], msg, "encrypted");
+            }
+            let m = r.open(c, b"header", &mut buf[..n]).unwrap();
+            assert_eq!(&buf[..m], msg);
+        }
+    }
+
+    #[test]
+    fn nonce_layout_is_zeros_then_counter_le() {
+        assert_eq!(
+            nonce_bytes(0x0102_0304_0506_0708),
+            [0, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1]
+        );
+        // SendKey::seal uses exactly that nonce.
+        let counter = 0x1122_3344_5566_7788;
+        let mut raw = b"same bytes".to_vec();
+        raw.resize(10 + TAG_LEN, 0);
+        let key = less_safe_key(&KEY);
+        let nonce = [0, 0, 0, 0, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11];
+        seal_with_nonce(&key, nonce, b"a", &mut raw, 10).unwrap();
+        assert_eq!(sealed(counter, b"a", b"same bytes"), raw);
+    }
+
+    #[test]
+    fn tampering_fails_authentication() {
+        let r = RecvKey::new(&KEY);
+        let good = sealed(5, b"aad", b"payload bytes");
+
+        let mut buf = good.clone();
+        assert_eq!(r.open(6, b"aad", &mut buf), Err(AeadError::AuthFailed));
+
+        let mut buf = good.clone();
+        assert_eq!(r.open(5, b"aaD", &mut buf), Err(AeadError::AuthFailed));
+
+        for bit in 0..good.len() * 8 {
+            let mut buf = good.clone();
+            buf[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(
+                r.open(5, b"aad", &mut buf),
+                Err(AeadError::AuthFailed),
+                "bit {bit}"
+            );
+        }
+
+        let mut buf = good.clone();
+        assert_eq!(
+            r.open(5, b"aad", &mut buf[..good.len() - 1]),
+            Err(AeadError::AuthFailed)
+        );
+
+        let other = RecvKey::new(&[0x43; KEY_LEN]);
+        let mut buf = good.clone();
+        assert_eq!(other.open(5, b"aad", &mut buf), Err(AeadError::AuthFailed));
+
+        let mut buf = good;
+        assert_eq!(r.open(5, b"aad", &mut buf), Ok(13));
+    }
+
+    #[test]
+    fn short_buffers_are_typed_errors() {
+        let r = RecvKey::new(&KEY);
+        for len in 0..TAG_LEN {
+            let mut buf = vec![0u8; len];
+            assert_eq!(
+                r.open(0, b"", &mut buf),
+                Err(AeadError::BufferTooSmall {
+                    need: TAG_LEN,
+                    have: len
+                })
+            );
+        }
+        // Exactly a tag: an empty message, which here fails authentication.
+        assert_eq!(
+            r.open(0, b"", &mut [0u8; TAG_LEN]),
+            Err(AeadError::AuthFailed)
+        );
+
+        let s = SendKey::new(&KEY);
+        let mut buf = [0u8; 20];
+        assert_eq!(
+            s.seal(0, b"", &mut buf, 5),
+            Err(AeadError::BufferTooSmall { need: 21, have: 20 })
+        );
+        assert_eq!(
+            s.seal(0, b"", &mut buf, 100),
+            Err(AeadError::BufferTooSmall {
+                need: 116,
+                have: 20
+            })
+        );
+        assert_eq!(
+            s.seal(0, b"", &mut buf, usize::MAX),
+            Err(AeadError::BufferTooSmall {
+                need: usize::MAX,
+                have: 20
+            })
+        );
+        assert_eq!(s.seal(0, b"", &mut buf, 4), Ok(20));
+    }
+
+    #[test]
+    fn counters_strictly_increase() {
+        let mut s = SendKey::new(&KEY);
+        assert_eq!(s.messages(), 0);
+        let mut prev = None;
+        for i in 0..1000u64 {
+            let c = s.next_counter().unwrap();
+            assert_eq!(c, i);
+            assert!(prev.is_none_or(|p| c > p));
+            prev = Some(c);
+        }
+        assert_eq!(s.messages(), 1000);
+    }
+
+    #[test]
+    fn exhausted_at_the_limit() {
+        let mut s = SendKey::new(&KEY);
+        s.set_next_counter_for_test(REJECT_AFTER_MESSAGES - 2);
+        assert_eq!(s.next_counter(), Ok(REJECT_AFTER_MESSAGES - 2));
+        assert_eq!(s.next_counter(), Ok(REJECT_AFTER_MESSAGES - 1));
+        assert_eq!(s.next_counter(), Err(AeadError::Exhausted));
+        assert_eq!(s.next_counter(), Err(AeadError::Exhausted));
+        assert_eq!(s.messages(), REJECT_AFTER_MESSAGES);
+
+        let mut buf = [0u8; TAG_LEN];
+        assert_eq!(
+            s.seal(REJECT_AFTER_MESSAGES, b"", &mut buf, 0),
+            Err(AeadError::Exhausted)
+        );
+        assert_eq!(
+            s.seal(u64::MAX, b"", &mut buf, 0),
+            Err(AeadError::Exhausted)
+        );
+        // The last valid counter still seals and opens.
+        assert_eq!(
+            s.seal(REJECT_AFTER_MESSAGES - 1, b"", &mut buf, 0),
+            Ok(TAG_LEN)
+        );
+        assert_eq!(
+            RecvKey::new(&KEY).open(REJECT_AFTER_MESSAGES - 1, b"", &mut buf),
+            Ok(0)
+        );
+    }
+
+    #[test]
+    fn debug_never_shows_key_bytes() {
+        let key = [0xab; KEY_LEN];
+        let s = format!("{:?} {:?}", SendKey::new(&key), RecvKey::new(&key));
+        assert!(!s.to_lowercase().contains("ab, "), "{s}");
+        assert!(!s.contains("171"), "{s}");
+        assert!(s.contains("next_counter: 0"), "{s}");
+    }
+
+    #[test]
+    fn rfc8439_2_8_2_known_answer() {
+        // RFC 8439 §2.8.2: Example and Test Vector for AEAD_CHACHA20_POLY1305. Its nonce
+        // (07000000 || 4041424344454647) is not our counter layout, so the vector goes
+        // through the raw-nonce helpers that SendKey::seal and RecvKey::open wrap.
+        let key: [u8; KEY_LEN] =
+            hex("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f")
+                .try_into()
+                .unwrap();
+        let nonce: [u8; NONCE_LEN] = hex("070000004041424344454647").try_into().unwrap();
+        let aad = hex("50515253c0c1c2c3c4c5c6c7");
+        let plaintext: &[u8] = b"Ladies and Gentlemen of the class of '99: If I could offer \
+            you only one tip for the future, sunscreen would be it.";
+        let ciphertext = hex("
+            d31a8d34648e60db7b86afbc53ef7ec2 a4aded51296e08fea9e2b5a736ee62d6
+            3dbea45e8ca9671282fafb69da92728b 1a71de0a9e060b2905d6a5b67ecd3b36
+            92ddbd7f2d778b8c9803aee328091b58 fab324e4fad675945585808b4831d7bc
+            3ff4def08e4b7a9de576d26586cec64b 6116");
+        let tag = hex("1ae10b594f09e26a7e902ecbd0600691");
+        assert_eq!(plaintext.len(), 114);
+
+        let k = less_safe_key(&key);
+        let mut buf = plaintext.to_vec();
+        buf.resize(plaintext.len() + TAG_LEN, 0);
+        let n = seal_with_nonce(&k, nonce, &aad, &mut buf, plaintext.len()).unwrap();
+        assert_eq!(n, 114 + TAG_LEN);
+        assert_eq!(&buf[..114], &ciphertext[..]);
+        assert_eq!(&buf[114..], &tag[..]);
+
+        let m = open_with_nonce(&k, nonce, &aad, &mut buf).unwrap();
+        assert_eq!(&buf[..m], plaintext);
+    }
+}

@@ -1,0 +1,14 @@
+//! Cryptography of the tunnel (docs/protocol.md#tunnel-security).
+//!
+//! - [`handshake`]: Noise IKpsk2 (snow) with static X25519 keys; it yields one key per
+//!   direction.
+//! - [`aead`]: ChaCha20-Poly1305 (ring) sealing in place with a counter nonce that never
+//!   repeats.
+//! - [`replay`]: the sliding anti-replay window, shared by every path of a session.
+//! - [`keypair`]: one handshake's keys, counters, replay window and age, with the rekey and
+//!   expiry rules (WireGuard's timers).
+
+pub mod aead;
+pub mod handshake;
+pub mod keypair;
+pub mod replay;

@@ -1,0 +1,221 @@
+//! Turning a configuration into a running daemon: keys, MTU, TUN device, sockets,
+//! routes and NAT, the status socket and metrics; and undoing it all on exit.
+//!
+//! Invariant: every resource made here is owned by a value whose `Drop` undoes it (TUN
+//! device, route and NAT changes, status socket file), so an error at any step, a signal
+//! or a normal exit leaves the host as it was.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use thiserror::Error;
+use tracing::info;
+
+use super::run_loop;
+use crate::config::{ClientConfig, ControlConfig, EngineConfig, ServerConfig, TunConfig};
+use crate::control::metrics::MetricsServer;
+use crate::control::status::StatusServer;
+use crate::control::{ControlError, SharedSnapshot, StatusSnapshot};
+use crate::endpoint::{
+    ClientEndpoint, ClientParams, ClientPath, EngineParams, ServerEndpoint, ServerParams,
+    ServerPeer, max_datagram_for,
+};
+use crate::io::tun::{Tun, TunError};
+use crate::io::udp::{SocketOptions, UdpPath};
+use crate::netcfg::{DEFAULT_FWMARK, DEFAULT_TABLE, NetCfgError, NetConfig};
+
+/// Why the daemon could not start or had to stop.
+#[derive(Debug, Error)]
+pub enum DaemonError {
+    /// The TUN device.
+    #[error(transparent)]
+    Tun(#[from] TunError),
+    /// A UDP socket could not be opened.
+    #[error("cannot open the UDP socket for {what} ({addr}): {source}")]
+    Socket {
+        /// Which path or listen address.
+        what: String,
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The MTU does not leave room for plait's overhead.
+    #[error("{0}")]
+    Mtu(String),
+    /// Routes or NAT.
+    #[error(transparent)]
+    NetCfg(#[from] NetCfgError),
+    /// Status socket or metrics endpoint.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// The event loop failed.
+    #[error("event loop: {0}")]
+    Loop(std::io::Error),
+}
+
+fn engine_params(e: &EngineConfig, max_datagram_size: usize) -> EngineParams {
+    EngineParams {
+        scheduler: e.scheduler,
+        reorder: e.reorder,
+        max_hold: Duration::from_millis(e.max_hold_ms),
+        max_datagram_size,
+    }
+}
+
+/// TUN MTU: the configured one, which must fit, or the largest that fits.
+fn tun_mtu(tun: &TunConfig, engine: &EngineParams, why: &str) -> Result<u16, DaemonError> {
+    let fits = engine.tun_mtu();
+    let mtu = tun.mtu.map_or(fits, usize::from);
+    if mtu > fits || fits < 576 {
+        return Err(DaemonError::Mtu(format!(
+            "TUN MTU {mtu} does not fit: {why} leaves {fits} bytes for inner packets (plait adds {} bytes of data header and tag and up to 31 bytes of engine framing)",
+            crate::message::DATA_OVERHEAD
+        )));
+    }
+    u16::try_from(mtu).map_err(|_| DaemonError::Mtu(format!("TUN MTU {mtu} is too large")))
+}
+
+fn control(
+    c: &ControlConfig,
+    role: &str,
+) -> Result<(SharedSnapshot, StatusServer, Option<MetricsServer>), DaemonError> {
+    let snapshot: SharedSnapshot = Arc::new(Mutex::new(StatusSnapshot {
+        role: role.to_string(),
+        ..StatusSnapshot::default()
+    }));
+    let status = StatusServer::start(&c.status_socket, Arc::clone(&snapshot))?;
+    let metrics = match c.metrics {
+        Some(addr) => {
+            let m = MetricsServer::start(addr, Arc::clone(&snapshot))?;
+            info!(addr = %m.local_addr(), "Prometheus metrics at /metrics");
+            Some(m)
+        }
+        None => None,
+    };
+    Ok((snapshot, status, metrics))
+}
+
+/// Runs `plait client` until SIGINT/SIGTERM or `stop`.
+pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), DaemonError> {
+    let max_datagram = cfg
+        .paths
+        .iter()
+        .map(|p| max_datagram_for(p.mtu, &p.server))
+        .min()
+        .unwrap_or(0);
+    let engine = engine_params(&cfg.engine, max_datagram);
+    let mtu = tun_mtu(&cfg.tun, &engine, "the smallest path MTU")?;
+    let fwmark = (!cfg.route.is_empty()).then_some(DEFAULT_FWMARK);
+    let mut sockets = Vec::new();
+    for p in &cfg.paths {
+        let bind = p.bind.unwrap_or(match p.server {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        });
+        let opts = SocketOptions {
+            device: p.device.clone(),
+            fwmark,
+        };
+        let s = UdpPath::bind(bind, &opts).map_err(|source| DaemonError::Socket {
+            what: format!("path {}", p.name),
+            addr: bind,
+            source,
+        })?;
+        info!(path = %p.name, local = %s.local_addr(), server = %p.server, device = p.device.as_deref().unwrap_or("-"), "path socket");
+        sockets.push(s);
+    }
+    let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
+    info!(tun = %tun.name(), mtu, max_datagram, scheduler = engine.scheduler.name(), reorder = engine.reorder.name(), "tunnel device up");
+    let mut net = NetConfig::new();
+    if !cfg.route.is_empty() {
+        net.route_into_tunnel(tun.name(), &cfg.route, DEFAULT_FWMARK, DEFAULT_TABLE)?;
+        info!(routes = ?cfg.route.iter().map(ToString::to_string).collect::<Vec<_>>(), "routing into the tunnel");
+    }
+    let (snapshot, _status, _metrics) = control(&cfg.control, "client")?;
+    let params = ClientParams {
+        private_key: cfg.private_key.clone(),
+        server_public_key: cfg.server_public_key.clone(),
+        preshared_key: cfg.preshared_key.clone(),
+        paths: cfg
+            .paths
+            .iter()
+            .map(|p| ClientPath {
+                name: p.name.clone(),
+                server: p.server,
+                rate_hint: p.rate_mbit.map(|m| m * 1e6 / 8.0),
+            })
+            .collect(),
+        engine,
+    };
+    let mut endpoint = ClientEndpoint::new(params);
+    let result = run_loop(&mut endpoint, &tun, &mut sockets, &snapshot, &stop);
+    net.undo();
+    result.map_err(DaemonError::Loop)
+}
+
+/// Runs `plait server` until SIGINT/SIGTERM or `stop`.
+pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), DaemonError> {
+    let max_datagram = cfg
+        .listen
+        .iter()
+        .map(|a| max_datagram_for(cfg.path_mtu, a))
+        .min()
+        .unwrap_or(0);
+    let engine = engine_params(&cfg.engine, max_datagram);
+    let mtu = tun_mtu(&cfg.tun, &engine, "the path MTU")?;
+    let mut sockets = Vec::new();
+    for addr in &cfg.listen {
+        let s = UdpPath::bind(*addr, &SocketOptions::default()).map_err(|source| {
+            DaemonError::Socket {
+                what: "listen".into(),
+                addr: *addr,
+                source,
+            }
+        })?;
+        info!(listen = %s.local_addr(), "listening");
+        sockets.push(s);
+    }
+    let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
+    info!(tun = %tun.name(), mtu, max_datagram, clients = cfg.clients.len(), scheduler = engine.scheduler.name(), "tunnel device up");
+    let mut net = NetConfig::new();
+    for c in &cfg.clients {
+        for net_prefix in &c.allowed_ips {
+            // Prefixes inside the TUN's own subnets are already routed to it.
+            let on_link = cfg
+                .tun
+                .addresses
+                .iter()
+                .any(|a| a.trunc().contains(net_prefix));
+            if !on_link {
+                net.add_route(tun.name(), *net_prefix)?;
+            }
+        }
+    }
+    if let Some(out) = &cfg.nat {
+        let nets: Vec<_> = cfg.tun.addresses.iter().map(|a| a.trunc()).collect();
+        net.enable_nat(tun.name(), out, &nets)?;
+        info!(out = %out, "NAT on");
+    }
+    let (snapshot, _status, _metrics) = control(&cfg.control, "server")?;
+    let params = ServerParams {
+        private_key: cfg.private_key.clone(),
+        peers: cfg
+            .clients
+            .iter()
+            .map(|c| ServerPeer {
+                name: c.name.clone(),
+                public_key: c.public_key.clone(),
+                preshared_key: c.preshared_key.clone(),
+                allowed_ips: c.allowed_ips.clone(),
+            })
+            .collect(),
+        engine,
+    };
+    let mut endpoint = ServerEndpoint::new(params);
+    let result = run_loop(&mut endpoint, &tun, &mut sockets, &snapshot, &stop);
+    net.undo();
+    result.map_err(DaemonError::Loop)
+}

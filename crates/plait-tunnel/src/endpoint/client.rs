@@ -1,0 +1,367 @@
+//! The client endpoint: one server, one path per configured link.
+//!
+//! Path `i` is socket `i` and engine path id `i`. The client initiates every handshake:
+//! at start, when keys reach [`REKEY_AFTER_TIME`] (or the message limit), and again every
+//! [`REKEY_TIMEOUT`] until the server answers. Each initiation goes out on every path at
+//! once (the same message: the server answers the first copy and refuses the others as
+//! replays), so a dead first link cannot delay the tunnel.
+//!
+//! The engine session starts with the first handshake, with every path added; it lives
+//! across rekeys and restarts only if the server says it made a fresh session (it lost
+//! ours, e.g. it restarted).
+
+use std::net::SocketAddr;
+
+use plait_proto::path::PathHints;
+use plait_proto::{PathId, Session, Time};
+use tracing::{debug, info, warn};
+
+use super::link::Link;
+use super::{EngineParams, Now, Outputs, random_u64};
+use crate::control::{DropCounters, SessionStatus};
+use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
+use crate::crypto::keypair::{Keypair, REKEY_AFTER_TIME, REKEY_TIMEOUT};
+use crate::keys::Key;
+use crate::message::{INITIATION_LEN, Message, parse};
+use crate::ratelimit::LogLimiter;
+
+/// Wait before a new initiation after the server's response failed to authenticate.
+/// With keys but nothing authenticated from the server for this long (the engine sends a
+/// keepalive every second per path, so silence means the server lost our keys, e.g. it
+/// restarted, or every path is down), a new handshake goes out; WireGuard waits 15 s too.
+pub const REHANDSHAKE_AFTER_SILENCE: std::time::Duration = std::time::Duration::from_secs(15);
+const RETRY_AFTER_REFUSAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One configured path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientPath {
+    /// Name for logs and status.
+    pub name: String,
+    /// The server's address on this path.
+    pub server: SocketAddr,
+    /// Capacity hint, bytes of datagram per second.
+    pub rate_hint: Option<f64>,
+}
+
+/// What a client endpoint needs.
+#[derive(Clone, Debug)]
+pub struct ClientParams {
+    /// This client's private key.
+    pub private_key: Key,
+    /// The server's public key.
+    pub server_public_key: Key,
+    /// Optional pre-shared key.
+    pub preshared_key: Option<Key>,
+    /// Paths in id order (1..=16).
+    pub paths: Vec<ClientPath>,
+    /// Engine settings.
+    pub engine: EngineParams,
+}
+
+/// The client side of a tunnel.
+#[derive(Debug)]
+pub struct ClientEndpoint {
+    params: ClientParams,
+    link: Link,
+    handshake: Option<(Initiation, Time)>,
+    last_initiation: Option<Time>,
+    last_timestamp: u64,
+    attempts: u32,
+    last_rx: Option<Time>,
+    drops: DropCounters,
+    log_drop: LogLimiter,
+}
+
+impl ClientEndpoint {
+    /// A client that will handshake on its first timeout.
+    pub fn new(params: ClientParams) -> ClientEndpoint {
+        let names = params.paths.iter().map(|p| p.name.clone()).collect();
+        let mut link = Link::new(None, names);
+        for (i, p) in params.paths.iter().enumerate() {
+            if let Some(slot) = link.endpoints.get_mut(i) {
+                *slot = Some(super::link::PathEndpoint {
+                    socket: i,
+                    remote: p.server,
+                });
+            }
+        }
+        // Zero is avoided so that a session id in a capture is visibly chosen.
+        link.session_id = (random_u64() as u32).max(1);
+        ClientEndpoint {
+            params,
+            link,
+            handshake: None,
+            last_initiation: None,
+            last_timestamp: 0,
+            attempts: 0,
+            last_rx: None,
+            drops: DropCounters::default(),
+            log_drop: LogLimiter::new(1.0),
+        }
+    }
+
+    /// Whether a handshake has completed and the keys are usable.
+    pub fn is_established(&self, now: Time) -> bool {
+        self.link.current.as_ref().is_some_and(|k| k.is_usable(now))
+    }
+
+    /// A datagram arrived on path `path` from `from`.
+    pub fn handle_udp(
+        &mut self,
+        now: Now,
+        path: usize,
+        from: SocketAddr,
+        datagram: &mut [u8],
+        out: &mut impl Outputs,
+    ) {
+        let msg = match parse(datagram) {
+            Ok(m) => m,
+            Err(e) => {
+                self.drops.malformed += 1;
+                self.log_drop(now.mono, "malformed datagram", &e.to_string(), from);
+                return;
+            }
+        };
+        match msg {
+            Message::Response { sender, receiver } => {
+                self.handle_response(now, sender, receiver, &datagram[12..], from, out)
+            }
+            Message::Data { receiver, counter } => {
+                match self.link.open(now.mono, receiver, counter, datagram) {
+                    Ok((len, _)) => {
+                        self.last_rx = Some(now.mono);
+                        let Ok(id) = u8::try_from(path) else { return };
+                        self.link.receive(now.mono, PathId(id), datagram, len, out);
+                    }
+                    Err(e) => self.count_data_drop(now.mono, e, from),
+                }
+            }
+            Message::Initiation { .. } => {
+                // Servers never initiate; a client answers nothing it did not ask for.
+                self.drops.malformed += 1;
+            }
+        }
+    }
+
+    fn handle_response(
+        &mut self,
+        now: Now,
+        sender: u32,
+        receiver: u32,
+        noise: &[u8],
+        from: SocketAddr,
+        out: &mut impl Outputs,
+    ) {
+        let matches = self
+            .handshake
+            .as_ref()
+            .is_some_and(|(h, _)| h.sender_index == receiver);
+        if !matches {
+            // A late copy, or not ours: refused without a trace beyond the counter.
+            self.drops.unknown_index += 1;
+            return;
+        }
+        let Some((init, _)) = self.handshake.take() else {
+            return;
+        };
+        let local_index = init.sender_index;
+        let (keys, flags) = match init.finish(noise) {
+            Ok(k) => k,
+            Err(e) => {
+                self.drops.auth_failed += 1;
+                // The handshake state is consumed; the next timeout starts a new one.
+                self.log_drop(now.mono, "handshake response refused", &e.to_string(), from);
+                return;
+            }
+        };
+        let keypair = Keypair::new(&keys, local_index, sender, now.mono, true);
+        self.link.install_current(keypair);
+        self.attempts = 0;
+        self.last_rx = Some(now.mono);
+        let fresh = flags & FLAG_FRESH_SESSION != 0;
+        if self.link.session.is_none() || fresh {
+            if self.link.session.is_some() {
+                warn!("server lost our session (restarted?): starting a new engine session");
+            }
+            self.start_session(now.mono);
+        }
+        info!(
+            server = %from,
+            handshakes = self.link.handshakes,
+            session = format_args!("{:08x}", self.link.session_id),
+            "handshake complete"
+        );
+        self.link.drive(now.mono, out);
+    }
+
+    fn start_session(&mut self, now: Time) {
+        let config = self
+            .params
+            .engine
+            .session_config(self.link.session_id, random_u64());
+        let mut session = match Session::new(config) {
+            Ok(s) => s,
+            Err(e) => {
+                // The daemon validated the configuration; this is a bug, not an input.
+                warn!(error = %e, "engine configuration refused");
+                return;
+            }
+        };
+        for (i, p) in self.params.paths.iter().enumerate() {
+            let Ok(id) = u8::try_from(i) else { break };
+            let hints = PathHints {
+                rate: p.rate_hint,
+                one_way_delay: None,
+            };
+            if let Err(e) = session.add_path(now, PathId(id), hints) {
+                warn!(path = %p.name, error = %e, "path not added");
+            }
+        }
+        self.link.session = Some(session);
+    }
+
+    /// An inner packet read from the TUN device.
+    pub fn handle_tun(&mut self, now: Now, packet: &[u8], out: &mut impl Outputs) {
+        self.link.send_inner(now.mono, packet, out);
+    }
+
+    /// Timers: handshake (re)tries, rekeys, key expiry, the engine's own timers.
+    pub fn handle_timeout(&mut self, now: Now, out: &mut impl Outputs) {
+        let t = now.mono;
+        self.link.expire_keys(t);
+        if self.handshake_due(t) {
+            self.send_initiation(now, out);
+        }
+        self.link.drive(t, out);
+    }
+
+    fn handshake_due(&self, now: Time) -> bool {
+        let wanted_now = self
+            .link
+            .current
+            .as_ref()
+            .is_some_and(|k| k.needs_rekey(now) || !k.is_usable(now));
+        now >= self.next_handshake() || (wanted_now && now >= self.earliest_retry())
+    }
+
+    /// When the next initiation goes out: when keys are wanted (none yet, or due for a
+    /// rekey) and the last attempt has had its time.
+    fn next_handshake(&self) -> Time {
+        let wanted = self.link.current.as_ref().map_or(Time::ZERO, |k| {
+            let rekey = k.created + REKEY_AFTER_TIME;
+            self.last_rx
+                .map_or(rekey, |rx| rekey.min(rx + REHANDSHAKE_AFTER_SILENCE))
+        });
+        wanted.max(self.earliest_retry())
+    }
+
+    /// An unanswered initiation is repeated after [`REKEY_TIMEOUT`]; after a refused
+    /// response (the state is gone) a new one may go sooner, but not in a loop.
+    fn earliest_retry(&self) -> Time {
+        match (&self.handshake, self.last_initiation) {
+            (Some((_, sent)), _) => *sent + REKEY_TIMEOUT,
+            (None, Some(last)) => last + RETRY_AFTER_REFUSAL,
+            (None, None) => Time::ZERO,
+        }
+    }
+
+    fn send_initiation(&mut self, now: Now, out: &mut impl Outputs) {
+        // Timestamps must grow even if the wall clock steps back (docs/protocol.md#handshake).
+        let timestamp = now.wall_ns.max(self.last_timestamp + 1);
+        self.last_timestamp = timestamp;
+        let index = random_u64() as u32;
+        let payload = InitiationPayload {
+            session_id: self.link.session_id,
+            timestamp,
+        };
+        let mut msg = [0u8; INITIATION_LEN];
+        let init = match Initiation::start(
+            &self.params.private_key,
+            &self.params.server_public_key,
+            self.params.preshared_key.as_ref(),
+            index,
+            payload,
+            &mut msg,
+        ) {
+            Ok(i) => i,
+            Err(e) => {
+                warn!(error = %e, "cannot start a handshake");
+                return;
+            }
+        };
+        self.attempts += 1;
+        if self.attempts > 1 && self.attempts.is_power_of_two() {
+            warn!(
+                attempts = self.attempts,
+                "no handshake response from the server yet (unreachable, or it does not know our key)"
+            );
+        }
+        debug!(
+            attempt = self.attempts,
+            "sending handshake initiation on every path"
+        );
+        for (i, p) in self.params.paths.iter().enumerate() {
+            out.send_udp(i, p.server, &msg);
+        }
+        self.handshake = Some((init, now.mono));
+        self.last_initiation = Some(now.mono);
+    }
+
+    /// When [`ClientEndpoint::handle_timeout`] should be called next.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let handshake = self.next_handshake();
+        Some(
+            self.link
+                .poll_timeout()
+                .map_or(handshake, |e| e.min(handshake)),
+        )
+    }
+
+    fn count_data_drop(&mut self, now: Time, e: super::link::DataDrop, from: SocketAddr) {
+        use super::link::DataDrop;
+        match e {
+            DataDrop::UnknownIndex => self.drops.unknown_index += 1,
+            DataDrop::Replayed => self.drops.replayed += 1,
+            DataDrop::Auth => {
+                self.drops.auth_failed += 1;
+                self.log_drop(now, "datagram failed authentication", "", from);
+            }
+        }
+    }
+
+    fn log_drop(&mut self, now: Time, what: &str, detail: &str, from: SocketAddr) {
+        if let Some(suppressed) = self.log_drop.check(now) {
+            debug!(%from, detail, suppressed, "{what}: dropped");
+        }
+    }
+
+    /// Datagrams dropped before the session.
+    pub fn drops(&self) -> DropCounters {
+        self.drops
+    }
+
+    /// `plait status`'s view.
+    pub fn status(&self, now: Time) -> SessionStatus {
+        let mut s = self.link.status(
+            now,
+            "server",
+            &self.params.server_public_key.to_base64(),
+            self.params.engine.scheduler.name(),
+        );
+        for p in &mut s.paths {
+            if p.remote.is_none() {
+                p.remote = self
+                    .params
+                    .paths
+                    .get(usize::from(p.id))
+                    .map(|c| c.server.to_string());
+            }
+        }
+        s
+    }
+
+    /// Inner packets refused, datagrams unsent, sources spoofed.
+    pub fn link_counters(&self) -> super::link::LinkCounters {
+        self.link.counters
+    }
+}

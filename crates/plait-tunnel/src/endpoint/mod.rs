@@ -1,0 +1,113 @@
+//! Sans-IO tunnel endpoints: everything between the sockets and the engine.
+//!
+//! A [`ClientEndpoint`] or [`ServerEndpoint`] is fed datagrams (with the socket and the
+//! source address they came from), inner packets from the TUN device and timeouts, always
+//! with the time as an argument; it answers through [`Outputs`]. It owns the handshake,
+//! the keys, the replay window, the path endpoints (and roaming) and one
+//! `plait_proto::Session` per peer, which it drives with `plait_proto::drive`.
+//!
+//! Invariants:
+//! - A datagram that fails to parse or authenticate changes nothing but a drop counter
+//!   and causes no output (no reply to unauthenticated packets).
+//! - A path's peer address changes only on an authenticated datagram (roaming, NAT
+//!   rebinding); a replayed datagram cannot move it because the replay window refuses it.
+//! - Nothing here reads a clock or opens a socket, so the unit tests run both endpoints
+//!   over an in-memory network with virtual time.
+
+mod client;
+mod inner;
+mod link;
+mod server;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use client::{ClientEndpoint, ClientParams, ClientPath};
+pub use inner::addresses as inner_addresses;
+pub use server::{ServerEndpoint, ServerParams, ServerPeer};
+
+use plait_proto::Time;
+use plait_proto::reorder::ReorderKind;
+use plait_proto::sched::SchedulerKind;
+
+/// The time as an endpoint sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Now {
+    /// Monotonic time since the daemon started (the engine's clock).
+    pub mono: Time,
+    /// Wall-clock nanoseconds since the Unix epoch, only for handshake timestamps.
+    pub wall_ns: u64,
+}
+
+/// Where an endpoint's outputs go: the daemon's sockets and TUN device, or a test network.
+pub trait Outputs {
+    /// Send `datagram` from socket `socket` (path index on the client, listen-socket index
+    /// on the server) to `to`.
+    fn send_udp(&mut self, socket: usize, to: SocketAddr, datagram: &[u8]);
+    /// Write an inner packet to the TUN device.
+    fn write_tun(&mut self, packet: &[u8]);
+}
+
+/// Engine settings shared by every session an endpoint makes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineParams {
+    /// Scheduler.
+    pub scheduler: SchedulerKind,
+    /// Reorder policy.
+    pub reorder: ReorderKind,
+    /// Reorder buffer's longest hold.
+    pub max_hold: Duration,
+    /// Largest engine datagram (path MTU less outer IP, UDP and [`crate::message::DATA_OVERHEAD`]).
+    pub max_datagram_size: usize,
+}
+
+impl EngineParams {
+    /// The engine configuration for one session.
+    pub fn session_config(&self, session_id: u32, seed: u64) -> plait_proto::Config {
+        let mut c = plait_proto::Config {
+            session_id,
+            seed,
+            scheduler: self.scheduler,
+            reorder: self.reorder,
+            max_datagram_size: self.max_datagram_size,
+            ..plait_proto::Config::default()
+        };
+        c.reorder_config.max_hold = self.max_hold;
+        c
+    }
+
+    /// The largest inner packet (the TUN device's MTU).
+    pub fn tun_mtu(&self) -> usize {
+        self.session_config(0, 0).max_inner_packet()
+    }
+}
+
+/// Bytes of outer headers below plait's data message: IP and UDP.
+pub fn outer_ip_udp_overhead(addr: &SocketAddr) -> usize {
+    match addr {
+        SocketAddr::V4(_) => 20 + 8,
+        SocketAddr::V6(_) => 40 + 8,
+    }
+}
+
+/// The largest engine datagram that fits a path MTU towards `addr`.
+pub fn max_datagram_for(path_mtu: u16, addr: &SocketAddr) -> usize {
+    usize::from(path_mtu)
+        .saturating_sub(outer_ip_udp_overhead(addr) + crate::message::DATA_OVERHEAD)
+}
+
+/// Random numbers for indices, session ids and engine seeds (the OS generator; the
+/// engine itself stays seeded and deterministic).
+pub(crate) fn random_u64() -> u64 {
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 8];
+    // SystemRandom fails only if the OS generator is unavailable, which the handshake
+    // (snow, same generator) would also hit; fall back to a fixed value rather than
+    // panic: indices are not secrets, and keys never come from here.
+    if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
+        return 0x706c_6169_7400_0001;
+    }
+    u64::from_le_bytes(b)
+}

@@ -1,0 +1,371 @@
+//! The server endpoint: many clients, each its own engine session, on any number of
+//! listening sockets.
+//!
+//! A client is known by its static public key (config `[[client]]`). Its paths are learned
+//! from authenticated data: the engine header inside names the path id, and the socket
+//! and source address it arrived on become that path's endpoint (they follow NAT
+//! rebinding and roaming, but only on authenticated datagrams). Inner packets from the TUN
+//! device go to the client whose `allowed_ips` contain their destination (longest prefix);
+//! inner packets from a client are written to the TUN device only if their source is in
+//! that client's `allowed_ips`.
+//!
+//! Refused without reply and counted: anything that does not parse, initiations that do
+//! not decrypt, come from unknown keys, replay an old timestamp or exceed the handshake
+//! rate limit, and data messages with unknown indices, replayed counters or bad tags.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use plait_proto::path::PathHints;
+use plait_proto::wire::Header;
+use plait_proto::{Session, Time};
+use tracing::{debug, info, warn};
+
+use super::link::{DataDrop, Link};
+use super::{EngineParams, Now, Outputs, random_u64};
+use crate::control::{DropCounters, SessionStatus};
+use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
+use crate::crypto::keypair::Keypair;
+use crate::keys::Key;
+use crate::message::{DATA_HEADER_LEN, Message, RESPONSE_LEN, parse};
+use crate::ratelimit::{LogLimiter, TokenBucket};
+
+/// Handshake initiations processed per second, all clients together (each costs several
+/// X25519 operations), and the burst allowed.
+pub const HANDSHAKE_RATE: f64 = 200.0;
+/// See [`HANDSHAKE_RATE`].
+pub const HANDSHAKE_BURST: f64 = 50.0;
+/// One client's initiations closer together than this are ignored (WireGuard: 20 ms).
+pub const MIN_INITIATION_INTERVAL: Duration = Duration::from_millis(20);
+
+/// One configured client.
+#[derive(Clone, Debug)]
+pub struct ServerPeer {
+    /// Name for logs and status.
+    pub name: String,
+    /// Its static public key.
+    pub public_key: Key,
+    /// Optional pre-shared key.
+    pub preshared_key: Option<Key>,
+    /// Inner addresses it may use as source, and that route to it.
+    pub allowed_ips: Vec<IpNet>,
+}
+
+/// What a server endpoint needs.
+#[derive(Clone, Debug)]
+pub struct ServerParams {
+    /// The server's private key.
+    pub private_key: Key,
+    /// Known clients.
+    pub peers: Vec<ServerPeer>,
+    /// Engine settings for every session.
+    pub engine: EngineParams,
+}
+
+#[derive(Debug)]
+struct Peer {
+    config: ServerPeer,
+    public_b64: String,
+    last_timestamp: Option<u64>,
+    last_initiation: Option<Time>,
+    link: Link,
+}
+
+/// The server side of a tunnel.
+#[derive(Debug)]
+pub struct ServerEndpoint {
+    private_key: Key,
+    engine: EngineParams,
+    peers: Vec<Peer>,
+    /// Local key index -> peer.
+    indices: BTreeMap<u32, usize>,
+    /// (prefix, peer), longest prefix first.
+    routes: Vec<(IpNet, usize)>,
+    handshakes: TokenBucket,
+    drops: DropCounters,
+    log_unknown: LogLimiter,
+    log_drop: LogLimiter,
+}
+
+impl ServerEndpoint {
+    /// A server with no sessions yet.
+    pub fn new(params: ServerParams) -> ServerEndpoint {
+        let mut routes = Vec::new();
+        let peers: Vec<Peer> = params
+            .peers
+            .into_iter()
+            .enumerate()
+            .map(|(i, config)| {
+                routes.extend(config.allowed_ips.iter().map(|n| (n.trunc(), i)));
+                Peer {
+                    public_b64: config.public_key.to_base64(),
+                    last_timestamp: None,
+                    last_initiation: None,
+                    link: Link::new(Some(config.allowed_ips.clone()), Vec::new()),
+                    config,
+                }
+            })
+            .collect();
+        routes.sort_by_key(|(n, _)| std::cmp::Reverse(n.prefix_len()));
+        ServerEndpoint {
+            private_key: params.private_key,
+            engine: params.engine,
+            peers,
+            indices: BTreeMap::new(),
+            routes,
+            handshakes: TokenBucket::new(HANDSHAKE_RATE, HANDSHAKE_BURST),
+            drops: DropCounters::default(),
+            log_unknown: LogLimiter::new(1.0),
+            log_drop: LogLimiter::new(1.0),
+        }
+    }
+
+    /// A datagram arrived on listening socket `socket` from `from`.
+    pub fn handle_udp(
+        &mut self,
+        now: Now,
+        socket: usize,
+        from: SocketAddr,
+        datagram: &mut [u8],
+        out: &mut impl Outputs,
+    ) {
+        match parse(datagram) {
+            Ok(Message::Initiation { sender }) => {
+                self.handle_initiation(now, socket, from, sender, &datagram[8..], out)
+            }
+            Ok(Message::Data { receiver, counter }) => {
+                self.handle_data(now.mono, socket, from, receiver, counter, datagram, out)
+            }
+            Ok(Message::Response { .. }) | Err(_) => {
+                self.drops.malformed += 1;
+                if let Some(suppressed) = self.log_drop.check(now.mono) {
+                    debug!(%from, suppressed, "malformed datagram dropped");
+                }
+            }
+        }
+    }
+
+    fn handle_initiation(
+        &mut self,
+        now: Now,
+        socket: usize,
+        from: SocketAddr,
+        sender: u32,
+        noise: &[u8],
+        out: &mut impl Outputs,
+    ) {
+        let t = now.mono;
+        // The rate limit comes first: it is the only defence that costs nothing.
+        if !self.handshakes.allow(t) {
+            self.drops.rate_limited += 1;
+            return;
+        }
+        let init = match ReceivedInitiation::read(&self.private_key, noise) {
+            Ok(i) => i,
+            Err(_) => {
+                self.drops.auth_failed += 1;
+                return;
+            }
+        };
+        let Some(p) = self
+            .peers
+            .iter()
+            .position(|p| p.config.public_key == init.client)
+        else {
+            self.drops.unknown_key += 1;
+            if let Some(suppressed) = self.log_unknown.check(t) {
+                warn!(%from, key = %init.client.to_base64(), suppressed, "handshake from an unknown public key refused");
+            }
+            return;
+        };
+        let peer = &mut self.peers[p];
+        if peer
+            .last_timestamp
+            .is_some_and(|last| init.payload.timestamp <= last)
+        {
+            // A replayed (or duplicate, sent on another path) initiation.
+            self.drops.replayed += 1;
+            return;
+        }
+        if peer
+            .last_initiation
+            .is_some_and(|last| t < last + MIN_INITIATION_INTERVAL)
+        {
+            self.drops.rate_limited += 1;
+            return;
+        }
+        let local_index = loop {
+            let i = random_u64() as u32;
+            if !self.indices.contains_key(&i) {
+                break i;
+            }
+        };
+        let session_id = init.payload.session_id;
+        let timestamp = init.payload.timestamp;
+        let fresh = peer.link.session.is_none() || peer.link.session_id != session_id;
+        let mut msg = [0u8; RESPONSE_LEN];
+        let psk = peer.config.preshared_key.clone();
+        let flags = if fresh { FLAG_FRESH_SESSION } else { 0 };
+        let keys = match init.respond(psk.as_ref(), local_index, sender, flags, &mut msg) {
+            Ok(k) => k,
+            Err(e) => {
+                warn!(error = %e, "cannot answer a handshake");
+                return;
+            }
+        };
+        peer.last_timestamp = Some(timestamp);
+        peer.last_initiation = Some(t);
+        if fresh {
+            match Session::new(self.engine.session_config(session_id, random_u64())) {
+                Ok(s) => {
+                    if peer.link.session.is_some() {
+                        info!(peer = %peer.config.name, "client started a new session");
+                    }
+                    peer.link.session = Some(s);
+                    peer.link.session_id = session_id;
+                    peer.link.endpoints = [None; plait_proto::MAX_PATHS];
+                }
+                Err(e) => {
+                    warn!(error = %e, "engine configuration refused");
+                    return;
+                }
+            }
+        }
+        // The new keys wait in `next` until the client's first data message confirms
+        // them (it proves the client holds them: no key-compromise impersonation).
+        if let Some(old) = peer.link.next.take() {
+            self.indices.remove(&old.local_index);
+        }
+        peer.link.next = Some(Keypair::new(&keys, local_index, sender, t, false));
+        self.indices.insert(local_index, p);
+        info!(peer = %peer.config.name, %from, session = format_args!("{session_id:08x}"), fresh, "handshake answered");
+        out.send_udp(socket, from, &msg);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_data(
+        &mut self,
+        now: Time,
+        socket: usize,
+        from: SocketAddr,
+        receiver: u32,
+        counter: u64,
+        msg: &mut [u8],
+        out: &mut impl Outputs,
+    ) {
+        let Some(&p) = self.indices.get(&receiver) else {
+            self.drops.unknown_index += 1;
+            return;
+        };
+        let peer = &mut self.peers[p];
+        let len = match peer.link.open(now, receiver, counter, msg) {
+            Ok((len, dropped)) => {
+                if let Some(old) = dropped {
+                    self.indices.remove(&old);
+                }
+                len
+            }
+            Err(DataDrop::UnknownIndex) => {
+                self.drops.unknown_index += 1;
+                return;
+            }
+            Err(DataDrop::Replayed) => {
+                self.drops.replayed += 1;
+                return;
+            }
+            Err(DataDrop::Auth) => {
+                self.drops.auth_failed += 1;
+                return;
+            }
+        };
+        // Authenticated: the engine header names the path; learn or follow its endpoint.
+        let Ok((header, _)) = Header::decode(&msg[DATA_HEADER_LEN..DATA_HEADER_LEN + len]) else {
+            self.drops.malformed += 1;
+            return;
+        };
+        let path = header.path;
+        if let Some(session) = peer.link.session.as_mut()
+            && !session.path_ids().any(|id| id == path)
+        {
+            match session.add_path(now, path, PathHints::default()) {
+                Ok(()) => info!(peer = %peer.config.name, %path, %from, "new path"),
+                Err(e) => {
+                    debug!(error = %e, "path refused");
+                    return;
+                }
+            }
+        }
+        peer.link.learn_endpoint(now, path, socket, from);
+        peer.link.receive(now, path, msg, len, out);
+    }
+
+    /// An inner packet read from the TUN device: routed to the client whose
+    /// `allowed_ips` hold its destination.
+    pub fn handle_tun(&mut self, now: Now, packet: &[u8], out: &mut impl Outputs) {
+        let Some((_, dst)) = super::inner::addresses(packet) else {
+            self.drops.malformed += 1;
+            return;
+        };
+        let Some(&(_, p)) = self.routes.iter().find(|(net, _)| net.contains(&dst)) else {
+            self.drops.no_route += 1;
+            return;
+        };
+        self.peers[p].link.send_inner(now.mono, packet, out);
+    }
+
+    /// Timers of every session; retires expired keys.
+    pub fn handle_timeout(&mut self, now: Now, out: &mut impl Outputs) {
+        for peer in &mut self.peers {
+            for gone in peer.link.expire_keys(now.mono) {
+                self.indices.remove(&gone);
+            }
+            if peer
+                .link
+                .poll_timeout()
+                .is_some_and(|deadline| deadline <= now.mono)
+            {
+                peer.link.drive(now.mono, out);
+            }
+        }
+    }
+
+    /// When [`ServerEndpoint::handle_timeout`] should be called next.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let keys = self.peers.iter().flat_map(|p| {
+            [&p.link.current, &p.link.previous, &p.link.next]
+                .into_iter()
+                .flatten()
+                .map(|k| k.created + crate::crypto::keypair::REJECT_AFTER_TIME)
+        });
+        self.peers
+            .iter()
+            .filter_map(|p| p.link.poll_timeout())
+            .chain(keys)
+            .min()
+    }
+
+    /// Datagrams dropped before any session, and inner packets refused.
+    pub fn drops(&self) -> DropCounters {
+        let mut d = self.drops;
+        d.spoofed_source = self.peers.iter().map(|p| p.link.counters.spoofed).sum();
+        d
+    }
+
+    /// `plait status`'s view: one entry per client that has a session.
+    pub fn status(&self, now: Time) -> Vec<SessionStatus> {
+        self.peers
+            .iter()
+            .filter(|p| p.link.session.is_some())
+            .map(|p| {
+                p.link.status(
+                    now,
+                    &p.config.name,
+                    &p.public_b64,
+                    self.engine.scheduler.name(),
+                )
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,492 @@
+//! Both endpoints over an in-memory network with virtual time: handshake, traffic both
+//! ways on every path, refusals without reply, roaming, rekeying, restarts.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use plait_proto::Time;
+use plait_proto::reorder::ReorderKind;
+use plait_proto::sched::SchedulerKind;
+
+use super::*;
+use crate::keys::Key;
+
+const SERVER: &str = "192.0.2.1:7744";
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn engine() -> EngineParams {
+    engine_with(SchedulerKind::Plait)
+}
+
+fn engine_with(scheduler: SchedulerKind) -> EngineParams {
+    EngineParams {
+        scheduler,
+        reorder: ReorderKind::Bmp,
+        max_hold: Duration::from_secs(1),
+        max_datagram_size: 1400,
+    }
+}
+
+/// An IPv4 packet from `src` to `dst` with a recognisable payload.
+fn packet(src: [u8; 4], dst: [u8; 4], tag: u32) -> Vec<u8> {
+    let mut p = vec![0u8; 60];
+    p[0] = 0x45;
+    p[12..16].copy_from_slice(&src);
+    p[16..20].copy_from_slice(&dst);
+    p[20..24].copy_from_slice(&tag.to_le_bytes());
+    p
+}
+
+#[derive(Default)]
+struct Capture {
+    udp: Vec<(usize, SocketAddr, Vec<u8>)>,
+    tun: Vec<Vec<u8>>,
+}
+
+impl Outputs for Capture {
+    fn send_udp(&mut self, socket: usize, to: SocketAddr, datagram: &[u8]) {
+        self.udp.push((socket, to, datagram.to_vec()));
+    }
+    fn write_tun(&mut self, packet: &[u8]) {
+        self.tun.push(packet.to_vec());
+    }
+}
+
+/// A client with two paths and a server, joined by links with a fixed delay each way.
+struct World {
+    now: Time,
+    client: ClientEndpoint,
+    server: ServerEndpoint,
+    /// The client's source address per path, as the server sees it (NAT may change it).
+    client_addrs: Vec<SocketAddr>,
+    delay: [Duration; 2],
+    /// (arrival, to_server, path, from, bytes)
+    wire: VecDeque<(Time, bool, usize, SocketAddr, Vec<u8>)>,
+    client_tun: Vec<Vec<u8>>,
+    server_tun: Vec<Vec<u8>>,
+    /// Datagrams the server sent, per client path.
+    server_sent: [u64; 2],
+    client_sent: [u64; 2],
+    /// Path whose datagrams are dropped both ways.
+    cut: Option<usize>,
+}
+
+struct Keys {
+    client: Key,
+    server: Key,
+}
+
+fn keys() -> Keys {
+    Keys {
+        client: Key::generate().unwrap(),
+        server: Key::generate().unwrap(),
+    }
+}
+
+fn server_for(k: &Keys, client_public: Key) -> ServerEndpoint {
+    ServerEndpoint::new(ServerParams {
+        private_key: k.server.clone(),
+        peers: vec![ServerPeer {
+            name: "router".into(),
+            public_key: client_public,
+            preshared_key: None,
+            allowed_ips: vec!["10.77.0.2/32".parse::<IpNet>().unwrap()],
+        }],
+        engine: engine(),
+    })
+}
+
+impl World {
+    fn new(k: &Keys) -> World {
+        World::with_scheduler(k, SchedulerKind::Plait)
+    }
+
+    /// Links here have no capacity limit, so delay-aware schedulers rightly keep to the
+    /// faster path; round-robin spreads packets over both.
+    fn with_scheduler(k: &Keys, scheduler: SchedulerKind) -> World {
+        let client = ClientEndpoint::new(ClientParams {
+            private_key: k.client.clone(),
+            server_public_key: k.server.public(),
+            preshared_key: None,
+            paths: vec![
+                ClientPath {
+                    name: "fibre".into(),
+                    server: addr(SERVER),
+                    rate_hint: None,
+                },
+                ClientPath {
+                    name: "lte".into(),
+                    server: addr(SERVER),
+                    rate_hint: None,
+                },
+            ],
+            engine: engine_with(scheduler),
+        });
+        World {
+            now: Time::from_millis(1),
+            client,
+            server: server_for(k, k.client.public()),
+            client_addrs: vec![addr("198.51.100.10:40000"), addr("203.0.113.20:40001")],
+            delay: [Duration::from_millis(10), Duration::from_millis(30)],
+            wire: VecDeque::new(),
+            client_tun: Vec::new(),
+            server_tun: Vec::new(),
+            server_sent: [0; 2],
+            client_sent: [0; 2],
+            cut: None,
+        }
+    }
+
+    fn stamp(&self) -> Now {
+        Now {
+            mono: self.now,
+            // A wall clock that moves with virtual time.
+            wall_ns: 1_700_000_000_000_000_000 + self.now.as_nanos(),
+        }
+    }
+
+    fn absorb(&mut self, from_client: bool, cap: Capture) {
+        for (socket, to, bytes) in cap.udp {
+            if from_client {
+                self.client_sent[socket] += 1;
+                let from = self.client_addrs[socket];
+                assert_eq!(to, addr(SERVER));
+                self.send(true, socket, from, bytes);
+            } else {
+                let Some(path) = self.client_addrs.iter().position(|a| *a == to) else {
+                    continue; // to an address nobody has any more
+                };
+                self.server_sent[path] += 1;
+                self.send(false, path, addr(SERVER), bytes);
+            }
+        }
+        if from_client {
+            self.client_tun.extend(cap.tun);
+        } else {
+            self.server_tun.extend(cap.tun);
+        }
+    }
+
+    fn send(&mut self, to_server: bool, path: usize, from: SocketAddr, bytes: Vec<u8>) {
+        if self.cut == Some(path) {
+            return;
+        }
+        let at = self.now + self.delay[path];
+        let pos = self
+            .wire
+            .iter()
+            .position(|w| w.0 > at)
+            .unwrap_or(self.wire.len());
+        self.wire.insert(pos, (at, to_server, path, from, bytes));
+    }
+
+    /// Advances virtual time to `until`, delivering datagrams and running timers.
+    fn run_until(&mut self, until: Time) {
+        loop {
+            let next_wire = self.wire.front().map(|w| w.0);
+            let next = [
+                next_wire,
+                self.client.poll_timeout(),
+                self.server.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t <= until)
+            .min();
+            let Some(t) = next else { break };
+            self.now = self.now.max(t);
+            let stamp = self.stamp();
+            while self.wire.front().is_some_and(|w| w.0 <= self.now) {
+                let (_, to_server, path, from, mut bytes) = self.wire.pop_front().unwrap();
+                let mut cap = Capture::default();
+                if to_server {
+                    self.server.handle_udp(stamp, 0, from, &mut bytes, &mut cap);
+                    self.absorb(false, cap);
+                } else {
+                    self.client
+                        .handle_udp(stamp, path, from, &mut bytes, &mut cap);
+                    self.absorb(true, cap);
+                }
+            }
+            let mut cap = Capture::default();
+            if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.client.handle_timeout(stamp, &mut cap);
+            }
+            self.absorb(true, cap);
+            let mut cap = Capture::default();
+            if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.server.handle_timeout(stamp, &mut cap);
+            }
+            self.absorb(false, cap);
+        }
+        self.now = until;
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        self.run_until(until);
+    }
+
+    fn client_sends(&mut self, p: &[u8]) {
+        let mut cap = Capture::default();
+        self.client.handle_tun(self.stamp(), p, &mut cap);
+        self.absorb(true, cap);
+    }
+
+    fn server_sends(&mut self, p: &[u8]) {
+        let mut cap = Capture::default();
+        self.server.handle_tun(self.stamp(), p, &mut cap);
+        self.absorb(false, cap);
+    }
+
+    /// Sends `n` packets each way, 1 ms apart, and lets them arrive.
+    fn traffic(&mut self, n: u32, first_tag: u32) {
+        for i in 0..n {
+            self.client_sends(&packet([10, 77, 0, 2], [10, 0, 0, 1], first_tag + i));
+            self.server_sends(&packet([10, 0, 0, 1], [10, 77, 0, 2], first_tag + i));
+            self.run_for(Duration::from_millis(1));
+        }
+        self.run_for(Duration::from_millis(500));
+    }
+}
+
+fn tags(packets: &[Vec<u8>]) -> Vec<u32> {
+    packets
+        .iter()
+        .map(|p| u32::from_le_bytes(p[20..24].try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn handshake_then_traffic_both_ways_on_both_paths() {
+    let k = keys();
+    let mut w = World::with_scheduler(&k, SchedulerKind::RoundRobin);
+    w.server = ServerEndpoint::new(ServerParams {
+        private_key: k.server.clone(),
+        peers: vec![ServerPeer {
+            name: "router".into(),
+            public_key: k.client.public(),
+            preshared_key: None,
+            allowed_ips: vec!["10.77.0.2/32".parse().unwrap()],
+        }],
+        engine: engine_with(SchedulerKind::RoundRobin),
+    });
+    w.run_for(Duration::from_secs(2));
+    assert!(w.client.is_established(w.now));
+    w.traffic(400, 0);
+    assert_eq!(
+        tags(&w.server_tun),
+        (0..400).collect::<Vec<_>>(),
+        "client to server, in order"
+    );
+    assert_eq!(
+        tags(&w.client_tun),
+        (0..400).collect::<Vec<_>>(),
+        "server to client, in order"
+    );
+    assert!(
+        w.client_sent.iter().all(|n| *n > 20),
+        "client used both paths: {:?}",
+        w.client_sent
+    );
+    assert!(
+        w.server_sent.iter().all(|n| *n > 20),
+        "server used both paths: {:?}",
+        w.server_sent
+    );
+    let s = w.server.status(w.now);
+    assert_eq!(s.len(), 1);
+    assert!(s[0].established);
+    assert_eq!(s[0].paths.len(), 2);
+    // The initiation went out on both paths; the second copy is refused as a replay.
+    let expected = crate::control::DropCounters {
+        replayed: 1,
+        ..Default::default()
+    };
+    assert_eq!(w.server.drops(), expected);
+}
+
+#[test]
+fn unknown_client_key_gets_nothing_back() {
+    let k = keys();
+    let mut w = World::new(&k);
+    // The server knows some other client.
+    w.server = server_for(&k, Key::generate().unwrap().public());
+    w.run_for(Duration::from_secs(12));
+    assert_eq!(w.server_sent, [0, 0], "no reply of any kind");
+    assert!(!w.client.is_established(w.now));
+    assert!(w.server.drops().unknown_key >= 2, "{:?}", w.server.drops());
+    assert!(w.server.status(w.now).is_empty(), "no state kept");
+}
+
+#[test]
+fn wrong_server_key_gets_nothing_back() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.server = ServerEndpoint::new(ServerParams {
+        private_key: Key::generate().unwrap(),
+        peers: vec![ServerPeer {
+            name: "router".into(),
+            public_key: k.client.public(),
+            preshared_key: None,
+            allowed_ips: vec!["10.77.0.2/32".parse().unwrap()],
+        }],
+        engine: engine(),
+    });
+    w.run_for(Duration::from_secs(6));
+    assert_eq!(w.server_sent, [0, 0]);
+    assert!(w.server.drops().auth_failed >= 1);
+}
+
+#[test]
+fn junk_replays_and_forgeries_get_no_reply_and_change_nothing() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    // Capture one genuine data message from the client.
+    let mut cap = Capture::default();
+    w.client.handle_tun(
+        w.stamp(),
+        &packet([10, 77, 0, 2], [10, 0, 0, 1], 7),
+        &mut cap,
+    );
+    let genuine = cap.udp[0].2.clone();
+    w.absorb(true, cap);
+    w.run_for(Duration::from_millis(100));
+    assert_eq!(tags(&w.server_tun), vec![7]);
+    let before = w.server_sent;
+    let stamp = w.stamp();
+    let attacker = addr("192.0.2.99:5555");
+    let mut out = Capture::default();
+    // Replay from the attacker's address.
+    w.server
+        .handle_udp(stamp, 0, attacker, &mut genuine.clone(), &mut out);
+    // Flip one bit anywhere.
+    for i in 0..genuine.len() {
+        let mut bad = genuine.clone();
+        bad[i] ^= 0x10;
+        w.server.handle_udp(stamp, 0, attacker, &mut bad, &mut out);
+    }
+    // Junk of every length.
+    for len in 0..200 {
+        w.server
+            .handle_udp(stamp, 0, attacker, &mut vec![4u8; len], &mut out);
+        w.server
+            .handle_udp(stamp, 0, attacker, &mut vec![1u8; len], &mut out);
+    }
+    assert!(
+        out.udp.is_empty() && out.tun.is_empty(),
+        "no reply, nothing delivered"
+    );
+    let d = w.server.drops();
+    assert!(
+        d.replayed >= 1 && d.auth_failed >= 1 && d.malformed >= 1,
+        "{d:?}"
+    );
+    // The path endpoints did not move to the attacker.
+    let s = &w.server.status(w.now)[0];
+    assert!(
+        s.paths
+            .iter()
+            .all(|p| p.remote.as_deref() != Some("192.0.2.99:5555"))
+    );
+    w.traffic(20, 100);
+    assert!(w.server_sent[0] + w.server_sent[1] > before[0] + before[1]);
+    assert_eq!(tags(&w.server_tun)[1..], (100..120).collect::<Vec<_>>()[..]);
+}
+
+#[test]
+fn spoofed_inner_source_is_dropped() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.client_sends(&packet([10, 77, 0, 99], [10, 0, 0, 1], 1));
+    w.run_for(Duration::from_millis(200));
+    assert!(w.server_tun.is_empty());
+    assert_eq!(w.server.drops().spoofed_source, 1);
+}
+
+#[test]
+fn server_follows_a_path_that_changes_address_after_authentication() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(50, 0);
+    // NAT rebinding on path 0.
+    w.client_addrs[0] = addr("198.51.100.10:50000");
+    let before = w.server_sent[0];
+    w.traffic(200, 1000);
+    assert!(
+        w.server_sent[0] > before + 20,
+        "server sends to the new address"
+    );
+    let s = &w.server.status(w.now)[0];
+    assert!(
+        s.paths
+            .iter()
+            .any(|p| p.remote.as_deref() == Some("198.51.100.10:50000"))
+    );
+    // What the server sent to the old mapping before the client's first datagram from the
+    // new one is lost, as on a real NAT; everything after arrives.
+    let got = tags(&w.client_tun);
+    assert!(got.len() >= 240, "{}", got.len());
+    assert!(got.ends_with(&(1050..1200).collect::<Vec<_>>()));
+}
+
+#[test]
+fn rekeys_every_two_minutes_without_losing_packets() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    let mut sent = 0;
+    // Traffic every 5 s for 7 minutes: three rekeys.
+    for _ in 0..84 {
+        w.traffic(5, sent);
+        sent += 5;
+        w.run_for(Duration::from_millis(4_500));
+    }
+    assert_eq!(tags(&w.server_tun), (0..sent).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..sent).collect::<Vec<_>>());
+    let s = &w.server.status(w.now)[0];
+    assert!(s.handshakes >= 3, "handshakes {}", s.handshakes);
+    assert!(s.key_age_s < 125.0, "key age {}", s.key_age_s);
+}
+
+#[test]
+fn survives_a_server_restart() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(20, 0);
+    w.server = server_for(&k, k.client.public());
+    w.wire.clear();
+    // The client notices the silence and handshakes again; the server makes a fresh
+    // session and says so; traffic resumes.
+    w.run_for(Duration::from_secs(25));
+    assert!(w.client.is_established(w.now));
+    w.server_tun.clear();
+    w.client_tun.clear();
+    w.traffic(50, 500);
+    assert_eq!(tags(&w.server_tun), (500..550).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (500..550).collect::<Vec<_>>());
+}
+
+#[test]
+fn survives_a_dead_first_path() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.cut = Some(0);
+    w.run_for(Duration::from_secs(3));
+    assert!(
+        w.client.is_established(w.now),
+        "handshake went over the other path"
+    );
+    w.traffic(100, 0);
+    assert_eq!(tags(&w.server_tun), (0..100).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..100).collect::<Vec<_>>());
+}

@@ -1,0 +1,25 @@
+//! plait's tunnel: the daemon library behind `plait server` and `plait client`.
+//!
+//! Layers, outermost first (docs/tunnel.md):
+//! - [`daemon`]: the event loop. Real TUN device, one UDP socket per path (client) or per
+//!   listen address (server), a clock, signals. It owns no protocol logic.
+//! - [`endpoint`]: sans-IO tunnel endpoints ([`endpoint::ClientEndpoint`],
+//!   [`endpoint::ServerEndpoint`]). Handshake, encryption, replay protection, path
+//!   endpoints and roaming around one `plait_proto::Session` per peer. Time comes in as an
+//!   argument, so the same code runs in the unit tests' in-memory network.
+//! - [`crypto`]: Noise IKpsk2 (snow), ChaCha20-Poly1305 (ring), the replay window.
+//! - [`message`]: the outer message formats (docs/protocol.md#tunnel-messages).
+//! - [`config`], [`keys`]: TOML configuration and X25519 key encoding.
+//! - [`control`]: the status snapshot, `plait status` over a Unix socket, Prometheus metrics.
+//! - [`netcfg`]: routes, policy rules and NAT set up on request and undone on exit.
+
+pub mod config;
+pub mod control;
+pub mod crypto;
+pub mod daemon;
+pub mod endpoint;
+pub mod io;
+pub mod keys;
+pub mod message;
+pub mod netcfg;
+pub mod ratelimit;

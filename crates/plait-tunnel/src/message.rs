@@ -1,0 +1,234 @@
+//! The tunnel's outer messages: what travels in each UDP datagram
+//! (docs/protocol.md#tunnel-messages).
+//!
+//! Three types, all little-endian, all starting with a type byte and three reserved zero
+//! bytes (the same shapes as WireGuard's, so the sizes are well understood):
+//!
+//! | type | name       | layout                                                        | size |
+//! |------|------------|---------------------------------------------------------------|------|
+//! | 1    | initiation | type, 0,0,0, sender index u32, Noise message 1 (112 B)         | 120  |
+//! | 2    | response   | type, 0,0,0, sender u32, receiver u32, Noise message 2 (49 B)  | 61   |
+//! | 4    | data       | type, 0,0,0, receiver u32, counter u64, AEAD(engine datagram)  | 32 + n |
+//!
+//! A response is smaller than the initiation that caused it, so the server can never be
+//! used to amplify traffic. Invariant: [`parse`] never panics and accepts only the exact
+//! sizes above (data: at least the header and the tag).
+
+use thiserror::Error;
+
+use crate::crypto::aead::TAG_LEN;
+
+/// Handshake initiation, client to server.
+pub const TYPE_INITIATION: u8 = 1;
+/// Handshake response, server to client.
+pub const TYPE_RESPONSE: u8 = 2;
+/// Encrypted engine datagram, either way.
+pub const TYPE_DATA: u8 = 4;
+
+/// Plaintext carried inside Noise message 1 (docs/protocol.md#initiation-payload).
+pub const INITIATION_PAYLOAD_LEN: usize = 16;
+/// Plaintext carried inside Noise message 2.
+pub const RESPONSE_PAYLOAD_LEN: usize = 1;
+/// Noise IK message 1: ephemeral (32), encrypted static (32 + 16), encrypted payload.
+pub const NOISE_INITIATION_LEN: usize = 32 + 48 + INITIATION_PAYLOAD_LEN + TAG_LEN;
+/// Noise IK message 2: ephemeral (32), encrypted payload.
+pub const NOISE_RESPONSE_LEN: usize = 32 + RESPONSE_PAYLOAD_LEN + TAG_LEN;
+/// Whole initiation message.
+pub const INITIATION_LEN: usize = 8 + NOISE_INITIATION_LEN;
+/// Whole response message.
+pub const RESPONSE_LEN: usize = 12 + NOISE_RESPONSE_LEN;
+/// Data message header (type, reserved, receiver index, counter); also the AEAD's
+/// associated data, so none of it can be altered undetected.
+pub const DATA_HEADER_LEN: usize = 16;
+/// Bytes a data message adds to the engine datagram it carries.
+pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
+
+/// A datagram that is not a plait tunnel message.
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+pub enum MessageError {
+    /// Empty, or shorter than its type's fixed size.
+    #[error("{len}-byte datagram is too short for message type {kind}")]
+    TooShort {
+        /// Type byte (0 if empty).
+        kind: u8,
+        /// Datagram length.
+        len: usize,
+    },
+    /// A handshake message of the wrong size.
+    #[error("{len}-byte handshake message of type {kind}: wrong size")]
+    WrongSize {
+        /// Type byte.
+        kind: u8,
+        /// Datagram length.
+        len: usize,
+    },
+    /// Unknown type byte, or nonzero reserved bytes.
+    #[error("unknown message type {0:#04x}")]
+    UnknownType(u8),
+}
+
+/// A parsed message header; the payload stays in the caller's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// Type 1: `noise` is `buf[8..]`.
+    Initiation {
+        /// The client's index for this handshake (the server sends it back as receiver).
+        sender: u32,
+    },
+    /// Type 2: `noise` is `buf[12..]`.
+    Response {
+        /// The server's index for the new keys.
+        sender: u32,
+        /// The client's index from the initiation.
+        receiver: u32,
+    },
+    /// Type 4: the sealed engine datagram is `buf[16..]`.
+    Data {
+        /// The receiving side's index of the keys that sealed it.
+        receiver: u32,
+        /// The nonce counter.
+        counter: u64,
+    },
+}
+
+fn u32_at(buf: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&buf[at..at + 4]);
+    u32::from_le_bytes(b)
+}
+
+/// Classifies a datagram. Sizes are checked here, so callers may slice at the documented
+/// offsets.
+pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
+    let Some(&kind) = buf.first() else {
+        return Err(MessageError::TooShort { kind: 0, len: 0 });
+    };
+    if buf.len() < 4 {
+        return Err(MessageError::TooShort {
+            kind,
+            len: buf.len(),
+        });
+    }
+    if buf[1..4] != [0, 0, 0] {
+        return Err(MessageError::UnknownType(kind));
+    }
+    match kind {
+        TYPE_INITIATION if buf.len() == INITIATION_LEN => Ok(Message::Initiation {
+            sender: u32_at(buf, 4),
+        }),
+        TYPE_RESPONSE if buf.len() == RESPONSE_LEN => Ok(Message::Response {
+            sender: u32_at(buf, 4),
+            receiver: u32_at(buf, 8),
+        }),
+        TYPE_INITIATION | TYPE_RESPONSE => Err(MessageError::WrongSize {
+            kind,
+            len: buf.len(),
+        }),
+        TYPE_DATA if buf.len() >= DATA_OVERHEAD => {
+            let mut c = [0u8; 8];
+            c.copy_from_slice(&buf[8..16]);
+            Ok(Message::Data {
+                receiver: u32_at(buf, 4),
+                counter: u64::from_le_bytes(c),
+            })
+        }
+        TYPE_DATA => Err(MessageError::TooShort {
+            kind,
+            len: buf.len(),
+        }),
+        other => Err(MessageError::UnknownType(other)),
+    }
+}
+
+/// Writes a data header into `buf[..DATA_HEADER_LEN]`.
+pub fn write_data_header(buf: &mut [u8; DATA_HEADER_LEN], receiver: u32, counter: u64) {
+    buf[0] = TYPE_DATA;
+    buf[1..4].fill(0);
+    buf[4..8].copy_from_slice(&receiver.to_le_bytes());
+    buf[8..16].copy_from_slice(&counter.to_le_bytes());
+}
+
+/// Writes the fixed part of an initiation (type and sender index) into `buf[..8]`.
+pub fn write_initiation_header(buf: &mut [u8], sender: u32) {
+    buf[0] = TYPE_INITIATION;
+    buf[1..4].fill(0);
+    buf[4..8].copy_from_slice(&sender.to_le_bytes());
+}
+
+/// Writes the fixed part of a response into `buf[..12]`.
+pub fn write_response_header(buf: &mut [u8], sender: u32, receiver: u32) {
+    buf[0] = TYPE_RESPONSE;
+    buf[1..4].fill(0);
+    buf[4..8].copy_from_slice(&sender.to_le_bytes());
+    buf[8..12].copy_from_slice(&receiver.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes_are_wireguards() {
+        assert_eq!(INITIATION_LEN, 120);
+        assert_eq!(RESPONSE_LEN, 61);
+        const { assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification") };
+        assert_eq!(DATA_OVERHEAD, 32);
+    }
+
+    #[test]
+    fn data_header_round_trip() {
+        let mut buf = vec![0u8; DATA_OVERHEAD + 10];
+        let mut h = [0u8; DATA_HEADER_LEN];
+        write_data_header(&mut h, 0xdead_beef, 1 << 40);
+        buf[..DATA_HEADER_LEN].copy_from_slice(&h);
+        assert_eq!(
+            parse(&buf),
+            Ok(Message::Data {
+                receiver: 0xdead_beef,
+                counter: 1 << 40
+            })
+        );
+    }
+
+    #[test]
+    fn handshake_headers_round_trip() {
+        let mut buf = vec![0u8; INITIATION_LEN];
+        write_initiation_header(&mut buf, 7);
+        assert_eq!(parse(&buf), Ok(Message::Initiation { sender: 7 }));
+        let mut buf = vec![0u8; RESPONSE_LEN];
+        write_response_header(&mut buf, 8, 9);
+        assert_eq!(
+            parse(&buf),
+            Ok(Message::Response {
+                sender: 8,
+                receiver: 9
+            })
+        );
+        assert_eq!(
+            parse(&buf[..RESPONSE_LEN - 1]),
+            Err(MessageError::WrongSize {
+                kind: TYPE_RESPONSE,
+                len: RESPONSE_LEN - 1
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_junk() {
+        assert_eq!(parse(&[]), Err(MessageError::TooShort { kind: 0, len: 0 }));
+        assert_eq!(parse(&[9, 0, 0, 0]), Err(MessageError::UnknownType(9)));
+        assert_eq!(parse(&[4, 1, 0, 0]), Err(MessageError::UnknownType(4)));
+        assert_eq!(
+            parse(&[4, 0, 0, 0, 1]),
+            Err(MessageError::TooShort { kind: 4, len: 5 })
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = parse(&bytes);
+        }
+    }
+}
