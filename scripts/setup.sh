@@ -30,6 +30,7 @@ need nft || pkgs+=(nftables)
 need sysctl || pkgs+=(procps)
 need ethtool || pkgs+=(ethtool)
 need tc || pkgs+=(iproute2)
+need iptables || pkgs+=(iptables)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     echo "setup: installing ${pkgs[*]}"

@@ -52,6 +52,16 @@ pub struct Config {
     /// and delays (for links whose figures are known exactly; the simulator's "perfect
     /// knowledge" baselines). Liveness and RTTs stay measured.
     pub trust_hints: bool,
+    /// Loss repair (docs/protocol.md#repair): the receiver asks for inner packets it has
+    /// evidence were lost and holds their holes about one round trip longer; the sender
+    /// keeps recent packets to send them once more. Both ends should agree.
+    pub repair: bool,
+    /// Payload bytes of recent inner packets kept for repair (they are also kept at most
+    /// `reorder_config.max_hold`).
+    pub repair_store_bytes: usize,
+    /// Packet pairs whose second datagram is smaller give no rate sample (0: all count, as
+    /// in seed PET-BMP; real hosts want [`crate::path::MIN_PAIR_BYTES`]).
+    pub min_pair_bytes: usize,
 }
 
 impl Default for Config {
@@ -71,6 +81,9 @@ impl Default for Config {
             liveness: LivenessConfig::default(),
             dedup_window: 1 << 16,
             trust_hints: false,
+            repair: false,
+            repair_store_bytes: 4 << 20,
+            min_pair_bytes: 0,
         }
     }
 }

@@ -251,6 +251,9 @@ pub struct RunSpec {
     /// Schedulers see the exact configured rates and delays (EDPF "with perfect knowledge").
     #[serde(default)]
     pub perfect_knowledge: bool,
+    /// plait's loss repair (docs/protocol.md#repair) on both engines (mode `plait`).
+    #[serde(default)]
+    pub repair: bool,
     /// The paper's value for this row (kbit/s), for the reproduction table.
     #[serde(default)]
     pub paper_kbps: Option<f64>,

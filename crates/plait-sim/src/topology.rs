@@ -349,6 +349,7 @@ fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session)
             max_datagram_size: (inner_max as usize + 64)
                 .max(plait_proto::config::MIN_DATAGRAM_SIZE),
             trust_hints: run.perfect_knowledge,
+            repair: run.repair,
             ..Config::default()
         };
         let mut session = Session::new(config).expect("the simulator's engine config is valid");

@@ -150,6 +150,8 @@ pub struct EngineConfig {
     pub reorder: plait_proto::reorder::ReorderKind,
     /// Longest a packet may wait in the reorder buffer, ms (default 1000).
     pub max_hold_ms: u64,
+    /// Loss repair (docs/protocol.md#repair), default on.
+    pub repair: bool,
 }
 
 /// `[control]`.
@@ -179,6 +181,7 @@ impl Default for EngineConfig {
             scheduler: SchedulerKind::Plait,
             reorder: ReorderKind::Bmp,
             max_hold_ms: DEFAULT_MAX_HOLD_MS,
+            repair: true,
         }
     }
 }
@@ -361,6 +364,7 @@ struct RawEngine {
     scheduler: Option<S<String>>,
     reorder: Option<S<String>>,
     max_hold_ms: Option<S<i64>>,
+    repair: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -911,6 +915,9 @@ impl<'a> Ctx<'a> {
         }
         if let Some(v) = &raw.max_hold_ms {
             engine.max_hold_ms = self.int_in("engine.max_hold_ms", v, 1, MAX_HOLD_MS)? as u64;
+        }
+        if let Some(v) = raw.repair {
+            engine.repair = v;
         }
         Ok(engine)
     }

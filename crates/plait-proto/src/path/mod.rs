@@ -24,7 +24,9 @@ use std::time::Duration;
 pub use liveness::LivenessConfig;
 pub use minmax::WindowedMin;
 pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
-pub use rate::{DeliveryRateEstimator, PAIR_EWMA_NEW, PairRateEstimator};
+pub use rate::{
+    DeliveryRateEstimator, MIN_PAIR_BYTES, PAIR_EWMA_NEW, PairRateEstimator, TrainRateEstimator,
+};
 pub use rtt::RttEstimator;
 pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{PathHints, PathState, PathView};
@@ -87,6 +89,7 @@ pub struct Path {
     rtt: RttEstimator,
     owd: OwdEstimator,
     pair: PairRateEstimator,
+    train: TrainRateEstimator,
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
     hints: PathHints,
@@ -118,6 +121,7 @@ impl Path {
         hints: PathHints,
         liveness: LivenessConfig,
         max_ack_delay: Duration,
+        min_pair_bytes: usize,
     ) -> Path {
         let mut path = Path {
             id,
@@ -130,7 +134,8 @@ impl Path {
             loss_deadline: None,
             rtt: RttEstimator::default(),
             owd: OwdEstimator::default(),
-            pair: PairRateEstimator::default(),
+            pair: PairRateEstimator::with_min_len(min_pair_bytes),
+            train: TrainRateEstimator::default(),
             delivery: DeliveryRateEstimator::default(),
             loss_rate: 0.0,
             hints,
@@ -405,6 +410,11 @@ impl Path {
                 && pseq + 1 == seq
             {
                 let dispersion = recv_us.wrapping_sub(precv) as i32;
+                self.train.on_step(
+                    sent.saturating_since(psent),
+                    Duration::from_micros(dispersion.max(0) as u64),
+                    len as usize,
+                );
                 if dispersion > 0 {
                     let dispersion = Duration::from_micros(dispersion as u64);
                     self.pair.on_pair(
@@ -414,6 +424,8 @@ impl Path {
                         len as usize,
                     );
                 }
+            } else {
+                self.train.end_run();
             }
             self.last_ts = Some((seq, recv_us, sent, len));
         }
@@ -613,6 +625,7 @@ impl Path {
                 base_owd: delay,
                 owd: delay,
                 pair_rate: None,
+                train_rate: None,
                 delivery_rate: None,
                 ..self.view(owd_floor_us, None)
             };
@@ -626,6 +639,7 @@ impl Path {
             base_owd: self.owd.base_us().and_then(|b| rel(b as f64)),
             owd: self.owd.smoothed_us().and_then(rel),
             pair_rate: self.pair.rate(),
+            train_rate: self.train.rate(),
             delivery_rate: self.delivery.rate(),
             configured_rate: self.hints.rate,
             bytes_in_flight: self.bytes_in_flight,

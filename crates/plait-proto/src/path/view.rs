@@ -74,6 +74,9 @@ pub struct PathView {
     pub owd: Option<Duration>,
     /// Bottleneck rate from packet-pair dispersion, bytes per second (seed PET-BMP §V-A).
     pub pair_rate: Option<f64>,
+    /// Bottleneck rate from packet trains (median of recent runs, bytes per second; robust
+    /// to real hosts' bursty receive timestamps; `plait` uses it, PET keeps its pairs).
+    pub train_rate: Option<f64>,
     /// Delivery rate (Westwood-like, seed ETOM §IV-C), bytes per second.
     pub delivery_rate: Option<f64>,
     /// Configured capacity hint, bytes per second (from config; `None` if not given).
@@ -99,6 +102,7 @@ impl PathView {
             base_owd: None,
             owd: None,
             pair_rate: None,
+            train_rate: None,
             delivery_rate: None,
             configured_rate: None,
             bytes_in_flight: 0,

@@ -54,10 +54,15 @@ use std::collections::VecDeque;
 
 use super::loss_detect::LossDetector;
 use super::pacer::{ArrivalRate, Pacer, RATE_WINDOW};
+use super::repair::RepairRequests;
 use super::slab::{NIL, Slab};
 use super::{Arrival, LossEvidence, Released, ReorderBuffer, ReorderConfig, ReorderStats};
 use crate::ids::{GlobalSeq, PathId};
 use crate::time::{Time, duration_nanos};
+
+/// A path whose latest one-way delay is this far above its recent minimum is queueing:
+/// its losses are congestion and are not repaired (µs).
+const REPAIR_MAX_QUEUEING_US: i64 = 10_000;
 
 /// Longest hole run indexed, as a multiple of `max_packets` (at least [`MIN_SPAN`]).
 const SPAN_FACTOR: usize = 4;
@@ -133,6 +138,14 @@ pub struct Bmp {
     loss: Box<LossDetector>,
     rate: ArrivalRate,
     pacer: Option<Pacer>,
+    /// Packets up to this number were held behind a hole when it was resolved: they leave
+    /// paced. Packets that arrive in order leave at once (pacing them would only slow the
+    /// flow to its own measured rate).
+    paced_until: Option<GlobalSeq>,
+    /// Loss repair (`None`: off).
+    repair: Option<Box<RepairRequests>>,
+    /// Longest a hole stays open after it was first seen, repair included.
+    max_hold: std::time::Duration,
     stats: ReorderStats,
     discarded: u64,
 }
@@ -158,6 +171,9 @@ impl Bmp {
             loss: Box::new(LossDetector::new(&config)),
             rate: ArrivalRate::new(config.max_hold.max(RATE_WINDOW * 10)),
             pacer: Pacer::new(config.pacing, config.max_hold.max(RATE_WINDOW)),
+            paced_until: None,
+            repair: config.repair_wait.map(|w| Box::new(RepairRequests::new(w))),
+            max_hold: config.max_hold,
             stats: ReorderStats::default(),
             discarded: 0,
         }
@@ -256,7 +272,7 @@ impl Bmp {
                 .map_or(now, |(_, i)| self.slab.get(i).arrived);
             self.declare_lost(now, LossEvidence::Overflow, holes, first_seen);
         }
-        self.loss.forget_below(self.next);
+        self.forget_below_next();
     }
 
     /// Releases `seq` (not held, `>= next`, lower than every held packet) through the forced
@@ -267,7 +283,7 @@ impl Bmp {
             debug_assert_eq!(i, NIL, "force_new: {seq} was held");
         }
         self.next = seq.saturating_add(1);
-        self.loss.forget_below(self.next);
+        self.forget_below_next();
         let i = self.slab.alloc(seq, now, send_us, packet);
         self.push_forced(now, i);
     }
@@ -304,12 +320,36 @@ impl Bmp {
             let Some(evidence) = self.loss.evidence(self.next, now, first_seen, send_us) else {
                 return false;
             };
+            // Loss repair: a hole that was asked for stays open for the repair's round trip,
+            // never beyond `max_hold` after the hole was first seen. (Holes found by
+            // comparison or timer are not asked for: which path lost them, and whether it
+            // was congested, is unknown.)
+            if let Some(give_up) = self.repair.as_ref().and_then(|r| r.give_up_at(self.next))
+                && now < give_up.min(first_seen + self.max_hold)
+            {
+                return false;
+            }
             self.declare_lost(now, evidence, 1, first_seen);
             self.ring.pop_front();
             self.next += 1;
-            self.loss.forget_below(self.next);
+            self.forget_below_next();
         }
         true
+    }
+
+    /// Everything held now leaves paced (criterion 5 of seed PET-BMP §IV).
+    fn mark_burst(&mut self) {
+        if let Some(last) = (self.ring.len() as u64).checked_sub(1) {
+            let until = self.next + last;
+            self.paced_until = Some(self.paced_until.map_or(until, |u| u.max(until)));
+        }
+    }
+
+    fn forget_below_next(&mut self) {
+        self.loss.forget_below(self.next);
+        if let Some(r) = &mut self.repair {
+            r.forget_below(self.next);
+        }
     }
 }
 
@@ -337,6 +377,21 @@ impl ReorderBuffer for Bmp {
             && !self.is_held(prev)
         {
             self.loss.note_predecessor(prev);
+            // Repair only what a path lost while its queue was short: a loss at a full queue
+            // is congestion, the end hosts' TCP must see it (docs/protocol.md#repair).
+            let queueing = self.loss.queueing_us(arrival.path);
+            if let Some(r) = &mut self.repair
+                && queueing.is_some_and(|q| q < REPAIR_MAX_QUEUEING_US)
+            {
+                r.request(prev, now);
+            }
+        }
+        if let Some(r) = &self.repair
+            && seq >= self.next
+            && r.give_up_at(seq).is_some()
+            && !self.is_held(seq)
+        {
+            self.stats.repaired += 1;
         }
         if seq < self.next {
             let i = self.slab.alloc(seq, now, send_us, packet);
@@ -373,6 +428,10 @@ impl ReorderBuffer for Bmp {
                 self.ring.resize(k + 1, NIL);
             }
             self.ring[k] = i;
+            if k == 0 {
+                // The head hole filled: what waited behind it leaves as a paced burst.
+                self.mark_burst();
+            }
         }
         self.held_packets += 1;
         self.held_bytes += len;
@@ -397,11 +456,19 @@ impl ReorderBuffer for Bmp {
             let head = *self.ring.front()?;
             if head == NIL {
                 if self.resolve_holes(now) {
+                    // Holes given up: what waited behind them leaves as a paced burst.
+                    self.mark_burst();
                     continue;
                 }
                 return None;
             }
-            if let Some(p) = &mut self.pacer {
+            let burst = self.paced_until.is_some_and(|u| self.next <= u);
+            if !burst {
+                self.paced_until = None;
+            }
+            if let Some(p) = &mut self.pacer
+                && burst
+            {
                 if !p.may_release(now) {
                     return None;
                 }
@@ -409,7 +476,7 @@ impl ReorderBuffer for Bmp {
             }
             self.ring.pop_front();
             self.next += 1;
-            self.loss.forget_below(self.next);
+            self.forget_below_next();
             self.held_packets -= 1;
             self.held_bytes -= self.slab.get(head).buf.len();
             if let Some(r) = self.emit(now, head, false, out) {
@@ -440,10 +507,27 @@ impl ReorderBuffer for Bmp {
         }
         let (_, i) = self.lowest_held()?;
         let slot = self.slab.get(i);
-        Some(
-            self.loss
-                .hole_ready_at(self.next, slot.arrived, slot.send_us),
-        )
+        let ready = self
+            .loss
+            .hole_ready_at(self.next, slot.arrived, slot.send_us);
+        // A requested hole stays open until its repair's deadline; one not requested yet
+        // is requested when its evidence holds (`ready`), then waits.
+        let give_up = self
+            .repair
+            .as_ref()
+            .and_then(|r| r.give_up_at(self.next))
+            .map(|t| t.min(slot.arrived + self.max_hold));
+        Some(give_up.map_or(ready, |t| ready.max(t)))
+    }
+
+    fn poll_repair_request(&mut self) -> Option<GlobalSeq> {
+        self.repair.as_mut()?.poll()
+    }
+
+    fn set_repair_wait(&mut self, wait: std::time::Duration) {
+        if let Some(r) = &mut self.repair {
+            r.set_wait(wait);
+        }
     }
 
     fn held_packets(&self) -> usize {
@@ -457,6 +541,7 @@ impl ReorderBuffer for Bmp {
     fn stats(&self) -> ReorderStats {
         ReorderStats {
             discarded: self.discarded,
+            repair_requests: self.repair.as_ref().map_or(0, |r| r.sent),
             ..self.stats
         }
     }

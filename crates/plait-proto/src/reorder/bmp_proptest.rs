@@ -46,14 +46,16 @@ fn config() -> impl Strategy<Value = ReorderConfig> {
         1u64..200,
         0u64..3_000,
         prop::option::of((1u32..8, 1.0f64..4.0)),
+        prop::option::of(0u64..100),
     )
         .prop_map(
-            |(max_packets, max_bytes, hold_ms, margin_us, pacing)| ReorderConfig {
+            |(max_packets, max_bytes, hold_ms, margin_us, pacing, repair_ms)| ReorderConfig {
                 max_packets,
                 max_bytes,
                 max_hold: Duration::from_millis(hold_ms),
                 hold_margin: Duration::from_micros(margin_us),
                 pacing: pacing.map(|(burst, gain)| ReleasePacing { burst, gain }),
+                repair_wait: repair_ms.map(Duration::from_millis),
             },
         )
 }

@@ -49,6 +49,42 @@ struct PathState {
     /// The last `(now, send_ts)` fed to `delay`, so an insert does not feed the datagram
     /// that `on_datagram` already reported a second time.
     last_fed: Option<(Time, u32)>,
+    /// Smallest offsets in the current and the previous window (queue-free base).
+    base: BaseOffset,
+}
+
+/// Windowed minimum of a path's offset samples: two windows of [`BASE_WINDOW_US`], so the
+/// base follows slow clock drift and route changes.
+#[derive(Clone, Copy, Debug, Default)]
+struct BaseOffset {
+    current: Option<i64>,
+    previous: Option<i64>,
+    window_start_us: i64,
+    latest: i64,
+}
+
+/// Length of one base window, µs.
+const BASE_WINDOW_US: i64 = 10_000_000;
+
+impl BaseOffset {
+    fn on_sample(&mut self, now_us: i64, offset: i64) {
+        if now_us.saturating_sub(self.window_start_us) >= BASE_WINDOW_US {
+            self.previous = self.current;
+            self.current = None;
+            self.window_start_us = now_us;
+        }
+        self.current = Some(self.current.map_or(offset, |c| c.min(offset)));
+        self.latest = offset;
+    }
+
+    /// Latest sample above the base: this path's current queueing delay, µs.
+    fn queueing_us(&self) -> Option<i64> {
+        let base = match (self.current, self.previous) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(self.latest.saturating_sub(base))
+    }
 }
 
 /// Per-path state and hole evidence (see the module docs).
@@ -108,9 +144,17 @@ impl LossDetector {
     pub fn on_datagram(&mut self, now: Time, path: PathId, send_ts_us: u32) -> i64 {
         let send = self.unwrapper.unwrap(send_ts_us);
         let p = self.path_mut(path);
-        p.delay.on_sample(receiver_us(now).saturating_sub(send));
+        let offset = receiver_us(now).saturating_sub(send);
+        p.delay.on_sample(offset);
+        p.base.on_sample(receiver_us(now), offset);
         p.last_fed = Some((now, send_ts_us));
         send
+    }
+
+    /// `path`'s current queueing delay (latest one-way delay above its recent minimum), µs;
+    /// `None` before any sample.
+    pub fn queueing_us(&self, path: PathId) -> Option<i64> {
+        self.paths.get(path.index())?.base.queueing_us()
     }
 
     /// An inner packet arrived: feeds the delay estimate (unless `on_datagram` just did for

@@ -28,6 +28,7 @@ mod dedup;
 mod loss_detect;
 mod pacer;
 mod passthrough;
+mod repair;
 mod slab;
 
 pub use bmp::Bmp;
@@ -106,6 +107,10 @@ pub struct ReorderStats {
     /// Inserted packets never released: dropped from a capped queue a caller did not
     /// drain, too large for the caller's buffer, or a duplicate of a held one.
     pub discarded: u64,
+    /// Repair requests made (docs/protocol.md#repair).
+    pub repair_requests: u64,
+    /// Requested packets that arrived before their hole was given up.
+    pub repaired: u64,
     /// Largest number of packets held at once.
     pub max_held_packets: u64,
     /// Largest number of bytes held at once.
@@ -137,6 +142,10 @@ pub struct ReorderConfig {
     /// at most `pacing_burst` at once, then at `pacing_gain` times the measured arrival
     /// rate. `None` releases everything at once.
     pub pacing: Option<ReleasePacing>,
+    /// Loss repair (docs/protocol.md#repair): ask the sender for a packet with loss
+    /// evidence and keep its hole open this much longer (the session keeps it near one
+    /// round trip). `None`: off, holes with evidence are declared lost at once.
+    pub repair_wait: Option<Duration>,
 }
 
 /// Paced release settings (see [`ReorderConfig::pacing`]).
@@ -159,6 +168,7 @@ impl Default for ReorderConfig {
                 burst: 4,
                 gain: 2.0,
             }),
+            repair_wait: None,
         }
     }
 }
@@ -181,6 +191,14 @@ pub trait ReorderBuffer {
 
     /// When `poll_release` may next have something without a new insert.
     fn next_deadline(&self) -> Option<Time>;
+
+    /// The next global sequence number to ask the sender to repair (loss repair on only).
+    fn poll_repair_request(&mut self) -> Option<GlobalSeq> {
+        None
+    }
+
+    /// Updates how long a hole with a repair request stays open (about one round trip).
+    fn set_repair_wait(&mut self, _wait: Duration) {}
 
     /// Packets held now.
     fn held_packets(&self) -> usize;
@@ -221,6 +239,9 @@ impl ReorderKind {
 
 /// Enum dispatch over every reorder policy.
 #[derive(Debug)]
+// One per session, never in a collection: boxing the larger variant would only add a
+// pointer hop to every packet.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyReorder {
     /// See [`Passthrough`].
     None(Passthrough),
@@ -267,6 +288,12 @@ impl ReorderBuffer for AnyReorder {
     }
     fn next_deadline(&self) -> Option<Time> {
         self.inner().next_deadline()
+    }
+    fn poll_repair_request(&mut self) -> Option<GlobalSeq> {
+        self.inner_mut().poll_repair_request()
+    }
+    fn set_repair_wait(&mut self, wait: Duration) {
+        self.inner_mut().set_repair_wait(wait)
     }
     fn held_packets(&self) -> usize {
         self.inner().held_packets()

@@ -8,9 +8,11 @@
 //!
 //! Rate measurement: arrivals are grouped into windows of at least [`RATE_WINDOW`] (so a
 //! driver that stamps a whole receive batch with one time does not read as infinite rate);
-//! each window gives one inter-arrival sample `elapsed / arrivals`, smoothed by an EWMA with
-//! gain 1/8. A sample is clamped to 4× the current estimate (one idle pause only slows the
-//! estimate by 3/8, a real slowdown is still followed within a few windows) and a gap longer
+//! each window gives one inter-arrival sample `elapsed / arrivals`. A sample shorter than the
+//! estimate replaces it at once (speed-ups are followed immediately); a longer one is
+//! smoothed by an EWMA with gain 1/8 and clamped to 4× the current estimate (one idle pause
+//! only slows the estimate by 3/8, a real slowdown is still followed within a few windows).
+//! A gap longer
 //! than the idle threshold (`bmp` uses `max(max_hold, 10 ms)`) restarts the window without a
 //! sample.
 //!
@@ -72,7 +74,12 @@ impl ArrivalRate {
             return false;
         }
         let sample = elapsed / self.count;
-        if self.interval_ns == 0 {
+        if self.interval_ns == 0 || sample < self.interval_ns {
+            // A speed-up is followed at once: releasing too fast only forgoes some
+            // smoothing, releasing too slowly stalls the end hosts' TCP (measured on the
+            // tunnel: a transfer after an idle spell crawled for a second while the
+            // estimate caught up, since the slow release held back the ACKs that would
+            // have sped the arrivals up).
             self.interval_ns = sample.max(1);
         } else {
             let sample = sample.min(self.interval_ns.saturating_mul(4)) as i128;

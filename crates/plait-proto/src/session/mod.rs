@@ -14,6 +14,7 @@
 
 mod ack_tracker;
 mod receive;
+mod repair;
 mod send_queue;
 mod transmit;
 mod types;
@@ -39,6 +40,11 @@ use send_queue::SendQueue;
 const MAX_EVENTS: usize = 1024;
 /// Most PROBE_ACKs waiting to be sent; further probes go unanswered until they drain.
 const MAX_PROBE_ACKS: usize = 64;
+/// Most repair requests waiting to be sent; beyond, the oldest are dropped (their holes
+/// then wait only for their evidence).
+const MAX_REPAIR_REQUESTS: usize = 1024;
+/// Repair wait before any round trip is measured.
+const INITIAL_REPAIR_WAIT: Duration = Duration::from_millis(200);
 
 /// One path's state at this endpoint: what we send on it and what we receive on it.
 #[derive(Debug)]
@@ -95,12 +101,20 @@ pub struct Session {
     events: VecDeque<Event>,
     lifecycle: Lifecycle,
     stats: SessionStats,
+    /// Loss repair, sender side (`None`: off).
+    repair: Option<repair::RepairStore>,
+    /// Repair requests (global sequence numbers, truncated) for the peer.
+    repair_requests: VecDeque<u32>,
 }
 
 impl Session {
     /// A session with no paths yet; add them with [`Session::add_path`].
     pub fn new(config: Config) -> Result<Session, ConfigError> {
         config.validate()?;
+        let mut reorder_config = config.reorder_config.clone();
+        if config.repair {
+            reorder_config.repair_wait = Some(INITIAL_REPAIR_WAIT.min(reorder_config.max_hold));
+        }
         Ok(Session {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             now: Time::ZERO,
@@ -113,13 +127,17 @@ impl Session {
             send_queue: SendQueue::new(config.send_queue_packets, config.send_queue_bytes),
             copies: None,
             next_global: 0,
-            reorder: AnyReorder::new(config.reorder, config.reorder_config.clone()),
+            reorder: AnyReorder::new(config.reorder, reorder_config),
             dedup: DuplicateFilter::new(config.dedup_window),
             recv_next_global: 0,
             probe_acks: VecDeque::new(),
             events: VecDeque::new(),
             lifecycle: Lifecycle::Open,
             stats: SessionStats::default(),
+            repair: config.repair.then(|| {
+                repair::RepairStore::new(config.repair_store_bytes, config.reorder_config.max_hold)
+            }),
+            repair_requests: VecDeque::new(),
             config,
         })
     }
@@ -147,6 +165,7 @@ impl Session {
             hints,
             self.config.liveness.clone(),
             self.config.max_ack_delay,
+            self.config.min_pair_bytes,
         );
         *slot = Some(PathSlot {
             tx,
@@ -344,6 +363,30 @@ impl Session {
             n += 1;
         }
         self.reorder.set_paths(now, &ids[..n]);
+    }
+
+    /// Keeps the repair wait near one round trip on the fastest usable path (the request
+    /// and the repair both take the path that delivers soonest): twice `srtt + 4 rttvar`
+    /// (the repair may queue behind data, or go to another path when the fastest is full),
+    /// plus a margin. A hole that was asked for and not repaired waits this long in vain,
+    /// which is rare: congestion losses are not asked for.
+    fn update_repair_wait(&mut self) {
+        if !self.config.repair {
+            return;
+        }
+        let rtt = self
+            .paths
+            .iter()
+            .flatten()
+            .filter(|s| s.tx.state().is_usable())
+            .filter_map(|s| {
+                let rtt = s.tx.rtt();
+                Some(rtt.srtt()? + 4 * rtt.rttvar()?)
+            })
+            .min();
+        if let Some(rtt) = rtt {
+            self.reorder.set_repair_wait(rtt + Duration::from_millis(5));
+        }
     }
 
     fn next_probe_id(&mut self) -> u32 {

@@ -114,6 +114,10 @@ impl Session {
                     };
                     push_event(&mut self.events, &mut self.stats, event);
                 }
+                Frame::Extension {
+                    frame_type: crate::wire::frame_type::REPAIR_REQUEST,
+                    body,
+                } => self.on_repair_request(now, body),
                 Frame::Extension { .. } => self.stats.extensions_skipped += 1,
             }
         }
@@ -149,6 +153,30 @@ impl Session {
         }
     }
 
+    /// The peer asks for packets again (docs/protocol.md#repair). Ignored when repair is
+    /// off or the body is malformed (the rest of the datagram still counts).
+    fn on_repair_request(&mut self, now: Time, body: &[u8]) {
+        let Some(store) = self.repair.as_mut() else {
+            self.stats.extensions_skipped += 1;
+            return;
+        };
+        let Ok(seqs) = crate::wire::parse_repair_request(body) else {
+            self.stats.extensions_skipped += 1;
+            return;
+        };
+        let newest = self.next_global.saturating_sub(1);
+        for truncated in seqs {
+            let global = expand_seq(newest, truncated);
+            if global < self.next_global && store.request(now, global) {
+                self.stats.repairs_queued += 1;
+            } else {
+                self.stats.repairs_unavailable += 1;
+            }
+        }
+        // Wake the data path: a repair may go out even if the scheduler was waiting.
+        self.sched_blocked = false;
+    }
+
     fn on_ack(&mut self, now: Time, ack: &AckFrame<'_>) {
         let Some(slot) = self
             .paths
@@ -169,6 +197,7 @@ impl Session {
             &mut self.owd_ref,
         );
         self.on_state_change(now, ack.path(), out.state_change);
+        self.update_repair_wait();
     }
 
     fn on_state_change(

@@ -13,6 +13,7 @@
 use super::types::{SendError, Transmit};
 use super::{Lifecycle, PendingCopies, Session, push_event};
 use crate::ids::{GlobalSeq, PathId, PathSeq};
+use crate::reorder::ReorderBuffer;
 use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::session::types::Event;
 use crate::time::Time;
@@ -57,6 +58,7 @@ impl Session {
             Lifecycle::Open => {}
         }
         self.transmit_probe_ack(now, buf)
+            .or_else(|| self.transmit_repair_request(now, buf))
             .or_else(|| self.transmit_probe(now, buf))
             .or_else(|| self.transmit_data(now, buf))
             .or_else(|| self.transmit_ack_only(now, buf))
@@ -200,6 +202,9 @@ impl Session {
         if let Some(t) = self.transmit_copy(now, buf) {
             return Some(t);
         }
+        if let Some(t) = self.transmit_repair(now, buf) {
+            return Some(t);
+        }
         self.drop_stale(now);
         if self.sched_blocked || self.sched_wait_until.is_some_and(|t| t > now) {
             return None;
@@ -249,7 +254,18 @@ impl Session {
         let global = self.next_global;
         self.next_global += 1;
         self.stats.inner_sent += 1;
-        let t = self.transmit_data_on(now, first, global, &queued.bytes, queued.arrival, buf);
+        if let Some(store) = &mut self.repair {
+            store.push(now, global, &queued.bytes);
+        }
+        let t = self.transmit_data_on(
+            now,
+            first,
+            global,
+            &queued.bytes,
+            queued.arrival,
+            buf,
+            false,
+        );
         if rest.is_empty() {
             self.send_queue.recycle(queued.bytes);
         } else {
@@ -280,6 +296,7 @@ impl Session {
                     &copies.bytes,
                     copies.arrival,
                     buf,
+                    false,
                 );
                 self.stats.inner_copies += u64::from(sent.is_some());
             }
@@ -305,7 +322,10 @@ impl Session {
         }
     }
 
-    /// Writes header, piggybacked ACKs and a DATA frame for `global` on `path`.
+    /// Writes header, piggybacked ACKs and a DATA frame for `global` on `path`. A repair
+    /// names no predecessor and does not become the path's latest DATA, so the
+    /// predecessor chain of new packets on the path stays intact.
+    #[allow(clippy::too_many_arguments)]
     fn transmit_data_on(
         &mut self,
         now: Time,
@@ -314,10 +334,15 @@ impl Session {
         payload: &[u8],
         arrival: Time,
         buf: &mut [u8],
+        repair: bool,
     ) -> Option<Transmit> {
         let slot = self.slot(path)?;
         let seq = slot.tx.next_seq();
-        let prev_delta = slot.tx.prev_delta(global);
+        let prev_delta = if repair {
+            0
+        } else {
+            slot.tx.prev_delta(global)
+        };
         let data = DataRepr {
             global_seq: global,
             prev_delta,
@@ -339,8 +364,74 @@ impl Session {
         self.scheduler.on_sent(now, path, &meta);
         self.slot_mut(path)?
             .tx
-            .on_sent(now, len, true, None, Some(global));
+            .on_sent(now, len, true, None, (!repair).then_some(global));
         Some(Transmit { path, len })
+    }
+
+    /// A repair the peer asked for, on the path the scheduler picks (docs/protocol.md#repair).
+    /// If the scheduler has no path for it now, the repair is dropped: its hole's deadline
+    /// will pass as without repair.
+    fn transmit_repair(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        loop {
+            let store = self.repair.as_mut()?;
+            let global = store.queue.pop_front()?;
+            let Some(bytes) = store.take(global) else {
+                continue;
+            };
+            let meta = PacketMeta {
+                global_seq: global,
+                len: DATA_OVERHEAD + bytes.len(),
+                arrival: now,
+                control: false,
+            };
+            self.refresh_views();
+            let path = match self.scheduler.select(now, &self.views, &meta) {
+                Selection::Send(p) => Some(p),
+                Selection::Duplicate(ps) => ps.first().copied(),
+                Selection::Wait(_) => None,
+            }
+            .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_usable()));
+            let sent =
+                path.and_then(|p| self.transmit_data_on(now, p, global, &bytes, now, buf, true));
+            if let Some(store) = self.repair.as_mut() {
+                store.put_back(global, bytes);
+            }
+            if sent.is_some() {
+                self.stats.repairs_sent += 1;
+                return sent;
+            }
+        }
+    }
+
+    /// A datagram carrying REPAIR_REQUEST frames (and pending ACKs), on the path that
+    /// delivers soonest, as soon as the reorder buffer has evidence of a loss.
+    fn transmit_repair_request(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        while let Some(g) = self.reorder.poll_repair_request() {
+            if self.repair_requests.len() >= super::MAX_REPAIR_REQUESTS {
+                self.repair_requests.pop_front();
+            }
+            self.repair_requests.push_back(g as u32);
+        }
+        if self.repair_requests.is_empty() {
+            return None;
+        }
+        let path = self.ack_path(now)?;
+        let seq = self.slot(path)?.tx.next_seq();
+        let n = self.repair_requests.len().min(crate::wire::MAX_REPAIR_SEQS);
+        let mut seqs = [0u32; crate::wire::MAX_REPAIR_SEQS];
+        for (dst, src) in seqs.iter_mut().zip(self.repair_requests.drain(..n)) {
+            *dst = src;
+        }
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        crate::wire::RepairRequestRepr { seqs: &seqs[..n] }
+            .encode(&mut w)
+            .ok()?;
+        let room = w.remaining();
+        self.write_acks(now, &mut w, room, false);
+        self.stats.repair_requests_sent += n as u64;
+        let len = w.len();
+        self.sent_control(now, path, len, true, None)
     }
 
     /// Writes ACK frames for every path with something to acknowledge, as many as fit in

@@ -148,4 +148,12 @@ pub struct SessionStats {
     pub extensions_skipped: u64,
     /// Events dropped because the driver did not drain them.
     pub events_dropped: u64,
+    /// Repair requests sent to the peer (docs/protocol.md#repair).
+    pub repair_requests_sent: u64,
+    /// Repairs the peer asked for that were still kept and queued.
+    pub repairs_queued: u64,
+    /// Repairs the peer asked for that were no longer kept, or already sent once.
+    pub repairs_unavailable: u64,
+    /// Inner packets sent a second time as repairs.
+    pub repairs_sent: u64,
 }

@@ -44,6 +44,7 @@ mod error;
 mod frame;
 mod header;
 mod reader;
+mod repair;
 mod repr;
 mod varint;
 mod writer;
@@ -57,6 +58,7 @@ pub use decode::{Frames, frames, validate};
 pub use error::{DecodeError, EncodeError};
 pub use frame::{CloseFrame, DataFrame, Frame, ProbeAckFrame, ProbeFrame};
 pub use header::{HEADER_LEN, Header, VERSION};
+pub use repair::{MAX_REPAIR_SEQS, RepairRequestRepr, parse_repair_request};
 pub use repr::{CloseRepr, DataRepr, ExtensionRepr, ProbeAckRepr, ProbeRepr, encode_padding};
 pub use varint::{VARINT_MAX, varint_len, zigzag_decode, zigzag_encode};
 pub use writer::Writer;
@@ -107,6 +109,9 @@ pub mod frame_type {
     pub const ADDR_REGISTER: u8 = 0x10;
     /// Reserved extension: a path's address binding changed (a later issue).
     pub const BINDING_UPDATE: u8 = 0x11;
+    /// REPAIR_REQUEST: global sequence numbers the receiver asks to be sent again
+    /// (docs/protocol.md#repair).
+    pub const REPAIR_REQUEST: u8 = 0x12;
 
     /// Whether `t` is in the extension range (length-prefixed, skippable).
     pub const fn is_extension(t: u8) -> bool {

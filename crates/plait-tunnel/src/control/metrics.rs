@@ -616,6 +616,8 @@ mod tests {
                 send_queue: 1,
                 delivered: 1000,
                 queue_full: 5,
+                lost: Default::default(),
+                late: 0,
                 paths: vec![
                     PathStatus {
                         id: 0,

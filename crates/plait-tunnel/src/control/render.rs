@@ -244,6 +244,8 @@ mod tests {
                 send_queue: 1,
                 delivered: 12345,
                 queue_full: 0,
+                lost: Default::default(),
+                late: 0,
                 paths: vec![
                     PathStatus {
                         id: 0,

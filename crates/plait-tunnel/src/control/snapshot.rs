@@ -52,6 +52,12 @@ pub struct SessionStatus {
     pub delivered: u64,
     /// Inner packets refused because the send queue was full.
     pub queue_full: u64,
+    /// Receive side: holes declared lost, by evidence (docs/protocol.md#reorder-buffer).
+    #[serde(default)]
+    pub lost: LossCounters,
+    /// Inner packets released after their hole had been given up (late).
+    #[serde(default)]
+    pub late: u64,
     /// One row per path.
     pub paths: Vec<PathStatus>,
 }
@@ -87,6 +93,25 @@ pub struct PathStatus {
     pub rx_bytes: u64,
     /// Datagrams received.
     pub rx_packets: u64,
+}
+
+/// Holes the reorder buffer declared lost, by evidence, and loss repair counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossCounters {
+    /// A later packet on the same path named it as its predecessor.
+    pub predecessor: u64,
+    /// Every path delivered something later.
+    pub comparison: u64,
+    /// Its deadline passed.
+    pub timer: u64,
+    /// Pushed out by the buffer's bound.
+    pub overflow: u64,
+    /// Repair requests sent (docs/protocol.md#repair).
+    pub repair_requests: u64,
+    /// Requested packets that arrived in time.
+    pub repaired: u64,
+    /// Repairs sent for the peer.
+    pub repairs_sent: u64,
 }
 
 /// Datagrams dropped before reaching a session.

@@ -336,9 +336,10 @@ pub(crate) fn run_loop(
                     }
                 };
                 for m in 0..n {
-                    let (from, datagrams) = recv[i].datagrams(m);
+                    let (from, kernel_ts, datagrams) = recv[i].datagrams(m);
+                    let at = now.at_kernel_time(kernel_ts);
                     for d in datagrams {
-                        endpoint.handle_udp(now, i, from, d, &mut out);
+                        endpoint.handle_udp(at, i, from, d, &mut out);
                     }
                 }
             }

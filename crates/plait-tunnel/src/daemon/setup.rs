@@ -62,6 +62,7 @@ fn engine_params(e: &EngineConfig, max_datagram_size: usize) -> EngineParams {
         reorder: e.reorder,
         max_hold: Duration::from_millis(e.max_hold_ms),
         max_datagram_size,
+        repair: e.repair,
     }
 }
 

@@ -256,6 +256,17 @@ impl Link {
         s.send_queue = session.send_queue_len();
         s.delivered = stats.delivered;
         s.queue_full = stats.inner_queue_full;
+        let r = session.reorder_stats();
+        s.late = r.late;
+        s.lost = crate::control::snapshot::LossCounters {
+            predecessor: r.lost_predecessor,
+            comparison: r.lost_comparison,
+            timer: r.lost_timer,
+            overflow: r.lost_overflow,
+            repair_requests: r.repair_requests,
+            repaired: r.repaired,
+            repairs_sent: stats.repairs_sent,
+        };
         for view in session.path_views() {
             let i = usize::from(view.id.0);
             let st = session.path_stats(view.id).unwrap_or_default();
@@ -273,7 +284,10 @@ impl Link {
                 srtt_ms: ms(view.srtt),
                 min_rtt_ms: ms(view.min_rtt),
                 owd_ms: ms(view.base_owd),
-                rate_mbit: view.rate_estimate().map(|r| r * 8.0 / 1e6),
+                rate_mbit: view
+                    .train_rate
+                    .or_else(|| view.rate_estimate())
+                    .map(|r| r * 8.0 / 1e6),
                 loss: view.loss_rate,
                 tx_bytes: st.sent_bytes,
                 tx_packets: st.sent_datagrams,

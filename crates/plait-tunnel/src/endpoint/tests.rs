@@ -29,6 +29,7 @@ fn engine_with(scheduler: SchedulerKind) -> EngineParams {
         reorder: ReorderKind::Bmp,
         max_hold: Duration::from_secs(1),
         max_datagram_size: 1400,
+        repair: true,
     }
 }
 

@@ -133,14 +133,26 @@ impl Default for RecvBuffers {
 }
 
 impl RecvBuffers {
-    /// The datagrams of batch entry `i` (split by GRO stride) with their source, mutable
+    /// The datagrams of batch entry `i` (split by GRO stride) with their source and the
+    /// kernel's receive time (wall clock, SO_TIMESTAMPNS, if the kernel gave one), mutable
     /// so they can be decrypted in place.
-    pub fn datagrams(&mut self, i: usize) -> (SocketAddr, impl Iterator<Item = &mut [u8]>) {
+    pub fn datagrams(
+        &mut self,
+        i: usize,
+    ) -> (
+        SocketAddr,
+        Option<std::time::Duration>,
+        impl Iterator<Item = &mut [u8]>,
+    ) {
         let meta = self.meta[i];
         let start = i * RECV_BUF;
         let len = meta.len.min(RECV_BUF);
         let stride = meta.stride.max(1);
-        (meta.addr, self.data[start..start + len].chunks_mut(stride))
+        (
+            meta.addr,
+            meta.timestamp,
+            self.data[start..start + len].chunks_mut(stride),
+        )
     }
 }
 

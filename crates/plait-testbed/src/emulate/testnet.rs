@@ -1,0 +1,335 @@
+//! Test support for the emulator's root tests: a private three-namespace line
+//! `A (a0) – (ra) R (rb) – (b0) B` with a forwarding router, a UDP echo server in B and a
+//! paced UDP prober in A that measures per-packet round trips.
+//!
+//! Owns: the namespaces it creates (`emu-{a,r,b}-<pid>-<n>`), deleted when the [`Line`] is
+//! dropped, also on panic; the probe and echo threads, all bounded in time.
+//!
+//! Invariants: traffic only goes between addresses of these namespaces; the root tests run
+//! one at a time ([`serial`]) so timing measurements do not disturb each other.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::enter_netns;
+
+pub(crate) const A_ADDR: &str = "10.231.1.1";
+pub(crate) const B_ADDR: &str = "10.231.2.1";
+pub(crate) const ECHO_PORT: u16 = 7007;
+/// The router's interface towards A: the rule `-i ROUTER_FROM_A` catches A → B.
+pub(crate) const ROUTER_FROM_A: &str = "ra";
+
+/// Socket buffers of the echo server and the prober: large enough for the bursts a
+/// stalled (then catching-up) emulator releases at once.
+const SOCKET_BUFFER: usize = 4 * 1024 * 1024;
+
+fn big_buffers(sock: &UdpSocket) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER).expect("SO_RCVBUFFORCE");
+    setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER).expect("SO_SNDBUFFORCE");
+}
+
+pub(crate) fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Serialises the root tests of this module.
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn run(program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The namespaces of one test; deleted on drop.
+#[derive(Debug)]
+pub(crate) struct Line {
+    pub a: String,
+    pub r: String,
+    pub b: String,
+    created: Vec<String>,
+}
+
+/// Deletes `emu-*-<pid>-<n>` namespaces of test processes that no longer exist (a killed
+/// run cannot clean up after itself).
+fn remove_stale() {
+    let Ok(entries) = std::fs::read_dir("/run/netns") else {
+        return;
+    };
+    for name in entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+    {
+        let mut parts = name.split('-');
+        let (Some("emu"), Some("a" | "r" | "b"), Some(pid), Some(_), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        }
+    }
+}
+
+impl Line {
+    pub(crate) fn new() -> Line {
+        remove_stale();
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let mut line = Line {
+            a: format!("emu-a-{pid}-{n}"),
+            r: format!("emu-r-{pid}-{n}"),
+            b: format!("emu-b-{pid}-{n}"),
+            created: Vec::new(),
+        };
+        for ns in [line.a.clone(), line.r.clone(), line.b.clone()] {
+            run("ip", &["netns", "add", &ns]);
+            line.created.push(ns);
+        }
+        let (a, r, b) = (line.a.as_str(), line.r.as_str(), line.b.as_str());
+        let ip = |args: &[&str]| run("ip", args);
+        ip(&[
+            "-n", a, "link", "add", "a0", "type", "veth", "peer", "name", "ra", "netns", r,
+        ]);
+        ip(&[
+            "-n", b, "link", "add", "b0", "type", "veth", "peer", "name", "rb", "netns", r,
+        ]);
+        ip(&["-n", a, "addr", "add", "10.231.1.1/24", "dev", "a0"]);
+        ip(&["-n", r, "addr", "add", "10.231.1.2/24", "dev", "ra"]);
+        ip(&["-n", r, "addr", "add", "10.231.2.2/24", "dev", "rb"]);
+        ip(&["-n", b, "addr", "add", "10.231.2.1/24", "dev", "b0"]);
+        for (ns, dev) in [(a, "a0"), (r, "ra"), (r, "rb"), (b, "b0")] {
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&[
+                "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
+            ]);
+        }
+        for ns in [a, r, b] {
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        ip(&["-n", a, "route", "add", "default", "via", "10.231.1.2"]);
+        ip(&["-n", b, "route", "add", "default", "via", "10.231.2.2"]);
+        ip(&[
+            "netns",
+            "exec",
+            r,
+            "sh",
+            "-c",
+            "echo 1 > /proc/sys/net/ipv4/ip_forward",
+        ]);
+        line
+    }
+}
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        for ns in self.created.drain(..) {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        }
+    }
+}
+
+/// Runs `f` on a new thread inside namespace `ns`.
+pub(crate) fn in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let ns = ns.to_owned();
+    std::thread::spawn(move || {
+        enter_netns(&ns).expect("enter namespace");
+        f()
+    })
+}
+
+/// A UDP echo server in B, stopped on drop.
+#[derive(Debug)]
+pub(crate) struct Echo {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Echo {
+    pub(crate) fn start(ns_b: &str) -> Echo {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = in_netns(ns_b, move || {
+            let sock = UdpSocket::bind((B_ADDR, ECHO_PORT)).expect("bind echo");
+            big_buffers(&sock);
+            sock.set_read_timeout(Some(Duration::from_millis(20)))
+                .unwrap();
+            tx.send(()).unwrap();
+            let mut buf = [0u8; 2048];
+            while !flag.load(Ordering::Acquire) {
+                if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                    let _ = sock.send_to(&buf[..n], from);
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(5)).expect("echo ready");
+        Echo {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a probe run measured: per sequence number, the round trip if the echo came back.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    pub rtts: Vec<Option<Duration>>,
+    pub elapsed: Duration,
+}
+
+/// How to probe.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProbeSpec {
+    pub count: u32,
+    /// Packets sent back to back every `interval`.
+    pub burst: u32,
+    pub interval: Duration,
+    pub size: usize,
+    /// How long to wait for echoes after the last send.
+    pub grace: Duration,
+}
+
+impl Probe {
+    /// Sends `spec.count` datagrams from A to the echo server and collects the echoes.
+    /// `during` runs on the calling thread once the sending has finished (e.g. to stop an
+    /// emulator) while echoes are still being collected.
+    pub(crate) fn run(ns_a: &str, spec: ProbeSpec, during: impl FnOnce()) -> Probe {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sender = in_netns(ns_a, move || {
+            let sock = UdpSocket::bind((A_ADDR, 0)).expect("bind prober");
+            big_buffers(&sock);
+            let to: SocketAddr = format!("{B_ADDR}:{ECHO_PORT}").parse().unwrap();
+            sock.connect(to).unwrap();
+            sock.set_read_timeout(Some(Duration::from_millis(20)))
+                .unwrap();
+            let rsock = sock.try_clone().unwrap();
+            let base = Instant::now();
+            let sending = Arc::new(AtomicBool::new(true));
+            let still = Arc::clone(&sending);
+            let receiver = std::thread::spawn(move || {
+                let mut rtts = vec![None; spec.count as usize];
+                let mut buf = [0u8; 2048];
+                let mut last_send_done: Option<Instant> = None;
+                loop {
+                    if let Ok(n) = rsock.recv(&mut buf) {
+                        let now = base.elapsed();
+                        if n >= 12 {
+                            let seq = u32::from_be_bytes(buf[..4].try_into().unwrap());
+                            let sent = u64::from_be_bytes(buf[4..12].try_into().unwrap());
+                            if let Some(slot) = rtts.get_mut(seq as usize) {
+                                *slot = Some(now.saturating_sub(Duration::from_nanos(sent)));
+                            }
+                        }
+                    }
+                    if !still.load(Ordering::Acquire) {
+                        let t = *last_send_done.get_or_insert_with(Instant::now);
+                        if t.elapsed() > spec.grace || rtts.iter().all(Option::is_some) {
+                            break;
+                        }
+                    }
+                }
+                rtts
+            });
+            let mut buf = vec![0u8; spec.size.max(12)];
+            let mut seq = 0u32;
+            let mut round = 0u32;
+            while seq < spec.count {
+                let at = spec.interval * round;
+                let left = at.saturating_sub(base.elapsed());
+                if !left.is_zero() {
+                    std::thread::sleep(left);
+                }
+                for _ in 0..spec.burst.min(spec.count - seq) {
+                    buf[..4].copy_from_slice(&seq.to_be_bytes());
+                    let sent = base.elapsed().as_nanos() as u64;
+                    buf[4..12].copy_from_slice(&sent.to_be_bytes());
+                    sock.send(&buf).expect("send probe");
+                    seq += 1;
+                }
+                round += 1;
+            }
+            tx.send(()).unwrap();
+            (receiver, sending, base)
+        });
+        rx.recv().expect("sender finished");
+        during();
+        let (receiver, sending, base) = sender.join().expect("sender");
+        sending.store(false, Ordering::Release);
+        let rtts = receiver.join().expect("receiver");
+        Probe {
+            rtts,
+            elapsed: base.elapsed(),
+        }
+    }
+
+    pub(crate) fn received(&self) -> usize {
+        self.rtts.iter().filter(|r| r.is_some()).count()
+    }
+
+    pub(crate) fn loss_rate(&self) -> f64 {
+        1.0 - self.received() as f64 / self.rtts.len() as f64
+    }
+
+    /// Mean length of runs of consecutive lost sequence numbers.
+    pub(crate) fn mean_loss_burst(&self) -> f64 {
+        let (mut lost, mut bursts, mut prev) = (0usize, 0usize, false);
+        for r in &self.rtts {
+            let l = r.is_none();
+            if l {
+                lost += 1;
+                if !prev {
+                    bursts += 1;
+                }
+            }
+            prev = l;
+        }
+        if bursts == 0 {
+            0.0
+        } else {
+            lost as f64 / bursts as f64
+        }
+    }
+
+    /// The `q` quantile (0..=1) of the measured round trips.
+    pub(crate) fn quantile(&self, q: f64) -> Duration {
+        let mut v: Vec<Duration> = self.rtts.iter().flatten().copied().collect();
+        assert!(!v.is_empty(), "no echo came back");
+        v.sort();
+        let i = ((v.len() - 1) as f64 * q).round() as usize;
+        v[i]
+    }
+}

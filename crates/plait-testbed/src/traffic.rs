@@ -1,0 +1,818 @@
+//! Test traffic inside namespaces: one TCP transfer with end-to-end digests and goodput
+//! samples ([`tcp_send`] → [`TcpSink`]), and raw UDP throughput ([`udp_blast`] →
+//! [`UdpSink`]).
+//!
+//! The TCP payload is a deterministic pseudo-random stream of the sender's seed
+//! ([`payload_block`]: splitmix64 per 64 KiB block, so byte `n` depends only on the seed and
+//! `n`); both ends hash what they actually sent or received with SHA-256 (`ring::digest`),
+//! so equal digests mean the bytes arrived intact and in order, and [`payload_sha256`]
+//! tells what a transfer of a given seed and length must hash to.
+//!
+//! Invariants:
+//! - Every socket is opened on a thread that has entered the namespace
+//!   ([`Namespace::run_in`], [`Namespace::spawn_thread`]), so it lives there.
+//! - Every wait is bounded: connect, accept, each stalled read or write, the whole transfer
+//!   ([`TcpOptions`]), and waiting for a sink's report. A broken tunnel makes these return a
+//!   [`TestbedError::Timeout`] or an I/O error instead of hanging a test.
+//! - A sink's worker thread stops within about one sample interval after the sink is
+//!   dropped, whatever it is waiting for.
+//! - Goodput samples are the bytes received in consecutive [`SAMPLE_INTERVAL`] windows
+//!   counted from the accept, including empty windows, so stalls are visible.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ring::digest::{Context, SHA256};
+
+use crate::netns::Namespace;
+use crate::{Result, TestbedError};
+
+/// Width of a goodput sample window.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+/// Size of one payload block, bytes (the unit of [`payload_block`]).
+pub const BLOCK: usize = 64 * 1024;
+/// How long [`TcpSink::start`] and [`UdpSink::start`] wait for their socket to be bound.
+const BIND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a blocked sink thread checks whether it should stop.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A SHA-256 digest.
+pub type Digest = [u8; 32];
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn finish(ctx: Context) -> Digest {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ctx.finish().as_ref());
+    out
+}
+
+/// Fills `out` (at most [`BLOCK`] bytes) with block `index` of `seed`'s payload stream.
+pub fn payload_block(seed: u64, index: u64, out: &mut [u8]) {
+    let mut x = seed ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    for chunk in out.chunks_mut(8) {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+    }
+}
+
+/// Calls `f` with the payload of `seed`, `bytes` long, block by block.
+fn for_each_block(
+    seed: u64,
+    bytes: u64,
+    mut f: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; BLOCK];
+    let mut done = 0u64;
+    let mut index = 0u64;
+    while done < bytes {
+        let n = usize::try_from((bytes - done).min(BLOCK as u64)).unwrap_or(BLOCK);
+        payload_block(seed, index, &mut buf[..n]);
+        f(&buf[..n])?;
+        done += n as u64;
+        index += 1;
+    }
+    Ok(())
+}
+
+/// SHA-256 of the first `bytes` bytes of `seed`'s payload stream.
+pub fn payload_sha256(bytes: u64, seed: u64) -> Digest {
+    let mut ctx = Context::new(&SHA256);
+    let _ = for_each_block(seed, bytes, |b| {
+        ctx.update(b);
+        Ok(())
+    });
+    finish(ctx)
+}
+
+fn mbit(bytes: u64, over: Duration) -> f64 {
+    let s = over.as_secs_f64();
+    if s <= 0.0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / s / 1e6
+    }
+}
+
+/// Time bounds of a TCP transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpOptions {
+    /// Connecting (sender) or waiting for the connection (sink).
+    pub connect_timeout: Duration,
+    /// Longest time without any progress (a blocked write, or no data read).
+    pub stall_timeout: Duration,
+    /// Longest whole transfer.
+    pub total_timeout: Duration,
+}
+
+impl Default for TcpOptions {
+    fn default() -> TcpOptions {
+        TcpOptions {
+            connect_timeout: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(20),
+            total_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What [`tcp_send`] sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SendReport {
+    /// Bytes written.
+    pub bytes: u64,
+    /// SHA-256 of the bytes written.
+    pub sha256: Digest,
+    /// From connecting until the receiver closed after reading everything.
+    pub duration: Duration,
+}
+
+impl SendReport {
+    /// Goodput over the whole transfer, Mbit/s.
+    pub fn goodput_mbit(&self) -> f64 {
+        mbit(self.bytes, self.duration)
+    }
+}
+
+/// Connects from `ns` to `dst`, sends `bytes` of `seed`'s payload, half-closes and waits
+/// until the receiver closes (so the duration covers delivery). Default [`TcpOptions`].
+pub fn tcp_send(ns: &Namespace, dst: SocketAddr, bytes: u64, seed: u64) -> Result<SendReport> {
+    tcp_send_with(ns, dst, bytes, seed, TcpOptions::default())
+}
+
+/// [`tcp_send`] with explicit time bounds.
+pub fn tcp_send_with(
+    ns: &Namespace,
+    dst: SocketAddr,
+    bytes: u64,
+    seed: u64,
+    opts: TcpOptions,
+) -> Result<SendReport> {
+    ns.run_in(move || send_inner(dst, bytes, seed, opts))?
+}
+
+fn send_inner(dst: SocketAddr, bytes: u64, seed: u64, opts: TcpOptions) -> Result<SendReport> {
+    let started = Instant::now();
+    let deadline = started + opts.total_timeout;
+    let mut s = TcpStream::connect_timeout(&dst, opts.connect_timeout)
+        .map_err(|e| TestbedError::io(format!("connecting to {dst}"), e))?;
+    s.set_write_timeout(Some(opts.stall_timeout))
+        .map_err(|e| TestbedError::io("setting a write timeout", e))?;
+    let mut ctx = Context::new(&SHA256);
+    let mut sent = 0u64;
+    let r = for_each_block(seed, bytes, |b| {
+        if Instant::now() > deadline {
+            return Err(std::io::Error::new(
+                ErrorKind::TimedOut,
+                format!("whole transfer took over {:?}", opts.total_timeout),
+            ));
+        }
+        s.write_all(b)?;
+        ctx.update(b);
+        sent += b.len() as u64;
+        Ok(())
+    });
+    r.map_err(|e| TestbedError::io(format!("sending to {dst} after {sent} of {bytes} bytes"), e))?;
+    s.shutdown(Shutdown::Write)
+        .map_err(|e| TestbedError::io(format!("half-closing the connection to {dst}"), e))?;
+    // Wait for the receiver to close: it has read everything by then.
+    let left = deadline.saturating_duration_since(Instant::now());
+    s.set_read_timeout(Some(
+        left.clamp(Duration::from_millis(1), opts.stall_timeout),
+    ))
+    .map_err(|e| TestbedError::io("setting a read timeout", e))?;
+    let mut scratch = [0u8; 1024];
+    loop {
+        match s.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(TestbedError::io(
+                    format!("waiting for {dst} to close after sending {bytes} bytes"),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(SendReport {
+        bytes: sent,
+        sha256: finish(ctx),
+        duration: started.elapsed(),
+    })
+}
+
+/// Bytes received in one [`SAMPLE_INTERVAL`] window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GoodputSample {
+    /// End of the window, since the connection was accepted.
+    pub at: Duration,
+    /// Bytes received in the window.
+    pub bytes: u64,
+}
+
+impl GoodputSample {
+    /// The window's goodput, Mbit/s.
+    pub fn mbit(&self) -> f64 {
+        mbit(self.bytes, SAMPLE_INTERVAL)
+    }
+}
+
+/// Splits received bytes into fixed windows; pure, so it is tested without sockets.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    interval: Duration,
+    /// End of the current window.
+    end: Duration,
+    current: u64,
+    samples: Vec<GoodputSample>,
+}
+
+impl Sampler {
+    /// Windows of `interval`, the first ending at `interval`.
+    pub fn new(interval: Duration) -> Sampler {
+        Sampler {
+            interval,
+            end: interval,
+            current: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Records `bytes` arriving at `at` (non-decreasing); closes every window that ended.
+    pub fn record(&mut self, at: Duration, bytes: u64) {
+        while at >= self.end {
+            self.samples.push(GoodputSample {
+                at: self.end,
+                bytes: self.current,
+            });
+            self.current = 0;
+            self.end += self.interval;
+        }
+        self.current += bytes;
+    }
+
+    /// Closes the windows up to `at` and the partial window containing it (if it has data).
+    pub fn finish(mut self, at: Duration) -> Vec<GoodputSample> {
+        self.record(at, 0);
+        if self.current > 0 {
+            self.samples.push(GoodputSample {
+                at: self.end,
+                bytes: self.current,
+            });
+        }
+        self.samples
+    }
+}
+
+/// What a [`TcpSink`] received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SinkReport {
+    /// Bytes received.
+    pub bytes: u64,
+    /// SHA-256 of the bytes received.
+    pub sha256: Digest,
+    /// From the accept until the sender closed.
+    pub elapsed: Duration,
+    /// Goodput per [`SAMPLE_INTERVAL`] window.
+    pub samples: Vec<GoodputSample>,
+    /// Longest time between two reads that returned data (or from the accept to the first).
+    pub longest_gap: Duration,
+}
+
+impl SinkReport {
+    /// Goodput from the accept until the end, Mbit/s.
+    pub fn goodput_mbit(&self) -> f64 {
+        mbit(self.bytes, self.elapsed)
+    }
+
+    /// Longest run of consecutive empty sample windows, as a duration (excluding windows
+    /// before the first byte).
+    pub fn longest_empty_run(&self) -> Duration {
+        let mut best = 0u32;
+        let mut run = 0u32;
+        let mut started = false;
+        for s in &self.samples {
+            if s.bytes == 0 {
+                if started {
+                    run += 1;
+                    best = best.max(run);
+                }
+            } else {
+                started = true;
+                run = 0;
+            }
+        }
+        SAMPLE_INTERVAL * best
+    }
+}
+
+/// Accepts one TCP connection in a namespace and reads it to the end, hashing and sampling;
+/// see the module documentation. Dropping it stops its thread.
+#[derive(Debug)]
+pub struct TcpSink {
+    local: SocketAddr,
+    report: mpsc::Receiver<Result<SinkReport>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl TcpSink {
+    /// Listens on `bind` in `ns` (default [`TcpOptions`]).
+    pub fn start(ns: &Namespace, bind: SocketAddr) -> Result<TcpSink> {
+        TcpSink::start_with(ns, bind, TcpOptions::default())
+    }
+
+    /// Listens on `bind` in `ns`; returns once the socket is listening.
+    pub fn start_with(ns: &Namespace, bind: SocketAddr, opts: TcpOptions) -> Result<TcpSink> {
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
+        let (report_tx, report) = mpsc::sync_channel(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let thread = ns.spawn_thread(&format!("tcp-sink-{}", bind.port()), move || {
+            let listener = match TcpListener::bind(bind)
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .and_then(|l| l.local_addr().map(|a| (l, a)))
+            {
+                Ok((l, a)) => {
+                    let _ = ready_tx.send(Ok(a));
+                    l
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(TestbedError::io(format!("binding {bind}"), e)));
+                    return;
+                }
+            };
+            let r = sink_inner(&listener, opts, &stop2);
+            let _ = report_tx.send(r);
+        })?;
+        let local = match ready_rx.recv_timeout(BIND_TIMEOUT) {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(thread_failure(
+                    thread,
+                    format!("TCP sink on {bind} did not start"),
+                ));
+            }
+        };
+        Ok(TcpSink {
+            local,
+            report,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The listening address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Waits up to `timeout` for the transfer to end and returns what was received.
+    pub fn wait(mut self, timeout: Duration) -> Result<SinkReport> {
+        match self.report.recv_timeout(timeout) {
+            Ok(r) => r,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(TestbedError::Timeout {
+                what: format!("TCP sink on {} to finish", self.local),
+                after: timeout,
+            }),
+            Err(mpsc::RecvTimeoutError::Disconnected) => match self.thread.take() {
+                Some(t) => Err(thread_failure(t, format!("TCP sink on {}", self.local))),
+                None => Err(TestbedError::Thread(format!("TCP sink on {}", self.local))),
+            },
+        }
+    }
+}
+
+impl Drop for TcpSink {
+    /// Stops the sink and waits for its thread, so the port is free again when this
+    /// returns (the thread polls the stop flag between non-blocking accepts and reads).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The error for a worker thread that ended without reporting.
+fn thread_failure<T>(thread: JoinHandle<Result<T>>, what: String) -> TestbedError {
+    if !thread.is_finished() {
+        return TestbedError::Thread(format!("{what}: no answer"));
+    }
+    match thread.join() {
+        Ok(Err(e)) => e,
+        Ok(Ok(_)) => TestbedError::Thread(format!("{what}: ended without a report")),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            TestbedError::Thread(format!("{what}: panicked: {msg}"))
+        }
+    }
+}
+
+fn stopped(what: &str) -> TestbedError {
+    TestbedError::Thread(format!("{what}: stopped before the transfer ended"))
+}
+
+fn sink_inner(listener: &TcpListener, opts: TcpOptions, stop: &AtomicBool) -> Result<SinkReport> {
+    let local = listener
+        .local_addr()
+        .map_err(|e| TestbedError::io("reading the sink's address", e))?;
+    let what = format!("TCP sink on {local}");
+    let deadline = Instant::now() + opts.connect_timeout;
+    let mut stream = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if stop.load(Ordering::Acquire) {
+                    return Err(stopped(&what));
+                }
+                if Instant::now() >= deadline {
+                    return Err(TestbedError::Timeout {
+                        what: format!("a connection to {local}"),
+                        after: opts.connect_timeout,
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(TestbedError::io(format!("accepting on {local}"), e)),
+        }
+    };
+    let accepted = Instant::now();
+    let total_deadline = accepted + opts.total_timeout;
+    stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_read_timeout(Some(POLL)))
+        .map_err(|e| TestbedError::io("configuring the accepted connection", e))?;
+    let mut ctx = Context::new(&SHA256);
+    let mut sampler = Sampler::new(SAMPLE_INTERVAL);
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    let mut last_data = accepted;
+    let mut longest_gap = Duration::ZERO;
+    loop {
+        let r = stream.read(&mut buf);
+        let now = Instant::now();
+        match r {
+            Ok(0) => break,
+            Ok(n) => {
+                longest_gap = longest_gap.max(now - last_data);
+                last_data = now;
+                ctx.update(&buf[..n]);
+                total += n as u64;
+                sampler.record(now - accepted, n as u64);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                sampler.record(now - accepted, 0);
+            }
+            Err(e) => {
+                return Err(TestbedError::io(
+                    format!("reading on {local} after {total} bytes"),
+                    e,
+                ));
+            }
+        }
+        if stop.load(Ordering::Acquire) {
+            return Err(stopped(&what));
+        }
+        if now - last_data > opts.stall_timeout {
+            return Err(TestbedError::Timeout {
+                what: format!("more data on {local} (got {total} bytes)"),
+                after: opts.stall_timeout,
+            });
+        }
+        if now > total_deadline {
+            return Err(TestbedError::Timeout {
+                what: format!("the transfer to {local} to end (got {total} bytes)"),
+                after: opts.total_timeout,
+            });
+        }
+    }
+    let elapsed = accepted.elapsed();
+    Ok(SinkReport {
+        bytes: total,
+        sha256: finish(ctx),
+        elapsed,
+        samples: sampler.finish(elapsed),
+        longest_gap,
+    })
+}
+
+/// What [`udp_blast`] sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdpBlastReport {
+    /// Datagrams the kernel accepted.
+    pub datagrams: u64,
+    /// Bytes in them.
+    pub bytes: u64,
+    /// Sends that failed (ENOBUFS, ECONNREFUSED from an ICMP error, …) and were skipped.
+    pub errors: u64,
+    /// How long it sent.
+    pub duration: Duration,
+}
+
+impl UdpBlastReport {
+    /// Offered load, Mbit/s.
+    pub fn offered_mbit(&self) -> f64 {
+        mbit(self.bytes, self.duration)
+    }
+}
+
+/// Largest UDP payload.
+const MAX_DATAGRAM: usize = 65_507;
+
+/// Sends `datagram_size`-byte datagrams from `ns` to `dst` as fast as the kernel takes them,
+/// for `duration`. Each datagram starts with its 8-byte sequence number.
+pub fn udp_blast(
+    ns: &Namespace,
+    dst: SocketAddr,
+    datagram_size: usize,
+    duration: Duration,
+) -> Result<UdpBlastReport> {
+    if !(8..=MAX_DATAGRAM).contains(&datagram_size) {
+        return Err(TestbedError::Spec(format!(
+            "datagram size {datagram_size} must be 8 to {MAX_DATAGRAM} bytes"
+        )));
+    }
+    ns.run_in(move || -> Result<UdpBlastReport> {
+        let bind: SocketAddr = if dst.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let sock = UdpSocket::bind(bind)
+            .and_then(|s| s.connect(dst).map(|()| s))
+            .map_err(|e| TestbedError::io(format!("UDP socket towards {dst}"), e))?;
+        sock.set_write_timeout(Some(Duration::from_millis(100)))
+            .map_err(|e| TestbedError::io("setting a write timeout", e))?;
+        let mut buf = vec![0xa5u8; datagram_size];
+        let mut report = UdpBlastReport {
+            datagrams: 0,
+            bytes: 0,
+            errors: 0,
+            duration: Duration::ZERO,
+        };
+        let started = Instant::now();
+        let mut seq = 0u64;
+        while started.elapsed() < duration {
+            for _ in 0..64 {
+                buf[..8].copy_from_slice(&seq.to_be_bytes());
+                seq += 1;
+                match sock.send(&buf) {
+                    Ok(n) => {
+                        report.datagrams += 1;
+                        report.bytes += n as u64;
+                    }
+                    Err(_) => report.errors += 1,
+                }
+            }
+        }
+        report.duration = started.elapsed();
+        Ok(report)
+    })?
+}
+
+/// What a [`UdpSink`] received.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdpReport {
+    /// Datagrams received.
+    pub datagrams: u64,
+    /// Bytes in them.
+    pub bytes: u64,
+    /// Arrival of the first datagram, since the sink started.
+    pub first: Option<Duration>,
+    /// Arrival of the last datagram, since the sink started.
+    pub last: Option<Duration>,
+}
+
+impl UdpReport {
+    /// Received goodput between the first and the last datagram, Mbit/s.
+    pub fn goodput_mbit(&self) -> f64 {
+        match (self.first, self.last) {
+            (Some(a), Some(b)) if b > a => mbit(self.bytes, b - a),
+            _ => 0.0,
+        }
+    }
+}
+
+/// Counts UDP datagrams arriving on a socket in a namespace until stopped.
+#[derive(Debug)]
+pub struct UdpSink {
+    local: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Result<UdpReport>>>>,
+}
+
+impl UdpSink {
+    /// Binds `bind` in `ns` and starts counting.
+    pub fn start(ns: &Namespace, bind: SocketAddr) -> Result<UdpSink> {
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let thread = ns.spawn_thread(
+            &format!("udp-sink-{}", bind.port()),
+            move || -> Result<UdpReport> {
+                let sock = match UdpSocket::bind(bind)
+                    .and_then(|s| s.set_read_timeout(Some(POLL)).map(|()| s))
+                    .and_then(|s| s.local_addr().map(|a| (s, a)))
+                {
+                    Ok((s, a)) => {
+                        let _ = ready_tx.send(Ok(a));
+                        s
+                    }
+                    Err(e) => {
+                        let err = TestbedError::io(format!("binding UDP {bind}"), e);
+                        let _ = ready_tx.send(Err(TestbedError::Spec(err.to_string())));
+                        return Err(err);
+                    }
+                };
+                let started = Instant::now();
+                let mut r = UdpReport {
+                    datagrams: 0,
+                    bytes: 0,
+                    first: None,
+                    last: None,
+                };
+                let mut buf = vec![0u8; 65_536];
+                while !stop2.load(Ordering::Acquire) {
+                    match sock.recv(&mut buf) {
+                        Ok(n) => {
+                            let at = started.elapsed();
+                            r.first.get_or_insert(at);
+                            r.last = Some(at);
+                            r.datagrams += 1;
+                            r.bytes += n as u64;
+                        }
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                ErrorKind::WouldBlock
+                                    | ErrorKind::TimedOut
+                                    | ErrorKind::Interrupted
+                            ) => {}
+                        Err(e) => return Err(TestbedError::io(format!("receiving on {bind}"), e)),
+                    }
+                }
+                Ok(r)
+            },
+        )?;
+        let local = match ready_rx.recv_timeout(BIND_TIMEOUT) {
+            Ok(r) => r?,
+            Err(_) => {
+                stop.store(true, Ordering::Release);
+                return Err(TestbedError::Thread(format!(
+                    "UDP sink on {bind} did not start"
+                )));
+            }
+        };
+        Ok(UdpSink {
+            local,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Stops counting (within about 50 ms) and returns the counts.
+    pub fn stop(mut self) -> Result<UdpReport> {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(t) => match t.join() {
+                Ok(r) => r?,
+                Err(_) => Err(TestbedError::Thread(format!(
+                    "UDP sink on {} panicked",
+                    self.local
+                ))),
+            },
+            None => Err(TestbedError::Thread(format!(
+                "UDP sink on {} already stopped",
+                self.local
+            ))),
+        }
+    }
+}
+
+impl Drop for UdpSink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_is_deterministic_and_seeded() {
+        let mut a = vec![0u8; 1000];
+        let mut b = vec![0u8; 1000];
+        payload_block(7, 3, &mut a);
+        payload_block(7, 3, &mut b);
+        assert_eq!(a, b);
+        payload_block(8, 3, &mut b);
+        assert_ne!(a, b);
+        payload_block(7, 4, &mut b);
+        assert_ne!(a, b);
+        // A shorter fill is a prefix of a longer one.
+        let mut c = vec![0u8; 13];
+        payload_block(7, 3, &mut c);
+        assert_eq!(&a[..13], &c[..]);
+        assert_eq!(payload_sha256(1 << 20, 1), payload_sha256(1 << 20, 1));
+        assert_ne!(payload_sha256(1 << 20, 1), payload_sha256(1 << 20, 2));
+    }
+
+    #[test]
+    fn payload_digest_matches_the_stream() {
+        let bytes = 3 * BLOCK as u64 + 17;
+        let mut all = Vec::new();
+        for_each_block(5, bytes, |b| {
+            all.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(all.len() as u64, bytes);
+        let direct = ring::digest::digest(&SHA256, &all);
+        assert_eq!(payload_sha256(bytes, 5).as_slice(), direct.as_ref());
+        // The empty transfer hashes to SHA-256 of nothing.
+        assert_eq!(
+            hex(&payload_sha256(0, 5)),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn sampler_windows_include_empty_ones() {
+        let ms = Duration::from_millis;
+        let mut s = Sampler::new(ms(100));
+        s.record(ms(10), 5);
+        s.record(ms(99), 5);
+        s.record(ms(100), 1);
+        s.record(ms(450), 2);
+        let samples = s.finish(ms(470));
+        let got: Vec<_> = samples
+            .iter()
+            .map(|x| (x.at.as_millis(), x.bytes))
+            .collect();
+        assert_eq!(got, [(100, 10), (200, 1), (300, 0), (400, 0), (500, 2)]);
+        let report = SinkReport {
+            bytes: 13,
+            sha256: [0; 32],
+            elapsed: ms(470),
+            samples,
+            longest_gap: ms(350),
+        };
+        assert_eq!(report.longest_empty_run(), ms(200));
+        assert!(
+            (GoodputSample {
+                at: ms(100),
+                bytes: 1_250_000
+            }
+            .mbit()
+                - 100.0)
+                .abs()
+                < 1e-9
+        );
+    }
+
+    #[test]
+    fn reports_compute_goodput() {
+        let r = SendReport {
+            bytes: 50_000_000,
+            sha256: [0; 32],
+            duration: Duration::from_secs(5),
+        };
+        assert!((r.goodput_mbit() - 80.0).abs() < 1e-9);
+        let u = UdpReport {
+            datagrams: 10,
+            bytes: 1_000_000,
+            first: Some(Duration::from_secs(1)),
+            last: Some(Duration::from_secs(2)),
+        };
+        assert!((u.goodput_mbit() - 8.0).abs() < 1e-9);
+        assert_eq!(UdpReport { first: None, ..u }.goodput_mbit(), 0.0);
+    }
+}

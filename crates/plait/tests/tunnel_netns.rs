@@ -1,0 +1,808 @@
+//! Issue 5's end-to-end tests: the real `plait server` and `plait client` binaries in
+//! network namespaces built by `plait-testbed`, carrying TCP between a host behind the
+//! client and a host behind the server.
+//!
+//! Each test builds its own topology (`ptn…` namespaces), writes keys and configs into a
+//! temporary directory (status sockets there too, never /run/plait) and uses its own TUN
+//! name, so tests can run in parallel with each other and with a real daemon. The daemons
+//! are stopped with SIGTERM at the end and must exit 0 within 5 s, leaving no TUN device,
+//! route or policy rule behind (the clean-shutdown check).
+//!
+//! Invariants: every resource a test creates is owned by a guard (daemon → `ChildGuard`,
+//! namespaces → `Topology`, files → `TempDir`), so a failing test leaves nothing behind; a
+//! failing test prints the daemons' logs. Needs root; otherwise each test prints
+//! "skipped: needs root (network namespaces)" and passes.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use plait_testbed::traffic::{SinkReport, hex, payload_block, payload_sha256};
+use plait_testbed::{
+    ChildGuard, Family, Namespace, PathSpec, SKIP_NO_ROOT, SendReport, TcpSink, Topology,
+    TopologySpec, cleanup_stale, have_root, tcp_send,
+};
+use plait_tunnel::control::StatusSnapshot;
+use plait_tunnel::crypto::handshake::{Initiation, InitiationPayload};
+use plait_tunnel::keys::Key;
+use plait_tunnel::message::INITIATION_LEN;
+use tempfile::TempDir;
+
+const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
+const PREFIX: &str = "ptn";
+const PORT: u16 = 7744;
+/// How long the tunnel may take to come up.
+const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a daemon may take to exit after SIGTERM.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Routing table and firewall mark the client uses for `route` (docs/tunnel-routing.md).
+const TABLE: &str = "28780";
+const FWMARK: &str = "0x706c";
+
+fn root() -> bool {
+    if !have_root() {
+        eprintln!("{SKIP_NO_ROOT}");
+        return false;
+    }
+    if let Err(e) = cleanup_stale(PREFIX) {
+        eprintln!("cleaning up stale namespaces: {e}");
+    }
+    true
+}
+
+/// A running daemon. Killed on drop; prints its log if the test is failing.
+struct Daemon {
+    label: String,
+    child: ChildGuard,
+    socket: PathBuf,
+    log: PathBuf,
+    tun: String,
+}
+
+impl Daemon {
+    fn start(ns: &Namespace, role: &str, label: &str, config: &Path, tun: &str) -> Daemon {
+        let dir = config.parent().expect("config has a directory");
+        let log = dir.join(format!("{label}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let err = file.try_clone().expect("log file");
+        let mut cmd = ns.command(PLAIT);
+        cmd.arg(role)
+            .arg("-c")
+            .arg(config)
+            .env("RUST_LOG", "info")
+            .stdout(file)
+            .stderr(err);
+        let child = ns.spawn(&mut cmd).expect("start daemon");
+        Daemon {
+            label: label.to_owned(),
+            child,
+            socket: dir.join(format!("{label}.sock")),
+            log,
+            tun: tun.to_owned(),
+        }
+    }
+
+    fn status(&self) -> Result<StatusSnapshot, String> {
+        plait_tunnel::control::status::query(&self.socket).map_err(|e| e.to_string())
+    }
+
+    /// Polls the status until `ready` holds (bounded); panics with the last status.
+    fn wait_for(&mut self, what: &str, ready: impl Fn(&StatusSnapshot) -> bool) -> StatusSnapshot {
+        let deadline = Instant::now() + ESTABLISH_TIMEOUT;
+        let mut last = Err("never asked".to_owned());
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                panic!("{} exited early ({s}) waiting for {what}", self.label);
+            }
+            last = self.status();
+            if let Ok(s) = &last {
+                if ready(s) {
+                    return s.clone();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "{}: no {what} within {ESTABLISH_TIMEOUT:?}; last status: {last:#?}",
+            self.label
+        );
+    }
+
+    /// SIGTERM; must exit 0 within 5 s and leave no TUN device, route or rule behind.
+    fn shutdown(mut self, ns: &Namespace) {
+        let status = self
+            .child
+            .terminate(EXIT_TIMEOUT)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+        assert!(status.success(), "{} exited with {status}", self.label);
+        assert_clean(ns, &self.tun, &self.label);
+        assert!(
+            !self.socket.exists(),
+            "{}: status socket {} left behind",
+            self.label,
+            self.socket.display()
+        );
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.child.kill();
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(80)..];
+            eprintln!(
+                "----- {} log ({}), last {} lines -----\n{}\n-----",
+                self.label,
+                self.log.display(),
+                tail.len(),
+                tail.join("\n")
+            );
+        }
+    }
+}
+
+/// The namespace has no trace of the daemon's TUN device, routes or policy rules.
+fn assert_clean(ns: &Namespace, tun: &str, label: &str) {
+    let link = ns.ip_output(["link", "show", "dev", tun]).expect("ip link");
+    assert!(
+        !link.status.success(),
+        "{label}: TUN {tun} still exists after exit"
+    );
+    for fam in ["-4", "-6"] {
+        let rules = ns.ip([fam, "rule", "show"]).expect("ip rule");
+        let rules = String::from_utf8_lossy(&rules.stdout);
+        for needle in [TABLE, FWMARK, "suppress_prefixlength"] {
+            assert!(
+                !rules.contains(needle),
+                "{label}: {fam} rule with {needle} left behind:\n{rules}"
+            );
+        }
+        let routes = ns
+            .ip([fam, "route", "show", "table", "all"])
+            .expect("ip route");
+        let routes = String::from_utf8_lossy(&routes.stdout);
+        for line in routes.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert!(
+                !words.contains(&tun) && !line.contains(&format!("table {TABLE}")),
+                "{label}: {fam} route left behind: {line}"
+            );
+        }
+    }
+}
+
+/// What a test's tunnel looks like.
+struct TunnelSpec {
+    /// Test letter, for the TUN name.
+    tag: char,
+    topo: TopologySpec,
+    /// Whether the tunnel carries IPv6 too (TUN addresses, routes, allowed_ips).
+    inner_v6: bool,
+    /// Whether to start the clients (test c runs a server alone).
+    clients: bool,
+}
+
+/// A topology with a server and its clients running. Fields drop in order: daemons first
+/// (killed, logs printed on failure), then the namespaces, then the files.
+struct Tunnel {
+    clients: Vec<Daemon>,
+    server: Option<Daemon>,
+    topo: Topology,
+    server_key: Key,
+    dir: TempDir,
+}
+
+/// `[engine]` table for both daemons, for comparing engine settings against the defaults:
+/// `PLAIT_TEST_SCHEDULER=NAME` picks the scheduler and `PLAIT_TEST_REORDER=none|bmp` the
+/// receiver's reordering; unset means the configs' defaults.
+fn engine_table() -> String {
+    let mut t = String::new();
+    for (var, key) in [
+        ("PLAIT_TEST_SCHEDULER", "scheduler"),
+        ("PLAIT_TEST_REORDER", "reorder"),
+    ] {
+        if let Ok(v) = std::env::var(var) {
+            if !v.is_empty() {
+                let _ = writeln!(t, "{key} = \"{v}\"");
+            }
+        }
+    }
+    if t.is_empty() {
+        t
+    } else {
+        format!("[engine]\n{t}\n")
+    }
+}
+
+fn tun_name(tag: char) -> String {
+    format!("pt{tag}{}", std::process::id() % 1_000_000)
+}
+
+fn write_key(dir: &Path, name: &str, key: &Key) -> String {
+    let file = format!("{name}.key");
+    std::fs::write(dir.join(&file), format!("{}\n", key.to_base64())).expect("key file");
+    file
+}
+
+fn quote_all<T: ToString>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|i| format!("\"{}\"", i.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Tunnel {
+    fn start(spec: TunnelSpec) -> Tunnel {
+        let started = Instant::now();
+        let topo = Topology::build(&spec.topo).expect("build topology");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tun = tun_name(spec.tag);
+        let server_key = Key::generate().expect("key");
+        let client_keys: Vec<Key> = topo
+            .clients()
+            .iter()
+            .map(|_| Key::generate().expect("key"))
+            .collect();
+        let any_v6_path = topo
+            .clients()
+            .iter()
+            .flat_map(|s| s.paths())
+            .any(|p| p.family() == Family::V6);
+
+        // Server.
+        let mut listen = vec![format!("0.0.0.0:{PORT}")];
+        if any_v6_path {
+            listen.push(format!("[::]:{PORT}"));
+        }
+        let mut tun_addrs = vec!["10.77.0.1/24".to_owned()];
+        if spec.inner_v6 {
+            tun_addrs.push("fd77::1/64".to_owned());
+        }
+        let mut cfg = String::new();
+        let _ = writeln!(
+            cfg,
+            "private_key_file = \"{}\"\nlisten = [{}]\n\n[tun]\nname = \"{tun}\"\naddresses = [{}]\n\n{}[control]\nstatus_socket = \"{}\"\n",
+            write_key(dir.path(), "server", &server_key),
+            quote_all(&listen),
+            quote_all(&tun_addrs),
+            engine_table(),
+            dir.path().join("server.sock").display(),
+        );
+        for (c, site) in topo.clients().iter().enumerate() {
+            let mut allowed = vec![
+                format!("10.77.0.{}/32", c + 2),
+                site.lan_net(Family::V4).to_string(),
+            ];
+            if spec.inner_v6 {
+                allowed.push(format!("fd77::{}/128", c + 2));
+                allowed.push(site.lan_net(Family::V6).to_string());
+            }
+            let _ = writeln!(
+                cfg,
+                "[[client]]\nname = \"site{c}\"\npublic_key = \"{}\"\nallowed_ips = [{}]\n",
+                client_keys[c].public().to_base64(),
+                quote_all(&allowed),
+            );
+        }
+        let server_cfg = dir.path().join("server.toml");
+        std::fs::write(&server_cfg, cfg).expect("server config");
+        let mut server = Daemon::start(topo.server(), "server", "server", &server_cfg, &tun);
+        server.wait_for("status socket", |_| true);
+
+        let mut tunnel = Tunnel {
+            clients: Vec::new(),
+            server: Some(server),
+            topo,
+            server_key,
+            dir,
+        };
+        if !spec.clients {
+            return tunnel;
+        }
+
+        // Clients.
+        for (c, key) in client_keys.iter().enumerate() {
+            let site = &tunnel.topo.clients()[c];
+            let mut routes = vec![tunnel.topo.remote_net(Family::V4).to_string()];
+            let mut addrs = vec![format!("10.77.0.{}/24", c + 2)];
+            if spec.inner_v6 {
+                routes.push(tunnel.topo.remote_net(Family::V6).to_string());
+                addrs.push(format!("fd77::{}/64", c + 2));
+            }
+            let label = format!("client{c}");
+            let mut cfg = String::new();
+            let _ = writeln!(
+                cfg,
+                "private_key_file = \"{}\"\nserver_public_key = \"{}\"\nroute = [{}]\n\n[tun]\nname = \"{tun}\"\naddresses = [{}]\n\n{}[control]\nstatus_socket = \"{}\"\n",
+                write_key(tunnel.dir.path(), &label, key),
+                tunnel.server_key.public().to_base64(),
+                quote_all(&routes),
+                quote_all(&addrs),
+                engine_table(),
+                tunnel.dir.path().join(format!("{label}.sock")).display(),
+            );
+            for path in site.paths() {
+                let _ = writeln!(
+                    cfg,
+                    "[[path]]\nname = \"p{}\"\nserver = \"{}\"\n",
+                    path.index(),
+                    SocketAddr::new(path.server_addr(), PORT),
+                );
+            }
+            let file = tunnel.dir.path().join(format!("{label}.toml"));
+            std::fs::write(&file, cfg).expect("client config");
+            let daemon = Daemon::start(site.client(), "client", &label, &file, &tun);
+            tunnel.clients.push(daemon);
+        }
+        for (c, site) in tunnel.topo.clients().iter().enumerate() {
+            let n = site.paths().len();
+            tunnel.clients[c].wait_for("established session with every path active", |s| {
+                s.sessions.len() == 1
+                    && s.sessions[0].established
+                    && s.sessions[0].paths.len() == n
+                    && s.sessions[0].paths.iter().all(|p| p.state == "active")
+            });
+        }
+        let want = tunnel.topo.clients().len();
+        if let Some(server) = tunnel.server.as_mut() {
+            server.wait_for("every client's session", |s| {
+                s.sessions.len() == want && s.sessions.iter().all(|x| x.established)
+            });
+        }
+        eprintln!("tunnel up in {:?}", started.elapsed());
+        tunnel
+    }
+
+    fn server(&self) -> &Daemon {
+        self.server.as_ref().expect("server running")
+    }
+
+    /// Stops clients, then the server, checking each shuts down cleanly.
+    fn shutdown(mut self) {
+        let clients = std::mem::take(&mut self.clients);
+        for (c, d) in clients.into_iter().enumerate() {
+            d.shutdown(self.topo.clients()[c].client());
+        }
+        if let Some(server) = self.server.take() {
+            server.shutdown(self.topo.server());
+        }
+    }
+}
+
+/// Checks a transfer arrived intact and prints its numbers.
+fn check_transfer(what: &str, sent: &SendReport, got: &SinkReport, seed: u64) {
+    assert_eq!(got.bytes, sent.bytes, "{what}: byte count");
+    assert_eq!(
+        hex(&got.sha256),
+        hex(&sent.sha256),
+        "{what}: SHA-256 differs"
+    );
+    assert_eq!(sent.sha256, payload_sha256(sent.bytes, seed), "{what}");
+    let peak = got.samples.iter().map(|s| s.mbit()).fold(0.0, f64::max);
+    eprintln!(
+        "{what}: {} bytes intact (sha256 {}…) in {:.2} s: goodput {:.1} Mbit/s \
+         (receiver {:.1}, peak 100 ms sample {:.1}); longest gap between reads {:?}, \
+         longest run of empty 100 ms samples {:?}",
+        got.bytes,
+        &hex(&got.sha256)[..16],
+        sent.duration.as_secs_f64(),
+        sent.goodput_mbit(),
+        got.goodput_mbit(),
+        peak,
+        got.longest_gap,
+        got.longest_empty_run()
+    );
+    let samples: Vec<String> = got
+        .samples
+        .iter()
+        .map(|s| format!("{:.0}", s.mbit()))
+        .collect();
+    eprintln!("  goodput per 100 ms (Mbit/s): {}", samples.join(" "));
+}
+
+/// One TCP transfer from `from` to a sink on `to` in `to_ns`.
+fn transfer(
+    from: &Namespace,
+    to_ns: &Namespace,
+    to: SocketAddr,
+    bytes: u64,
+    seed: u64,
+    what: &str,
+) -> SinkReport {
+    let sink = TcpSink::start(to_ns, to).expect("sink");
+    let sent = tcp_send(from, to, bytes, seed).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = sink
+        .wait(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    check_transfer(what, &sent, &got, seed);
+    got
+}
+
+/// Each path's share of the client's transmitted datagrams; asserts each is at least `min`.
+fn assert_path_shares(status: &StatusSnapshot, min: f64) {
+    eprintln!(
+        "  client receive side: lost {:?}, late {}",
+        status.sessions[0].lost, status.sessions[0].late
+    );
+    let paths = &status.sessions[0].paths;
+    let total: u64 = paths.iter().map(|p| p.tx_packets).sum();
+    for p in paths {
+        let share = p.tx_packets as f64 / total.max(1) as f64;
+        eprintln!(
+            "  path {} ({}): state {}, tx {} datagrams ({:.1} %), rx {}, srtt {:?} ms, rate {:?} Mbit/s, loss {:.3}",
+            p.id,
+            p.name,
+            p.state,
+            p.tx_packets,
+            share * 100.0,
+            p.rx_packets,
+            p.srtt_ms,
+            p.rate_mbit,
+            p.loss
+        );
+    }
+    for p in paths {
+        let share = p.tx_packets as f64 / total.max(1) as f64;
+        assert!(
+            share >= min,
+            "path {} carried only {:.1} % of {total} datagrams",
+            p.id,
+            share * 100.0
+        );
+    }
+}
+
+fn two_paths_at_40() -> TopologySpec {
+    TopologySpec::new(
+        PREFIX,
+        vec![PathSpec::v4().rate(40.0), PathSpec::v4().rate(40.0)],
+    )
+}
+
+/// (a) Two paths shaped to 40 Mbit/s each (one alone cannot carry the transfer at full
+/// speed); 50 MB of TCP from the lan host to the remote host arrive byte-identical, and each
+/// path carried at least 10 % of the client's datagrams.
+#[test]
+fn tcp_50mb_arrives_intact_and_uses_both_paths() {
+    if !root() {
+        return;
+    }
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'a',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+    });
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        dst,
+        50_000_000,
+        1,
+        "50 MB over 2 × 40 Mbit/s",
+    );
+    let status = t.clients[0].status().expect("client status");
+    if let Ok(server) = t.server().status() {
+        for s in &server.sessions {
+            eprintln!("  server receive side: lost {:?}, late {}", s.lost, s.late);
+        }
+    }
+    assert_path_shares(&status, 0.10);
+    t.shutdown();
+}
+
+/// (b) As (a), but a path is silently blackholed (nftables drop on its router, both
+/// directions) 1.5 s into the transfer; the transfer still completes byte-identical. Prints
+/// goodput before and after, and the longest gap between reads.
+#[test]
+fn transfer_survives_a_path_blackholed_midway() {
+    if !root() {
+        return;
+    }
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'b',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+    });
+    // A short transfer first, so the blackhole below hits traffic in full flow rather than
+    // the reorder buffer's start-up stall (see `tcp_50mb_arrives_intact_and_uses_both_paths`).
+    let warm = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5000);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        warm,
+        1_000_000,
+        20,
+        "warm-up, 1 MB",
+    );
+
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
+    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
+    let seed = 2;
+    let blackhole_at = Duration::from_millis(1500);
+    let (sent, before) = std::thread::scope(|s| {
+        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 50_000_000, seed));
+        std::thread::sleep(blackhole_at);
+        let before = t.clients[0].status().expect("client status");
+        // Path 0, unless the scheduler has left it (nearly) idle: then the busier path, so
+        // the blackhole always hits traffic.
+        let tx: Vec<u64> = before.sessions[0]
+            .paths
+            .iter()
+            .map(|p| p.tx_packets)
+            .collect();
+        let victim = if tx[0] * 4 >= tx[1] { 0 } else { 1 };
+        t.topo.blackhole(victim, true).expect("blackhole");
+        (sender.join().expect("sender thread"), (before, victim))
+    });
+    let (before, victim) = before;
+    eprintln!("blackholed path {victim} at 1.5 s");
+    let sent = sent.expect("transfer with path 0 blackholed");
+    let got = sink.wait(Duration::from_secs(30)).expect("sink");
+    check_transfer("50 MB, a path blackholed at 1.5 s", &sent, &got, seed);
+    eprintln!("client's paths just before the blackhole:");
+    assert_path_shares(&before, 0.0);
+    // Samples are counted from the accept, within a millisecond of the sender's start.
+    let bh = usize::try_from(blackhole_at.as_millis() / 100).unwrap_or(usize::MAX);
+    let mean = |xs: &[plait_testbed::GoodputSample]| {
+        xs.iter().map(|x| x.mbit()).sum::<f64>() / xs.len().max(1) as f64
+    };
+    let pre = &got.samples[..bh.min(got.samples.len())];
+    let post = &got.samples[bh.min(got.samples.len())..];
+    let window = &post[..post.len().min(20)];
+    let lowest = window
+        .iter()
+        .map(|x| x.mbit())
+        .fold(f64::INFINITY, f64::min);
+    eprintln!(
+        "goodput before the blackhole {:.1} Mbit/s, after {:.1} Mbit/s; lowest 100 ms sample \
+         in the 2 s after it {lowest:.1} Mbit/s; longest gap between reads {:?}",
+        mean(pre),
+        mean(post),
+        got.longest_gap
+    );
+    let status = t.clients[0].status().expect("client status");
+    eprintln!("client's paths at the end:");
+    assert_path_shares(&status, 0.0);
+    assert_ne!(
+        status.sessions[0].paths[victim].state, "active",
+        "path {victim} is blackholed but still active"
+    );
+    t.shutdown();
+}
+
+/// (c) A well-formed handshake initiation made with a key the server does not know, and 100
+/// datagrams of garbage, get no reply; the server counts the initiation in
+/// `dropped.unknown_key`.
+#[test]
+fn unknown_client_key_gets_no_reply() {
+    if !root() {
+        return;
+    }
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'c',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+        inner_v6: false,
+        clients: false,
+    });
+    let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
+    let server_public = t.server_key.public();
+    let replies = t
+        .topo
+        .client()
+        .run_in(move || {
+            let sock = UdpSocket::bind("0.0.0.0:0").expect("bind");
+            sock.connect(server_addr).expect("connect");
+            sock.set_read_timeout(Some(Duration::from_secs(1)))
+                .expect("timeout");
+            let mut replies = Vec::new();
+            let mut recv = |what: &str| {
+                let mut buf = [0u8; 2048];
+                if let Ok(n) = sock.recv(&mut buf) {
+                    replies.push(format!("{what}: {n} bytes back"));
+                }
+            };
+
+            // A well-formed initiation from a key the server does not know.
+            let unknown = Key::generate().expect("key");
+            let now_ns = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .expect("clock")
+                .as_nanos() as u64;
+            let mut buf = [0u8; INITIATION_LEN];
+            Initiation::start(
+                &unknown,
+                &server_public,
+                None,
+                1,
+                InitiationPayload {
+                    session_id: 1,
+                    timestamp: now_ns,
+                },
+                &mut buf[..INITIATION_LEN],
+            )
+            .expect("initiation");
+            sock.send(&buf[..INITIATION_LEN]).expect("send initiation");
+            recv("initiation from an unknown key");
+
+            // 100 datagrams of garbage, 1 to 1400 bytes.
+            let mut garbage = vec![0u8; 1400];
+            for i in 0..100u64 {
+                payload_block(0xbad, i, &mut garbage);
+                let len = 1 + (garbage[0] as usize * 256 + garbage[1] as usize) % 1400;
+                // Some with a valid type byte and the initiation's size.
+                if i % 10 == 0 {
+                    garbage[0] = 1;
+                    sock.send(&garbage[..INITIATION_LEN]).expect("send");
+                } else {
+                    sock.send(&garbage[..len]).expect("send");
+                }
+            }
+            recv("100 garbage datagrams");
+            replies
+        })
+        .expect("run in client namespace");
+    assert!(replies.is_empty(), "the server answered: {replies:?}");
+
+    let server = t.server();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let status = loop {
+        let s = server.status().expect("server status");
+        if s.dropped.unknown_key >= 1 || Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("server drop counters: {:?}", status.dropped);
+    assert!(status.dropped.unknown_key >= 1, "{:?}", status.dropped);
+    assert!(status.sessions.is_empty(), "{:?}", status.sessions);
+    t.shutdown();
+}
+
+/// (d) One IPv4 and one IPv6 path, tunnel addresses of both families: inner IPv6 over both
+/// paths, then inner IPv6 and IPv4 over the IPv6 path alone, then inner IPv6 over the IPv4
+/// path alone (the other path blackholed and seen down), all byte-identical.
+#[test]
+fn ipv6_inner_over_ipv6_path() {
+    if !root() {
+        return;
+    }
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'd',
+        topo: TopologySpec::new(
+            PREFIX,
+            vec![PathSpec::v4().rate(20.0), PathSpec::v6().rate(20.0)],
+        ),
+        inner_v6: true,
+        clients: true,
+    });
+    let status = t.clients[0].status().expect("client status");
+    let remote = status.sessions[0].paths[1]
+        .remote
+        .clone()
+        .unwrap_or_default();
+    assert!(remote.starts_with('['), "path 1 is not IPv6: {remote}");
+    let mut port = 5000;
+    let mut send = |t: &Tunnel, f: Family, bytes: u64, how: &str| {
+        port += 1;
+        let dst = SocketAddr::new(t.topo.remote_host_addr(f), port);
+        let src: IpAddr = t.topo.site0().lan_host_addr(f);
+        transfer(
+            t.topo.lan_host(),
+            t.topo.remote_host(),
+            dst,
+            bytes,
+            u64::from(port),
+            &format!("inner {f} {src} → {dst} {how}"),
+        );
+    };
+
+    // Both paths up: whatever the scheduler does with them.
+    send(&t, Family::V6, 4_000_000, "over an IPv4 and an IPv6 path");
+    let status = t.clients[0].status().expect("client status");
+    assert_path_shares(&status, 0.0);
+
+    // Only the IPv6 path left: inner IPv6 and IPv4 must both cross it.
+    set_only_path(&mut t, 1);
+    send(&t, Family::V6, 1_000_000, "over the IPv6 path alone");
+    send(&t, Family::V4, 1_000_000, "over the IPv6 path alone");
+
+    // Only the IPv4 path left: inner IPv6 over IPv4 outer.
+    set_only_path(&mut t, 0);
+    send(&t, Family::V6, 1_000_000, "over the IPv4 path alone");
+    t.shutdown();
+}
+
+/// Blackholes every path of client 0 but `keep` (and lifts the blackhole from `keep`), then
+/// waits until the client sees `keep` usable (active or degraded) and the others down.
+fn set_only_path(t: &mut Tunnel, keep: usize) {
+    let n = t.topo.site0().paths().len();
+    t.topo.blackhole(keep, false).expect("lift blackhole");
+    for i in (0..n).filter(|&i| i != keep) {
+        t.topo.blackhole(i, true).expect("blackhole");
+    }
+    let since = Instant::now();
+    let s = t.clients[0].wait_for(&format!("path {keep} alone up"), |s| {
+        s.sessions.first().is_some_and(|x| {
+            x.paths.iter().all(|p| {
+                if usize::from(p.id) == keep {
+                    p.state == "active" || p.state == "degraded"
+                } else {
+                    p.state == "down"
+                }
+            })
+        })
+    });
+    let state = &s.sessions[0].paths[keep].state;
+    eprintln!("path {keep} alone up ({state}) after {:?}", since.elapsed());
+}
+
+/// (e) Two client sites, each with its own key, allowed_ips and two paths, connect to one
+/// server and carry a TCP transfer each at the same time, both byte-identical.
+#[test]
+fn two_clients_share_one_server() {
+    if !root() {
+        return;
+    }
+    let paths = || vec![PathSpec::v4().rate(20.0), PathSpec::v4().rate(20.0)];
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'e',
+        topo: TopologySpec::new(PREFIX, paths()).add_client(paths()),
+        inner_v6: false,
+        clients: true,
+    });
+    let bytes = 3_000_000;
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = t
+            .topo
+            .clients()
+            .iter()
+            .enumerate()
+            .map(|(c, site)| {
+                let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001 + c as u16);
+                let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
+                let seed = 10 + c as u64;
+                s.spawn(move || {
+                    let sent = tcp_send(site.lan_host(), dst, bytes, seed);
+                    let got = sink.wait(Duration::from_secs(30));
+                    (c, seed, sent, got)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sender thread"))
+            .collect::<Vec<_>>()
+    });
+    for (c, seed, sent, got) in results {
+        let what = format!("client {c}: 3 MB at the same time as the other");
+        let sent = sent.unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_transfer(&what, &sent, &got, seed);
+    }
+    let server = t.server().status().expect("server status");
+    for s in &server.sessions {
+        let rx: u64 = s.paths.iter().map(|p| p.rx_packets).sum();
+        eprintln!(
+            "server session {}: established {}, {} paths, rx {} datagrams, delivered {}",
+            s.peer,
+            s.established,
+            s.paths.len(),
+            rx,
+            s.delivered
+        );
+        assert!(
+            s.delivered > 1000,
+            "{} delivered only {}",
+            s.peer,
+            s.delivered
+        );
+    }
+    t.shutdown();
+}
