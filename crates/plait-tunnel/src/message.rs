@@ -2,17 +2,21 @@
 //! (docs/protocol.md#tunnel-messages).
 //!
 //! Three types, all little-endian, all starting with a type byte and three reserved zero
-//! bytes (the same shapes as WireGuard's, so the sizes are well understood):
+//! bytes (WireGuard's shapes, but for the response's Noise payload, which repeats the
+//! server's index):
 //!
 //! | type | name       | layout                                                        | size |
 //! |------|------------|---------------------------------------------------------------|------|
 //! | 1    | initiation | type, 0,0,0, sender index u32, Noise message 1 (112 B)         | 120  |
-//! | 2    | response   | type, 0,0,0, sender u32, receiver u32, Noise message 2 (49 B)  | 61   |
+//! | 2    | response   | type, 0,0,0, sender u32, receiver u32, Noise message 2 (53 B)  | 65   |
 //! | 4    | data       | type, 0,0,0, receiver u32, counter u64, AEAD(engine datagram)  | 32 + n |
 //!
 //! A response is smaller than the initiation that caused it, so the server can never be
-//! used to amplify traffic. Invariant: [`parse`] never panics and accepts only the exact
-//! sizes above (data: at least the header and the tag).
+//! used to amplify traffic. The handshake authenticates the indices in the handshake
+//! headers ([`crate::crypto::handshake`]); a data message's AEAD covers its whole header.
+//!
+//! Invariant: [`parse`] never panics and accepts only the exact sizes above (data: at
+//! least the header and the tag).
 
 use thiserror::Error;
 
@@ -27,16 +31,23 @@ pub const TYPE_DATA: u8 = 4;
 
 /// Plaintext carried inside Noise message 1 (docs/protocol.md#initiation-payload).
 pub const INITIATION_PAYLOAD_LEN: usize = 16;
-/// Plaintext carried inside Noise message 2.
-pub const RESPONSE_PAYLOAD_LEN: usize = 1;
+/// Plaintext carried inside Noise message 2: flags (u8), the server's sender index (u32).
+pub const RESPONSE_PAYLOAD_LEN: usize = 5;
 /// Noise IK message 1: ephemeral (32), encrypted static (32 + 16), encrypted payload.
 pub const NOISE_INITIATION_LEN: usize = 32 + 48 + INITIATION_PAYLOAD_LEN + TAG_LEN;
 /// Noise IK message 2: ephemeral (32), encrypted payload.
 pub const NOISE_RESPONSE_LEN: usize = 32 + RESPONSE_PAYLOAD_LEN + TAG_LEN;
+/// Initiation header: type, reserved, sender index (also part of the Noise prologue).
+pub const INITIATION_HEADER_LEN: usize = 8;
+/// Response header: type, reserved, sender index, receiver index.
+pub const RESPONSE_HEADER_LEN: usize = 12;
 /// Whole initiation message.
-pub const INITIATION_LEN: usize = 8 + NOISE_INITIATION_LEN;
+pub const INITIATION_LEN: usize = INITIATION_HEADER_LEN + NOISE_INITIATION_LEN;
 /// Whole response message.
-pub const RESPONSE_LEN: usize = 12 + NOISE_RESPONSE_LEN;
+pub const RESPONSE_LEN: usize = RESPONSE_HEADER_LEN + NOISE_RESPONSE_LEN;
+
+// The server must never send more than it received: no amplification.
+const _: () = assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification");
 /// Data message header (type, reserved, receiver index, counter); also the AEAD's
 /// associated data, so none of it can be altered undetected.
 pub const DATA_HEADER_LEN: usize = 16;
@@ -169,9 +180,9 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn sizes_are_wireguards() {
+    fn sizes() {
         assert_eq!(INITIATION_LEN, 120);
-        assert_eq!(RESPONSE_LEN, 61);
+        assert_eq!(RESPONSE_LEN, 65);
         const { assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification") };
         assert_eq!(DATA_OVERHEAD, 32);
     }

@@ -8,7 +8,14 @@
 //!
 //! Message 1's payload carries the protocol version, the engine session id the client
 //! chose, and a timestamp that must grow from one initiation to the next: a replayed
-//! initiation is refused without a reply. Message 2's payload carries flags.
+//! initiation is refused without a reply. Message 2's payload carries flags and the
+//! server's index.
+//!
+//! The indices travel in cleartext headers, so they are bound into the handshake hash:
+//! the initiation's 8-byte header (type, reserved bytes, the client's index) is appended to
+//! the prologue on both sides, and the server's index is repeated inside message 2, where
+//! the client checks it against the response header. A tampered index makes the handshake
+//! fail instead of installing keys the peer does not know by that index.
 //!
 //! After message 2 both sides take snow's raw split (one 32-byte key per direction) into
 //! [`crate::crypto::aead`], because data messages use an explicit counter nonce and the
@@ -22,14 +29,15 @@ use thiserror::Error;
 use crate::crypto::aead::KEY_LEN;
 use crate::keys::Key;
 use crate::message::{
-    INITIATION_LEN, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN, RESPONSE_LEN,
-    RESPONSE_PAYLOAD_LEN, write_initiation_header, write_response_header,
+    INITIATION_HEADER_LEN, INITIATION_LEN, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN,
+    NOISE_RESPONSE_LEN, RESPONSE_HEADER_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    write_initiation_header, write_response_header,
 };
 
 /// The Noise protocol name.
 pub const NOISE_PARAMS: &str = "Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s";
 /// Bound into the handshake hash: a handshake of another protocol or version cannot be
-/// confused with plait's.
+/// confused with plait's. The initiation's header follows it in the prologue.
 pub const PROLOGUE: &[u8] = b"plait tunnel v1";
 /// Payload version byte.
 pub const PAYLOAD_VERSION: u8 = 1;
@@ -46,6 +54,18 @@ pub enum HandshakeError {
     /// The payload is not one this version understands.
     #[error("handshake payload has version {0}, expected {PAYLOAD_VERSION}")]
     Version(u8),
+    /// Reserved payload bytes are not zero.
+    #[error("handshake payload has nonzero reserved bytes")]
+    Reserved,
+    /// The response authenticated, but its header names another server index than the
+    /// one inside message 2: the header was altered on the way.
+    #[error("response header names index {header:#010x}, message 2 says {inner:#010x}")]
+    IndexMismatch {
+        /// Sender index in the cleartext header.
+        header: u32,
+        /// Sender index inside the encrypted payload.
+        inner: u32,
+    },
     /// The buffer was not of the message's size.
     #[error("handshake buffer has {got} bytes, need {need}")]
     Size {
@@ -88,6 +108,9 @@ impl InitiationPayload {
         if b[0] != PAYLOAD_VERSION {
             return Err(HandshakeError::Version(b[0]));
         }
+        if b[1..4] != [0, 0, 0] {
+            return Err(HandshakeError::Reserved);
+        }
         let mut s = [0u8; 4];
         s.copy_from_slice(&b[4..8]);
         let mut t = [0u8; 8];
@@ -118,20 +141,59 @@ fn setup(e: snow::Error) -> HandshakeError {
     HandshakeError::Setup(e.to_string())
 }
 
-fn builder() -> Result<Builder<'static>, HandshakeError> {
+/// [`PROLOGUE`] followed by the initiation's header.
+type Prologue = [u8; PROLOGUE.len() + INITIATION_HEADER_LEN];
+
+fn prologue(initiation_header: &[u8]) -> Result<Prologue, HandshakeError> {
+    let header = initiation_header
+        .get(..INITIATION_HEADER_LEN)
+        .ok_or(HandshakeError::Size {
+            got: initiation_header.len(),
+            need: INITIATION_HEADER_LEN,
+        })?;
+    let mut p = [0u8; PROLOGUE.len() + INITIATION_HEADER_LEN];
+    p[..PROLOGUE.len()].copy_from_slice(PROLOGUE);
+    p[PROLOGUE.len()..].copy_from_slice(header);
+    Ok(p)
+}
+
+fn builder(prologue: &Prologue) -> Result<Builder<'_>, HandshakeError> {
     let params = NOISE_PARAMS.parse().map_err(setup)?;
-    Builder::new(params).prologue(PROLOGUE).map_err(setup)
+    Builder::new(params).prologue(prologue).map_err(setup)
+}
+
+/// Message 2's payload: flags, then the server's index.
+fn encode_response_payload(flags: u8, sender_index: u32) -> [u8; RESPONSE_PAYLOAD_LEN] {
+    let mut b = [0u8; RESPONSE_PAYLOAD_LEN];
+    b[0] = flags;
+    b[1..5].copy_from_slice(&sender_index.to_le_bytes());
+    b
 }
 
 const ZERO_PSK: [u8; 32] = [0; 32];
 
 /// A client's handshake in flight, waiting for message 2.
+///
+/// It survives responses that fail: a forged or damaged response must not destroy the
+/// handshake the genuine response will complete (the client keeps it until it retries).
 pub struct Initiation {
     state: HandshakeState,
+    /// Set once message 2 authenticated but its header's index did not match: the
+    /// handshake state is spent, and only a copy of the same message 2 under its genuine
+    /// header may still complete the handshake.
+    spent: Option<Spent>,
     /// The index the client chose; the response names it as receiver.
     pub sender_index: u32,
     /// The session id it announced.
     pub session_id: u32,
+}
+
+/// What an authenticated message 2 gave, kept after a header mismatch.
+struct Spent {
+    noise: [u8; NOISE_RESPONSE_LEN],
+    keys: SessionKeys,
+    flags: u8,
+    server_index: u32,
 }
 
 impl std::fmt::Debug for Initiation {
@@ -139,13 +201,14 @@ impl std::fmt::Debug for Initiation {
         f.debug_struct("Initiation")
             .field("sender_index", &self.sender_index)
             .field("session_id", &self.session_id)
+            .field("spent", &self.spent.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Initiation {
     /// Writes a whole initiation message (header and Noise message 1) into
-    /// `out[..INITIATION_LEN]`.
+    /// `out[..INITIATION_LEN]`. The header is part of the prologue.
     pub fn start(
         local_private: &Key,
         server_public: &Key,
@@ -160,8 +223,10 @@ impl Initiation {
                 need: INITIATION_LEN,
             });
         }
+        write_initiation_header(out, sender_index);
+        let prologue = prologue(out)?;
         let psk = psk.map_or(&ZERO_PSK, Key::as_bytes);
-        let mut state = builder()?
+        let mut state = builder(&prologue)?
             .local_private_key(local_private.as_bytes())
             .map_err(setup)?
             .remote_public_key(server_public.as_bytes())
@@ -170,27 +235,53 @@ impl Initiation {
             .map_err(setup)?
             .build_initiator()
             .map_err(setup)?;
-        write_initiation_header(out, sender_index);
         let n = state
-            .write_message(&payload.encode(), &mut out[8..INITIATION_LEN])
+            .write_message(
+                &payload.encode(),
+                &mut out[INITIATION_HEADER_LEN..INITIATION_LEN],
+            )
             .map_err(setup)?;
         debug_assert_eq!(n, NOISE_INITIATION_LEN);
         Ok(Initiation {
             state,
+            spent: None,
             sender_index,
             session_id: payload.session_id,
         })
     }
 
-    /// Reads message 2 (`noise` = the response after its 12-byte header). Returns the
-    /// session keys and the response flags. Consumes the handshake either way: a failed
-    /// response means starting over.
-    pub fn finish(mut self, noise: &[u8]) -> Result<(SessionKeys, u8), HandshakeError> {
+    /// Reads message 2 (`noise` = the response after its 12-byte header; `server_index` =
+    /// the sender index that header names). Returns the session keys and the response
+    /// flags.
+    ///
+    /// On failure the handshake stays usable for the genuine response: snow restores its
+    /// symmetric state when a message fails to authenticate (and message 2 re-keys the
+    /// cipher from that state before decrypting anything). A response that authenticates
+    /// under a header naming another index than message 2 does is refused with
+    /// [`HandshakeError::IndexMismatch`]; the same message 2 under its genuine header is
+    /// still accepted afterwards.
+    pub fn finish(
+        &mut self,
+        server_index: u32,
+        noise: &[u8],
+    ) -> Result<(SessionKeys, u8), HandshakeError> {
         if noise.len() != NOISE_RESPONSE_LEN {
             return Err(HandshakeError::Size {
                 got: noise.len(),
                 need: NOISE_RESPONSE_LEN,
             });
+        }
+        if let Some(spent) = &self.spent {
+            if spent.noise[..] != noise[..] {
+                return Err(HandshakeError::Auth);
+            }
+            if spent.server_index != server_index {
+                return Err(HandshakeError::IndexMismatch {
+                    header: server_index,
+                    inner: spent.server_index,
+                });
+            }
+            return Ok((spent.keys.clone(), spent.flags));
         }
         let mut payload = [0u8; 64];
         let n = self
@@ -200,14 +291,30 @@ impl Initiation {
         if n != RESPONSE_PAYLOAD_LEN || !self.state.is_handshake_finished() {
             return Err(HandshakeError::Auth);
         }
+        let flags = payload[0];
+        let mut i = [0u8; 4];
+        i.copy_from_slice(&payload[1..5]);
+        let inner = u32::from_le_bytes(i);
         let (i2r, r2i) = self.state.dangerously_get_raw_split();
-        Ok((
-            SessionKeys {
-                send: i2r,
-                recv: r2i,
-            },
-            payload[0],
-        ))
+        let keys = SessionKeys {
+            send: i2r,
+            recv: r2i,
+        };
+        if inner != server_index {
+            let mut copy = [0u8; NOISE_RESPONSE_LEN];
+            copy.copy_from_slice(noise);
+            self.spent = Some(Spent {
+                noise: copy,
+                keys,
+                flags,
+                server_index: inner,
+            });
+            return Err(HandshakeError::IndexMismatch {
+                header: server_index,
+                inner,
+            });
+        }
+        Ok((keys, flags))
     }
 }
 
@@ -218,28 +325,37 @@ pub struct ReceivedInitiation {
     pub client: Key,
     /// What the client said.
     pub payload: InitiationPayload,
+    /// The client's index from the initiation's header (bound into the handshake by the
+    /// prologue); the response names it as receiver.
+    pub sender_index: u32,
 }
 
 impl std::fmt::Debug for ReceivedInitiation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReceivedInitiation")
             .field("payload", &self.payload)
+            .field("sender_index", &self.sender_index)
             .finish_non_exhaustive()
     }
 }
 
 impl ReceivedInitiation {
-    /// Reads Noise message 1 (`noise` = the initiation after its 8-byte header).
-    pub fn read(server_private: &Key, noise: &[u8]) -> Result<ReceivedInitiation, HandshakeError> {
-        if noise.len() != NOISE_INITIATION_LEN {
+    /// Reads a whole initiation message (its 8-byte header, which goes into the prologue,
+    /// then Noise message 1).
+    pub fn read(server_private: &Key, msg: &[u8]) -> Result<ReceivedInitiation, HandshakeError> {
+        if msg.len() != INITIATION_LEN {
             return Err(HandshakeError::Size {
-                got: noise.len(),
-                need: NOISE_INITIATION_LEN,
+                got: msg.len(),
+                need: INITIATION_LEN,
             });
         }
+        let (header, noise) = msg.split_at(INITIATION_HEADER_LEN);
+        let prologue = prologue(header)?;
+        let mut index = [0u8; 4];
+        index.copy_from_slice(&header[4..8]);
         // The psk is only mixed in with message 2; a placeholder lets snow build the state,
         // and `respond` sets the client's real one once we know who the client is.
-        let mut state = builder()?
+        let mut state = builder(&prologue)?
             .local_private_key(server_private.as_bytes())
             .map_err(setup)?
             .psk(2, &ZERO_PSK)
@@ -263,16 +379,17 @@ impl ReceivedInitiation {
             state,
             client: Key::from_bytes(key),
             payload,
+            sender_index: u32::from_le_bytes(index),
         })
     }
 
-    /// Writes the whole response (header and Noise message 2) into `out[..RESPONSE_LEN]`
-    /// and returns the server's session keys.
+    /// Writes the whole response (header and Noise message 2, which repeats
+    /// `sender_index`) into `out[..RESPONSE_LEN]` and returns the server's session keys.
+    /// The receiver index is the initiation's sender index.
     pub fn respond(
         mut self,
         psk: Option<&Key>,
         sender_index: u32,
-        receiver_index: u32,
         flags: u8,
         out: &mut [u8],
     ) -> Result<SessionKeys, HandshakeError> {
@@ -285,10 +402,13 @@ impl ReceivedInitiation {
         self.state
             .set_psk(2, psk.map_or(&ZERO_PSK[..], |k| &k.as_bytes()[..]))
             .map_err(setup)?;
-        write_response_header(out, sender_index, receiver_index);
+        write_response_header(out, sender_index, self.sender_index);
         let n = self
             .state
-            .write_message(&[flags], &mut out[12..RESPONSE_LEN])
+            .write_message(
+                &encode_response_payload(flags, sender_index),
+                &mut out[RESPONSE_HEADER_LEN..RESPONSE_LEN],
+            )
             .map_err(setup)?;
         debug_assert_eq!(n, NOISE_RESPONSE_LEN);
         if !self.state.is_handshake_finished() {
@@ -318,20 +438,41 @@ mod tests {
         }
     }
 
+    const R: usize = RESPONSE_HEADER_LEN;
+
+    /// A started initiation, the server's response to it (server index `sender`) and the
+    /// server's keys.
+    fn exchange(
+        client: &Key,
+        server: &Key,
+        sender: u32,
+        flags: u8,
+    ) -> (Initiation, [u8; RESPONSE_LEN], SessionKeys) {
+        let mut m1 = [0u8; INITIATION_LEN];
+        let init =
+            Initiation::start(client, &server.public(), None, 1, payload(), &mut m1).unwrap();
+        let got = ReceivedInitiation::read(server, &m1).unwrap();
+        let mut m2 = [0u8; RESPONSE_LEN];
+        let skeys = got.respond(None, sender, flags, &mut m2).unwrap();
+        (init, m2, skeys)
+    }
+
     #[test]
     fn full_handshake_agrees_on_keys() {
         let (client, server) = keys();
         let psk = Key::generate().unwrap();
         let mut m1 = [0u8; INITIATION_LEN];
-        let init = Initiation::start(&client, &server.public(), Some(&psk), 7, payload(), &mut m1)
-            .unwrap();
+        let mut init =
+            Initiation::start(&client, &server.public(), Some(&psk), 7, payload(), &mut m1)
+                .unwrap();
         assert_eq!(parse(&m1), Ok(Message::Initiation { sender: 7 }));
-        let got = ReceivedInitiation::read(&server, &m1[8..]).unwrap();
+        let got = ReceivedInitiation::read(&server, &m1).unwrap();
         assert_eq!(got.client, client.public());
         assert_eq!(got.payload, payload());
+        assert_eq!(got.sender_index, 7);
         let mut m2 = [0u8; RESPONSE_LEN];
         let server_keys = got
-            .respond(Some(&psk), 9, 7, FLAG_FRESH_SESSION, &mut m2)
+            .respond(Some(&psk), 9, FLAG_FRESH_SESSION, &mut m2)
             .unwrap();
         assert_eq!(
             parse(&m2),
@@ -340,7 +481,7 @@ mod tests {
                 receiver: 7
             })
         );
-        let (client_keys, flags) = init.finish(&m2[12..]).unwrap();
+        let (client_keys, flags) = init.finish(9, &m2[R..]).unwrap();
         assert_eq!(flags, FLAG_FRESH_SESSION);
         assert_eq!(client_keys.send, server_keys.recv);
         assert_eq!(client_keys.recv, server_keys.send);
@@ -354,7 +495,7 @@ mod tests {
         let mut m1 = [0u8; INITIATION_LEN];
         Initiation::start(&client, &other.public(), None, 1, payload(), &mut m1).unwrap();
         assert_eq!(
-            ReceivedInitiation::read(&server, &m1[8..]).unwrap_err(),
+            ReceivedInitiation::read(&server, &m1).unwrap_err(),
             HandshakeError::Auth
         );
     }
@@ -363,44 +504,122 @@ mod tests {
     fn psk_mismatch_fails_at_the_client() {
         let (client, server) = keys();
         let mut m1 = [0u8; INITIATION_LEN];
-        let init =
+        let mut init =
             Initiation::start(&client, &server.public(), None, 1, payload(), &mut m1).unwrap();
-        let got = ReceivedInitiation::read(&server, &m1[8..]).unwrap();
+        let got = ReceivedInitiation::read(&server, &m1).unwrap();
         let mut m2 = [0u8; RESPONSE_LEN];
         let wrong = Key::generate().unwrap();
-        got.respond(Some(&wrong), 2, 1, 0, &mut m2).unwrap();
-        assert_eq!(init.finish(&m2[12..]).unwrap_err(), HandshakeError::Auth);
+        got.respond(Some(&wrong), 2, 0, &mut m2).unwrap();
+        assert_eq!(init.finish(2, &m2[R..]).unwrap_err(), HandshakeError::Auth);
     }
 
     #[test]
     fn tampered_messages_fail() {
         let (client, server) = keys();
         let mut m1 = [0u8; INITIATION_LEN];
-        let init =
+        let mut init =
             Initiation::start(&client, &server.public(), None, 1, payload(), &mut m1).unwrap();
-        for i in 8..INITIATION_LEN {
+        // Every byte counts, the header's too (it is in the prologue).
+        for i in 0..INITIATION_LEN {
             let mut bad = m1;
             bad[i] ^= 0x40;
-            assert!(
-                ReceivedInitiation::read(&server, &bad[8..]).is_err(),
-                "byte {i}"
-            );
+            assert!(ReceivedInitiation::read(&server, &bad).is_err(), "byte {i}");
         }
-        let got = ReceivedInitiation::read(&server, &m1[8..]).unwrap();
+        let got = ReceivedInitiation::read(&server, &m1).unwrap();
         let mut m2 = [0u8; RESPONSE_LEN];
-        got.respond(None, 2, 1, 0, &mut m2).unwrap();
+        got.respond(None, 2, 0, &mut m2).unwrap();
         let mut bad = m2;
         bad[40] ^= 1;
-        assert!(init.finish(&bad[12..]).is_err());
+        assert!(init.finish(2, &bad[R..]).is_err());
     }
 
     #[test]
     fn garbage_and_wrong_sizes_are_errors() {
         let server = Key::generate().unwrap();
-        assert!(ReceivedInitiation::read(&server, &[0u8; NOISE_INITIATION_LEN]).is_err());
+        assert!(ReceivedInitiation::read(&server, &[0u8; INITIATION_LEN]).is_err());
         assert!(matches!(
             ReceivedInitiation::read(&server, &[0u8; 3]),
             Err(HandshakeError::Size { .. })
         ));
+        assert!(matches!(
+            ReceivedInitiation::read(&server, &[0u8; NOISE_INITIATION_LEN]),
+            Err(HandshakeError::Size { .. })
+        ));
+    }
+
+    #[test]
+    fn nonzero_reserved_payload_bytes_are_refused() {
+        let mut b = payload().encode();
+        assert_eq!(InitiationPayload::decode(&b), Ok(payload()));
+        for i in 1..4 {
+            b[i] = 1;
+            assert_eq!(InitiationPayload::decode(&b), Err(HandshakeError::Reserved));
+            b[i] = 0;
+        }
+    }
+
+    /// Review finding 2: a forged response (right size, right receiver index) must not
+    /// destroy the client's handshake; the genuine response still completes it.
+    #[test]
+    fn initiation_survives_forged_responses() {
+        let (client, server) = keys();
+        let (mut init, m2, skeys) = exchange(&client, &server, 2, 0);
+        let mut junk = [0x33u8; NOISE_RESPONSE_LEN];
+        assert_eq!(init.finish(2, &junk), Err(HandshakeError::Auth));
+        junk[0] = 9; // a second, different forgery
+        assert_eq!(init.finish(2, &junk), Err(HandshakeError::Auth));
+        // The genuine one, with one bit flipped anywhere in Noise message 2.
+        for i in R..RESPONSE_LEN {
+            let mut bad = m2;
+            bad[i] ^= 0x08;
+            assert!(init.finish(2, &bad[R..]).is_err(), "byte {i}");
+        }
+        let (ckeys, _) = init.finish(2, &m2[R..]).unwrap();
+        assert_eq!(ckeys.send, skeys.recv);
+        assert_eq!(ckeys.recv, skeys.send);
+    }
+
+    /// Review finding 3: the server's index is authenticated. A response whose header
+    /// names another sender index is refused; the genuine copy still completes the
+    /// handshake afterwards, and a forgery after that is still refused.
+    #[test]
+    fn tampered_response_index_is_refused() {
+        let (client, server) = keys();
+        let (mut init, m2, skeys) = exchange(&client, &server, 0x0102_0304, FLAG_FRESH_SESSION);
+        assert_eq!(
+            init.finish(0x0102_0305, &m2[R..]),
+            Err(HandshakeError::IndexMismatch {
+                header: 0x0102_0305,
+                inner: 0x0102_0304
+            })
+        );
+        assert_eq!(
+            init.finish(0x0102_0304, &[0x33u8; NOISE_RESPONSE_LEN]),
+            Err(HandshakeError::Auth)
+        );
+        let (ckeys, flags) = init.finish(0x0102_0304, &m2[R..]).unwrap();
+        assert_eq!(flags, FLAG_FRESH_SESSION);
+        assert_eq!(ckeys.send, skeys.recv);
+        assert_eq!(ckeys.recv, skeys.send);
+    }
+
+    /// Review finding 3: the client's index is authenticated through the prologue. An
+    /// initiation whose header was altered does not authenticate, so the server cannot be
+    /// made to answer (and key) an index the client never chose.
+    #[test]
+    fn initiation_header_is_bound_into_the_handshake() {
+        let (client, server) = keys();
+        let mut m1 = [0u8; INITIATION_LEN];
+        Initiation::start(&client, &server.public(), None, 5, payload(), &mut m1).unwrap();
+        let mut bad = m1;
+        write_initiation_header(&mut bad, 6);
+        assert_eq!(
+            ReceivedInitiation::read(&server, &bad).unwrap_err(),
+            HandshakeError::Auth
+        );
+        assert_eq!(
+            ReceivedInitiation::read(&server, &m1).unwrap().sender_index,
+            5
+        );
     }
 }

@@ -7,8 +7,13 @@
 //! replays), so a dead first link cannot delay the tunnel.
 //!
 //! The engine session starts with the first handshake, with every path added; it lives
-//! across rekeys and restarts only if the server says it made a fresh session (it lost
-//! ours, e.g. it restarted).
+//! across rekeys and restarts only if the server says it makes a fresh session (it lost
+//! ours, e.g. it restarted). The server keeps saying so for every handshake until one is
+//! confirmed, so a lost response cannot leave the two engine sessions out of step.
+//!
+//! A response that fails (forged, damaged, or with an altered index) is dropped and the
+//! handshake kept: the genuine response may still come, until the retry after
+//! [`REKEY_TIMEOUT`] replaces it.
 
 use std::net::SocketAddr;
 
@@ -25,12 +30,13 @@ use crate::keys::Key;
 use crate::message::{INITIATION_LEN, Message, parse};
 use crate::ratelimit::LogLimiter;
 
-/// Wait before a new initiation after the server's response failed to authenticate.
 /// With keys but nothing authenticated from the server for this long (the engine sends a
 /// keepalive every second per path, so silence means the server lost our keys, e.g. it
 /// restarted, or every path is down), a new handshake goes out; WireGuard waits 15 s too.
 pub const REHANDSHAKE_AFTER_SILENCE: std::time::Duration = std::time::Duration::from_secs(15);
-const RETRY_AFTER_REFUSAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// Least time between two initiation attempts when none is in flight (after a completed
+/// handshake, or after one that could not even be started).
+const MIN_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// One configured path.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,10 +134,11 @@ impl ClientEndpoint {
             }
             Message::Data { receiver, counter } => {
                 match self.link.open(now.mono, receiver, counter, datagram) {
-                    Ok((len, _)) => {
+                    Ok(opened) => {
                         self.last_rx = Some(now.mono);
                         let Ok(id) = u8::try_from(path) else { return };
-                        self.link.receive(now.mono, PathId(id), datagram, len, out);
+                        self.link
+                            .receive(now.mono, PathId(id), datagram, opened.len, out);
                     }
                     Err(e) => self.count_data_drop(now.mono, e, from),
                 }
@@ -152,28 +159,26 @@ impl ClientEndpoint {
         from: SocketAddr,
         out: &mut impl Outputs,
     ) {
-        let matches = self
+        let Some((init, _)) = self
             .handshake
-            .as_ref()
-            .is_some_and(|(h, _)| h.sender_index == receiver);
-        if !matches {
+            .as_mut()
+            .filter(|(h, _)| h.sender_index == receiver)
+        else {
             // A late copy, or not ours: refused without a trace beyond the counter.
             self.drops.unknown_index += 1;
             return;
-        }
-        let Some((init, _)) = self.handshake.take() else {
-            return;
         };
         let local_index = init.sender_index;
-        let (keys, flags) = match init.finish(noise) {
+        let (keys, flags) = match init.finish(sender, noise) {
             Ok(k) => k,
             Err(e) => {
                 self.drops.auth_failed += 1;
-                // The handshake state is consumed; the next timeout starts a new one.
+                // The handshake is kept: a forgery must not cost us the genuine response.
                 self.log_drop(now.mono, "handshake response refused", &e.to_string(), from);
                 return;
             }
         };
+        self.handshake = None;
         let keypair = Keypair::new(&keys, local_index, sender, now.mono, true);
         self.link.install_current(keypair);
         self.attempts = 0;
@@ -255,19 +260,24 @@ impl ClientEndpoint {
         wanted.max(self.earliest_retry())
     }
 
-    /// An unanswered initiation is repeated after [`REKEY_TIMEOUT`]; after a refused
-    /// response (the state is gone) a new one may go sooner, but not in a loop.
+    /// An unanswered initiation (or one answered only by refused responses) is repeated
+    /// after [`REKEY_TIMEOUT`]; with none in flight a new one may go sooner, but not in a
+    /// loop.
     fn earliest_retry(&self) -> Time {
         match (&self.handshake, self.last_initiation) {
             (Some((_, sent)), _) => *sent + REKEY_TIMEOUT,
-            (None, Some(last)) => last + RETRY_AFTER_REFUSAL,
+            (None, Some(last)) => last + MIN_RETRY,
             (None, None) => Time::ZERO,
         }
     }
 
     fn send_initiation(&mut self, now: Now, out: &mut impl Outputs) {
-        // Timestamps must grow even if the wall clock steps back (docs/protocol.md#handshake).
-        let timestamp = now.wall_ns.max(self.last_timestamp + 1);
+        // Counted as an attempt even if it cannot be started, so a failure backs off
+        // instead of being retried in a loop.
+        self.last_initiation = Some(now.mono);
+        // Timestamps must grow even if the wall clock steps back (docs/protocol.md#handshake);
+        // at u64::MAX (year 2554) they cannot, and the server refuses them as replays.
+        let timestamp = now.wall_ns.max(self.last_timestamp.saturating_add(1));
         self.last_timestamp = timestamp;
         let index = random_u64() as u32;
         let payload = InitiationPayload {
@@ -285,6 +295,8 @@ impl ClientEndpoint {
         ) {
             Ok(i) => i,
             Err(e) => {
+                // An older handshake still in flight would make the retry due at once.
+                self.handshake = None;
                 warn!(error = %e, "cannot start a handshake");
                 return;
             }
@@ -304,7 +316,6 @@ impl ClientEndpoint {
             out.send_udp(i, p.server, &msg);
         }
         self.handshake = Some((init, now.mono));
-        self.last_initiation = Some(now.mono);
     }
 
     /// When [`ClientEndpoint::handle_timeout`] should be called next.
@@ -363,5 +374,55 @@ impl ClientEndpoint {
     /// Inner packets refused, datagrams unsent, sources spoofed.
     pub fn link_counters(&self) -> super::link::LinkCounters {
         self.link.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plait_proto::reorder::ReorderKind;
+    use plait_proto::sched::SchedulerKind;
+
+    struct Count(usize);
+
+    impl Outputs for Count {
+        fn send_udp(&mut self, _: usize, _: SocketAddr, _: &[u8]) {
+            self.0 += 1;
+        }
+        fn write_tun(&mut self, _: &[u8]) {}
+    }
+
+    /// Review finding 4: the strictly growing handshake timestamp must not overflow at
+    /// u64::MAX (it stays there; the server refuses it as a replay).
+    #[test]
+    fn timestamp_saturates_instead_of_overflowing() {
+        let mut c = ClientEndpoint::new(ClientParams {
+            private_key: Key::generate().unwrap(),
+            server_public_key: Key::generate().unwrap().public(),
+            preshared_key: None,
+            paths: vec![ClientPath {
+                name: "only".into(),
+                server: "192.0.2.1:7744".parse().unwrap(),
+                rate_hint: None,
+            }],
+            engine: EngineParams {
+                scheduler: SchedulerKind::Plait,
+                reorder: ReorderKind::Bmp,
+                max_hold: std::time::Duration::from_secs(1),
+                max_datagram_size: 1400,
+                repair: true,
+            },
+        });
+        c.last_timestamp = u64::MAX;
+        let mut out = Count(0);
+        let now = Now {
+            mono: Time::from_millis(1),
+            wall_ns: 5,
+        };
+        c.handle_timeout(now, &mut out);
+        assert_eq!(out.0, 1, "the initiation went out");
+        assert_eq!(c.last_timestamp, u64::MAX);
+        assert_eq!(c.last_initiation, Some(now.mono));
+        assert!(c.handshake.is_some());
     }
 }

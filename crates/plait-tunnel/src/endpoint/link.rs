@@ -4,6 +4,10 @@
 //! flight during a rekey; `next` (responder only) waits for its first authenticated
 //! message from the initiator, which confirms it and makes it `current`.
 //!
+//! A handshake that asks the server for a fresh engine session changes nothing but `next`
+//! (and `next_session`) until that confirmation: a replayed or unanswered initiation
+//! cannot replace the engine session or move the path endpoints.
+//!
 //! Invariant: a data message is opened only with keys whose index it names, and recorded
 //! in that keypair's replay window only after it authenticated.
 
@@ -51,6 +55,10 @@ pub struct Link {
     pub current: Option<Keypair>,
     pub previous: Option<Keypair>,
     pub next: Option<Keypair>,
+    /// Server side: the engine session id to start afresh when `next` is confirmed, if
+    /// the handshake that made `next` named a session the server does not have (it was
+    /// answered with `FLAG_FRESH_SESSION`). Set and cleared with `next`.
+    pub next_session: Option<u32>,
     pub endpoints: [Option<PathEndpoint>; MAX_PATHS],
     pub handshakes: u64,
     pub counters: LinkCounters,
@@ -63,6 +71,20 @@ pub struct Link {
     engine_buf: Vec<u8>,
     log_refused: LogLimiter,
     log_roam: LogLimiter,
+}
+
+/// A data message that opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// The engine datagram's length (at `msg[DATA_HEADER_LEN..]`).
+    pub len: usize,
+    /// Index of the keys that fell off the end when `next` became current.
+    pub dropped: Option<u32>,
+    /// The message was the first under `next`: it confirmed the handshake.
+    pub confirmed: bool,
+    /// With `confirmed`: the fresh engine session the handshake asked for (the
+    /// `next_session` that was pending with `next`).
+    pub fresh_session: Option<u32>,
 }
 
 /// Why a data message was dropped (for the drop counters).
@@ -84,6 +106,7 @@ impl Link {
             current: None,
             previous: None,
             next: None,
+            next_session: None,
             endpoints: [None; MAX_PATHS],
             handshakes: 0,
             counters: LinkCounters::default(),
@@ -106,16 +129,16 @@ impl Link {
         dropped
     }
 
-    /// Opens a data message in place with the keys it names. On success returns the
-    /// engine datagram's length (at `msg[DATA_HEADER_LEN..]`); a message under `next`
-    /// confirms it.
+    /// Opens a data message in place with the keys it names. A message under `next`
+    /// confirms it: `next` becomes current, and the caller starts the fresh engine
+    /// session it may have been waiting for.
     pub fn open(
         &mut self,
         now: Time,
         receiver: u32,
         counter: u64,
         msg: &mut [u8],
-    ) -> Result<(usize, Option<u32>), DataDrop> {
+    ) -> Result<Opened, DataDrop> {
         let slot = [&mut self.current, &mut self.previous, &mut self.next]
             .into_iter()
             .position(|k| k.as_ref().is_some_and(|k| k.local_index == receiver))
@@ -130,13 +153,20 @@ impl Link {
             OpenError::Auth => DataDrop::Auth,
             OpenError::Expired | OpenError::Replayed => DataDrop::Replayed,
         })?;
-        let mut dropped = None;
+        let mut opened = Opened {
+            len: n,
+            dropped: None,
+            confirmed: false,
+            fresh_session: None,
+        };
         if slot == 2
             && let Some(confirmed) = self.next.take()
         {
-            dropped = self.install_current(confirmed);
+            opened.dropped = self.install_current(confirmed);
+            opened.confirmed = true;
+            opened.fresh_session = self.next_session.take();
         }
-        Ok((n, dropped))
+        Ok(opened)
     }
 
     /// Forgets keys older than the reject limit; returns their indices.
@@ -148,6 +178,9 @@ impl Link {
                     gone.push(k.local_index);
                 }
             }
+        }
+        if self.next.is_none() {
+            self.next_session = None;
         }
         gone
     }

@@ -12,6 +12,15 @@
 //! Refused without reply and counted: anything that does not parse, initiations that do
 //! not decrypt, come from unknown keys, replay an old timestamp or exceed the handshake
 //! rate limit, and data messages with unknown indices, replayed counters or bad tags.
+//!
+//! An answered initiation only sets the client's `next` keys. If it names an engine
+//! session the server does not have, it is answered with `FLAG_FRESH_SESSION` (and so is
+//! every further initiation until one is confirmed), and the fresh engine session starts,
+//! with the path endpoints forgotten, only when the client's first data message under the
+//! new keys confirms them. A replayed initiation (possible after a server restart, which
+//! forgets the timestamps) therefore changes nothing the client relies on, and a lost
+//! response cannot leave the client on its old engine session while the server has a new
+//! one.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -23,7 +32,7 @@ use plait_proto::wire::Header;
 use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
-use super::link::{DataDrop, Link};
+use super::link::{DataDrop, Link, Opened};
 use super::{EngineParams, Now, Outputs, random_u64};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
@@ -39,6 +48,9 @@ pub const HANDSHAKE_RATE: f64 = 200.0;
 pub const HANDSHAKE_BURST: f64 = 50.0;
 /// One client's initiations closer together than this are ignored (WireGuard: 20 ms).
 pub const MIN_INITIATION_INTERVAL: Duration = Duration::from_millis(20);
+/// Random key indices tried before a handshake is given up (a collision among 2^32 is
+/// rare; only a broken random source makes every try collide).
+const INDEX_TRIES: usize = 8;
 
 /// One configured client.
 #[derive(Clone, Debug)]
@@ -71,6 +83,7 @@ struct Peer {
     last_timestamp: Option<u64>,
     last_initiation: Option<Time>,
     link: Link,
+    log_answered: LogLimiter,
 }
 
 /// The server side of a tunnel.
@@ -104,6 +117,7 @@ impl ServerEndpoint {
                     last_timestamp: None,
                     last_initiation: None,
                     link: Link::new(Some(config.allowed_ips.clone()), Vec::new()),
+                    log_answered: LogLimiter::new(1.0),
                     config,
                 }
             })
@@ -132,8 +146,8 @@ impl ServerEndpoint {
         out: &mut impl Outputs,
     ) {
         match parse(datagram) {
-            Ok(Message::Initiation { sender }) => {
-                self.handle_initiation(now, socket, from, sender, &datagram[8..], out)
+            Ok(Message::Initiation { .. }) => {
+                self.handle_initiation(now, socket, from, datagram, out)
             }
             Ok(Message::Data { receiver, counter }) => {
                 self.handle_data(now.mono, socket, from, receiver, counter, datagram, out)
@@ -152,8 +166,7 @@ impl ServerEndpoint {
         now: Now,
         socket: usize,
         from: SocketAddr,
-        sender: u32,
-        noise: &[u8],
+        msg: &[u8],
         out: &mut impl Outputs,
     ) {
         let t = now.mono;
@@ -162,7 +175,7 @@ impl ServerEndpoint {
             self.drops.rate_limited += 1;
             return;
         }
-        let init = match ReceivedInitiation::read(&self.private_key, noise) {
+        let init = match ReceivedInitiation::read(&self.private_key, msg) {
             Ok(i) => i,
             Err(_) => {
                 self.drops.auth_failed += 1;
@@ -196,19 +209,28 @@ impl ServerEndpoint {
             self.drops.rate_limited += 1;
             return;
         }
-        let local_index = loop {
-            let i = random_u64() as u32;
-            if !self.indices.contains_key(&i) {
-                break i;
+        let Some(local_index) = (0..INDEX_TRIES)
+            .map(|_| random_u64() as u32)
+            .find(|i| !self.indices.contains_key(i))
+        else {
+            if let Some(suppressed) = self.log_drop.check(t) {
+                warn!(
+                    suppressed,
+                    "no free key index (random source broken?): handshake dropped"
+                );
             }
+            return;
         };
+        let sender = init.sender_index;
         let session_id = init.payload.session_id;
         let timestamp = init.payload.timestamp;
+        // Fresh until a handshake naming this session id is confirmed: every initiation
+        // answered before then says so, whichever of the responses reaches the client.
         let fresh = peer.link.session.is_none() || peer.link.session_id != session_id;
         let mut msg = [0u8; RESPONSE_LEN];
         let psk = peer.config.preshared_key.clone();
         let flags = if fresh { FLAG_FRESH_SESSION } else { 0 };
-        let keys = match init.respond(psk.as_ref(), local_index, sender, flags, &mut msg) {
+        let keys = match init.respond(psk.as_ref(), local_index, flags, &mut msg) {
             Ok(k) => k,
             Err(e) => {
                 warn!(error = %e, "cannot answer a handshake");
@@ -217,31 +239,42 @@ impl ServerEndpoint {
         };
         peer.last_timestamp = Some(timestamp);
         peer.last_initiation = Some(t);
-        if fresh {
-            match Session::new(self.engine.session_config(session_id, random_u64())) {
-                Ok(s) => {
-                    if peer.link.session.is_some() {
-                        info!(peer = %peer.config.name, "client started a new session");
-                    }
-                    peer.link.session = Some(s);
-                    peer.link.session_id = session_id;
-                    peer.link.endpoints = [None; plait_proto::MAX_PATHS];
-                }
-                Err(e) => {
-                    warn!(error = %e, "engine configuration refused");
-                    return;
-                }
-            }
-        }
         // The new keys wait in `next` until the client's first data message confirms
-        // them (it proves the client holds them: no key-compromise impersonation).
+        // them (it proves the client holds them: no key-compromise impersonation, and no
+        // effect from a replayed initiation). So does the fresh engine session, if any.
         if let Some(old) = peer.link.next.take() {
             self.indices.remove(&old.local_index);
         }
         peer.link.next = Some(Keypair::new(&keys, local_index, sender, t, false));
+        peer.link.next_session = fresh.then_some(session_id);
         self.indices.insert(local_index, p);
-        info!(peer = %peer.config.name, %from, session = format_args!("{session_id:08x}"), fresh, "handshake answered");
+        if let Some(suppressed) = peer.log_answered.check(t) {
+            info!(peer = %peer.config.name, %from, session = format_args!("{session_id:08x}"), fresh, suppressed, "handshake answered");
+        }
         out.send_udp(socket, from, &msg);
+    }
+
+    /// The client's first data message under new keys confirmed a handshake that asked
+    /// for a fresh engine session: it replaces the old one (if any), and the path
+    /// endpoints are learned anew.
+    fn start_fresh_session(engine: &EngineParams, peer: &mut Peer, session_id: u32) {
+        peer.link.endpoints = [None; plait_proto::MAX_PATHS];
+        match Session::new(engine.session_config(session_id, random_u64())) {
+            Ok(s) => {
+                if peer.link.session.is_some() {
+                    info!(peer = %peer.config.name, session = format_args!("{session_id:08x}"), "client started a new session");
+                }
+                peer.link.session = Some(s);
+                peer.link.session_id = session_id;
+            }
+            Err(e) => {
+                // The daemon validated the configuration; this is a bug, not an input. The
+                // old session is dropped all the same (the client has left it), so the
+                // next initiation asks for a fresh one again.
+                warn!(error = %e, "engine configuration refused");
+                peer.link.session = None;
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -261,9 +294,17 @@ impl ServerEndpoint {
         };
         let peer = &mut self.peers[p];
         let len = match peer.link.open(now, receiver, counter, msg) {
-            Ok((len, dropped)) => {
+            Ok(Opened {
+                len,
+                dropped,
+                confirmed,
+                fresh_session,
+            }) => {
                 if let Some(old) = dropped {
                     self.indices.remove(&old);
+                }
+                if confirmed && let Some(session_id) = fresh_session {
+                    Self::start_fresh_session(&self.engine, peer, session_id);
                 }
                 len
             }

@@ -75,6 +75,14 @@ struct World {
     client_sent: [u64; 2],
     /// Path whose datagrams are dropped both ways.
     cut: Option<usize>,
+    /// Every initiation the client sent.
+    inits: Vec<Vec<u8>>,
+    /// Drop this many server-to-client responses.
+    drop_responses: usize,
+    /// An on-path attacker answers every initiation with a forged response first.
+    forge_responses: bool,
+    /// Flip a bit of the sender index of this many server-to-client responses.
+    tamper_responses: usize,
 }
 
 struct Keys {
@@ -140,6 +148,10 @@ impl World {
             server_sent: [0; 2],
             client_sent: [0; 2],
             cut: None,
+            inits: Vec::new(),
+            drop_responses: 0,
+            forge_responses: false,
+            tamper_responses: 0,
         }
     }
 
@@ -173,9 +185,33 @@ impl World {
         }
     }
 
-    fn send(&mut self, to_server: bool, path: usize, from: SocketAddr, bytes: Vec<u8>) {
+    fn send(&mut self, to_server: bool, path: usize, from: SocketAddr, mut bytes: Vec<u8>) {
         if self.cut == Some(path) {
             return;
+        }
+        let kind = bytes.first().copied();
+        if to_server && kind == Some(crate::message::TYPE_INITIATION) {
+            self.inits.push(bytes.clone());
+            if self.forge_responses {
+                // Right size, right receiver index (it is in the clear), garbage inside.
+                let mut forged = vec![0x5a; crate::message::RESPONSE_LEN];
+                let receiver = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
+                crate::message::write_response_header(&mut forged, 0x4141_4141, receiver);
+                let mut cap = Capture::default();
+                self.client
+                    .handle_udp(self.stamp(), path, addr(SERVER), &mut forged, &mut cap);
+                assert!(cap.udp.is_empty() && cap.tun.is_empty());
+            }
+        }
+        if !to_server && kind == Some(crate::message::TYPE_RESPONSE) {
+            if self.tamper_responses > 0 {
+                self.tamper_responses -= 1;
+                bytes[4] ^= 1;
+            }
+            if self.drop_responses > 0 {
+                self.drop_responses -= 1;
+                return;
+            }
         }
         let at = self.now + self.delay[path];
         let pos = self
@@ -490,4 +526,141 @@ fn survives_a_dead_first_path() {
     w.traffic(100, 0);
     assert_eq!(tags(&w.server_tun), (0..100).collect::<Vec<_>>());
     assert_eq!(tags(&w.client_tun), (0..100).collect::<Vec<_>>());
+}
+
+// Regression tests for the security review's findings.
+
+/// After a server restart (it forgot the client's timestamps) an attacker replays an
+/// initiation it recorded earlier, before the client handshakes again. The replay must
+/// change nothing but the server's `next` keys: no engine session is made and no endpoint
+/// is forgotten on it, so the client's real handshake is still answered with
+/// `FLAG_FRESH_SESSION` and both engines restart together.
+#[test]
+fn replayed_old_initiation_after_server_restart_keeps_engines_in_step() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(20, 0);
+    let old = w.inits[0].clone();
+    w.server = server_for(&k, k.client.public());
+    w.wire.clear();
+    // The attacker replays the recorded initiation from its own address.
+    let mut answer = Capture::default();
+    let mut m = old.clone();
+    w.server
+        .handle_udp(w.stamp(), 0, addr("192.0.2.99:5555"), &mut m, &mut answer);
+    assert_eq!(answer.udp.len(), 1, "a restarted server answers the replay");
+    assert!(
+        w.server.status(w.now).is_empty(),
+        "no engine session made for an unconfirmed handshake"
+    );
+    w.run_for(Duration::from_secs(25));
+    assert!(w.client.is_established(w.now));
+    w.server_tun.clear();
+    w.client_tun.clear();
+    w.traffic(50, 500);
+    assert_eq!(tags(&w.server_tun), (500..550).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (500..550).collect::<Vec<_>>());
+}
+
+/// After a server restart, the response carrying `FLAG_FRESH_SESSION` is lost. The retry
+/// must be answered with the flag too, so the client restarts its engine session.
+#[test]
+fn lost_fresh_response_after_server_restart_keeps_engines_in_step() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(3000, 0);
+    w.server = server_for(&k, k.client.public());
+    w.wire.clear();
+    w.drop_responses = 1;
+    w.run_for(Duration::from_secs(30));
+    assert_eq!(w.drop_responses, 0, "a response was dropped");
+    assert!(w.client.is_established(w.now));
+    w.server_tun.clear();
+    w.client_tun.clear();
+    w.traffic(500, 10_000);
+    assert_eq!(tags(&w.server_tun), (10_000..10_500).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (10_000..10_500).collect::<Vec<_>>());
+}
+
+/// The same for a client restart (a new session id) whose first response is lost: the
+/// server keeps its old engine session and endpoints until the new keys are confirmed,
+/// then replaces them.
+#[test]
+fn lost_fresh_response_after_client_restart() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(100, 0);
+    let old_session = w.server.status(w.now)[0].session_id;
+    w.client = World::new(&k).client;
+    w.wire.clear();
+    w.drop_responses = 1;
+    w.run_for(Duration::from_secs(12));
+    assert_eq!(w.drop_responses, 0, "a response was dropped");
+    assert!(w.client.is_established(w.now));
+    let s = &w.server.status(w.now)[0];
+    assert_ne!(s.session_id, old_session, "the server took the new session");
+    w.server_tun.clear();
+    w.client_tun.clear();
+    w.traffic(100, 500);
+    assert_eq!(tags(&w.server_tun), (500..600).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (500..600).collect::<Vec<_>>());
+}
+
+/// An on-path attacker who sees each initiation's cleartext sender index answers it at
+/// once with a garbage response. The client must keep its handshake for the genuine
+/// response: the tunnel comes up, rekeys and outlives the keys' 180 s limit.
+#[test]
+fn forged_responses_do_not_kill_the_clients_handshake() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.forge_responses = true;
+    w.run_for(Duration::from_secs(2));
+    assert!(w.client.is_established(w.now));
+    w.run_for(Duration::from_secs(400));
+    assert!(w.client.is_established(w.now), "tunnel died");
+    assert!(w.client.drops().auth_failed >= 3, "{:?}", w.client.drops());
+    assert!(w.server.status(w.now)[0].handshakes >= 3);
+    w.traffic(50, 0);
+    assert_eq!(tags(&w.server_tun), (0..50).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..50).collect::<Vec<_>>());
+}
+
+/// A man in the middle flips a bit of the server's sender index in a rekey's response.
+/// The client must refuse the response (not install keys the server does not know by
+/// that index, which would blackhole everything it sends) and rekey on its retry, with
+/// no upstream packet lost.
+#[test]
+fn tampered_response_index_is_refused() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(10, 0);
+    // Run to just before the rekey, then tamper with the rekey's response.
+    w.run_for(Duration::from_secs(115));
+    let handshakes = w.server.status(w.now)[0].handshakes;
+    w.tamper_responses = 1;
+    w.server_tun.clear();
+    w.client_tun.clear();
+    for s in 0..30u32 {
+        w.traffic(1, 1000 + s);
+    }
+    assert_eq!(w.tamper_responses, 0, "a response was tampered with");
+    assert!(w.client.drops().auth_failed >= 1, "{:?}", w.client.drops());
+    assert_eq!(tags(&w.server_tun), (1000..1030).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (1000..1030).collect::<Vec<_>>());
+    assert_eq!(w.server.drops().unknown_index, 0, "{:?}", w.server.drops());
+    assert!(w.server.status(w.now)[0].handshakes > handshakes, "rekeyed");
+    // The first handshake's response tampered with: the retry brings the tunnel up.
+    let mut w = World::new(&k);
+    w.tamper_responses = 1;
+    w.run_for(Duration::from_secs(2));
+    assert!(!w.client.is_established(w.now));
+    w.run_for(Duration::from_secs(6));
+    assert!(w.client.is_established(w.now));
+    w.traffic(20, 0);
+    assert_eq!(tags(&w.server_tun), (0..20).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..20).collect::<Vec<_>>());
 }
