@@ -4,10 +4,12 @@
 //!   still running in it, when dropped; commands, child processes and threads inside it;
 //!   clean-up of namespaces left over by crashed runs.
 //! - [`topology`]: the deployment `lan host – client – N paths – server – remote host`, one
-//!   router namespace per path with tbf shaping, silent blackholes (nftables) and visible
-//!   link loss (carrier down). Addressing is fixed and documented there.
-//! - [`traffic`]: TCP and UDP senders and sinks that run inside namespaces, with SHA-256
-//!   digests of what was sent and received, goodput samples and bounded timeouts.
+//!   router namespace per path with tbf shaping, one-way delay and loss per direction (the
+//!   [`emulate`] module's NFQUEUE emulators), silent blackholes (nftables), visible link loss
+//!   (carrier down), and a kernel MPTCP set-up for comparisons. Addressing is fixed and documented there.
+//! - [`traffic`]: TCP (or MPTCP) and UDP senders and sinks that run inside namespaces, with
+//!   SHA-256 digests of what was sent and received, goodput samples and bounded timeouts; a
+//!   UDP echo and RTT prober; interface byte counters sampled from inside a namespace.
 //! - [`emulate`]: one-way delay and random or bursty (Gilbert-Elliott) loss per path and
 //!   direction, by holding packets in an NFQUEUE and giving late verdicts in batches.
 //! - [`cmd`]: running external commands (`ip`, `tc`, `nft`, `ethtool`, `sysctl`) with
@@ -29,10 +31,11 @@ pub mod topology;
 pub mod traffic;
 
 pub use netns::{ChildGuard, Namespace, cleanup_stale};
-pub use topology::{ClientSite, Family, PathLink, PathSpec, Topology, TopologySpec};
+pub use topology::{ClientSite, Direction, Family, PathLink, PathSpec, Topology, TopologySpec};
 pub use traffic::{
-    GoodputSample, SendReport, SinkReport, TcpSink, UdpBlastReport, UdpReport, UdpSink, tcp_send,
-    udp_blast,
+    CounterSample, CounterSampler, GoodputSample, ProbeReport, RttProbe, SendLimit, SendOptions,
+    SendReport, SinkReport, StreamProto, TcpSink, UdpBlastReport, UdpEcho, UdpReport, UdpSink,
+    tcp_send, tcp_send_opts, udp_blast,
 };
 
 use std::time::Duration;
@@ -80,6 +83,9 @@ pub enum TestbedError {
         #[source]
         source: std::io::Error,
     },
+    /// A delay or loss emulator could not be started or its rule installed.
+    #[error("path emulation: {0}")]
+    Emulate(#[from] crate::emulate::EmulateError),
     /// Something did not happen within its time bound.
     #[error("timed out after {after:?}: {what}")]
     Timeout {

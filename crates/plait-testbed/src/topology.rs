@@ -39,12 +39,29 @@
 //!   the path exactly.
 //! - Dropping the [`Topology`] deletes every namespace it created (killing what runs
 //!   there), which removes every veth, qdisc and nftables table with them.
+//! - A path with a one-way delay or a loss model ([`PathSpec::delay`], [`PathSpec::rtt`],
+//!   [`PathSpec::loss`]) has one NFQUEUE emulator ([`crate::emulate::Emulator`]) per
+//!   direction in its router namespace, fed by an `iptables` (`ip6tables` on an IPv6 path)
+//!   `FORWARD -i rc` rule (queue 0, client → server) or `FORWARD -i rs` rule (queue 1,
+//!   server → client). Queue numbers are per namespace, so concurrent topologies never share
+//!   one. The emulators start before their rules (so no packet bypasses them) and are
+//!   stopped, rules removed first, before any namespace is deleted: the emulator guards are
+//!   the first field of [`Topology`] and drop first. Order: a packet is delayed (and maybe
+//!   dropped) as it enters the router, then shaped by tbf as it leaves, so the delay adds to
+//!   the queueing delay, as on a real link whose propagation delay follows its bottleneck.
+//! - [`Topology::setup_mptcp`] prepares kernel MPTCP between client 0 and the server
+//!   without client `subflow` endpoints (TESTBED.md: they open subflows towards the wrong
+//!   address); the existing per-destination routes already send each subflow over its own
+//!   path.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+use std::time::Duration;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
+use crate::emulate::{self, Emulator, LinkModel, LossModel, MAX_DELAY};
 use crate::netns::Namespace;
 use crate::{Result, TestbedError, cmd};
 
@@ -101,7 +118,37 @@ impl fmt::Display for Family {
     }
 }
 
-/// One path: outer address family and shaping.
+/// A direction of a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Client → server (router ingress `rc`, NFQUEUE queue 0).
+    Up,
+    /// Server → client (router ingress `rs`, NFQUEUE queue 1).
+    Down,
+}
+
+impl Direction {
+    /// Both directions, up first.
+    pub const BOTH: [Direction; 2] = [Direction::Up, Direction::Down];
+
+    /// The router interface packets of this direction enter by.
+    pub fn ingress_dev(self) -> &'static str {
+        match self {
+            Direction::Up => ROUTER_CLIENT_DEV,
+            Direction::Down => ROUTER_SERVER_DEV,
+        }
+    }
+
+    /// The NFQUEUE queue number of this direction (inside the router namespace).
+    pub fn queue(self) -> u16 {
+        match self {
+            Direction::Up => 0,
+            Direction::Down => 1,
+        }
+    }
+}
+
+/// One path: outer address family, shaping, and the emulated delay and loss.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathSpec {
     /// Family of the path's (outer) addresses.
@@ -110,6 +157,14 @@ pub struct PathSpec {
     pub rate_mbit: Option<f64>,
     /// tbf queue limit, bytes (only used when shaped).
     pub queue_bytes: u32,
+    /// One-way delay added in each direction (zero: none).
+    pub delay: Duration,
+    /// Loss client → server.
+    pub loss_up: LossModel,
+    /// Loss server → client.
+    pub loss_down: LossModel,
+    /// Seed of the loss decisions (the down direction uses `seed + 1`).
+    pub seed: u64,
 }
 
 impl PathSpec {
@@ -122,6 +177,10 @@ impl PathSpec {
             family: Family::V4,
             rate_mbit: None,
             queue_bytes: Self::DEFAULT_QUEUE_BYTES,
+            delay: Duration::ZERO,
+            loss_up: LossModel::None,
+            loss_down: LossModel::None,
+            seed: 0,
         }
     }
 
@@ -145,6 +204,60 @@ impl PathSpec {
         self
     }
 
+    /// This path with `one_way` added delay in each direction.
+    pub fn delay(mut self, one_way: Duration) -> PathSpec {
+        self.delay = one_way;
+        self
+    }
+
+    /// This path with a base round-trip time of `rtt` (half of it added each way).
+    pub fn rtt(self, rtt: Duration) -> PathSpec {
+        self.delay(rtt / 2)
+    }
+
+    /// This path losing packets by `model` in both directions.
+    pub fn loss(mut self, model: LossModel) -> PathSpec {
+        self.loss_up = model;
+        self.loss_down = model;
+        self
+    }
+
+    /// This path losing packets by `model` in one direction.
+    pub fn loss_in(mut self, dir: Direction, model: LossModel) -> PathSpec {
+        match dir {
+            Direction::Up => self.loss_up = model,
+            Direction::Down => self.loss_down = model,
+        }
+        self
+    }
+
+    /// This path with loss decisions seeded by `seed`.
+    pub fn seed(mut self, seed: u64) -> PathSpec {
+        self.seed = seed;
+        self
+    }
+
+    /// What the emulator of direction `dir` does.
+    pub fn link_model(&self, dir: Direction) -> LinkModel {
+        match dir {
+            Direction::Up => LinkModel {
+                delay: self.delay,
+                loss: self.loss_up,
+                seed: self.seed,
+            },
+            Direction::Down => LinkModel {
+                delay: self.delay,
+                loss: self.loss_down,
+                seed: self.seed.wrapping_add(1),
+            },
+        }
+    }
+
+    /// Whether direction `dir` needs an emulator (some delay or loss).
+    pub fn emulated(&self, dir: Direction) -> bool {
+        !self.link_model(dir).is_passthrough()
+    }
+
     fn validate(&self, what: &str) -> Result<()> {
         if let Some(r) = self.rate_mbit {
             if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT) {
@@ -158,6 +271,17 @@ impl PathSpec {
                 "{what}: queue limit {} bytes is below {MIN_QUEUE_BYTES}",
                 self.queue_bytes
             )));
+        }
+        if self.delay > MAX_DELAY {
+            return Err(TestbedError::Spec(format!(
+                "{what}: one-way delay {:?} is above the maximum {MAX_DELAY:?}",
+                self.delay
+            )));
+        }
+        for (dir, model) in [("loss_up", &self.loss_up), ("loss_down", &self.loss_down)] {
+            model
+                .validate()
+                .map_err(|e| TestbedError::Spec(format!("{what}: {dir}: {e}")))?;
         }
         Ok(())
     }
@@ -323,6 +447,8 @@ pub fn blackhole_script(on: bool) -> String {
 /// A built topology; see the module documentation. Dropping it removes everything.
 #[derive(Debug)]
 pub struct Topology {
+    /// First field, so the emulators stop (and their rules go) before any namespace does.
+    emulators: Vec<PathEmulator>,
     spec: TopologySpec,
     /// Never empty (the spec is validated).
     clients: Vec<ClientSite>,
@@ -375,13 +501,26 @@ impl Topology {
                 paths,
             });
         }
-        let topo = Topology {
+        let mut topo = Topology {
+            emulators: Vec::new(),
             spec: spec.clone(),
             clients,
             server,
             remote,
         };
         topo.configure()?;
+        let mut emulators = Vec::new();
+        for site in &topo.clients {
+            for path in &site.paths {
+                for dir in Direction::BOTH {
+                    if path.spec.emulated(dir) {
+                        // Pushed at once: an error later still stops the ones started.
+                        emulators.push(PathEmulator::start(path, dir)?);
+                    }
+                }
+            }
+        }
+        topo.emulators = emulators;
         Ok(topo)
     }
 
@@ -465,6 +604,49 @@ impl Topology {
     /// The spec this was built from.
     pub fn spec(&self) -> &TopologySpec {
         &self.spec
+    }
+
+    /// Prepares kernel MPTCP between client 0 and the server, for a connection from the
+    /// client to the server's address on path `primary`: MPTCP on in both namespaces,
+    /// `ip mptcp limits set subflows 4 add_addr_accepted 4` on both (at least the number of
+    /// other paths), and the server announcing (`signal` endpoints) its address on every
+    /// other path of site 0. The client gets no `subflow` endpoint: it opens a subflow to
+    /// each announced address, from the address routing picks, and the topology's routes
+    /// (each path's server-side network via that path's router, and back) keep every subflow
+    /// on its own path. The server's MPTCP listener must be bound to the unspecified address
+    /// (`0.0.0.0:PORT`): joins arrive at its other path addresses, and a listener bound to
+    /// one address answers them with a reset. An error names the command; a kernel without
+    /// MPTCP fails at the first `sysctl`.
+    pub fn setup_mptcp(&self, primary: usize) -> Result<()> {
+        let site = self.site0();
+        site.path(primary)?;
+        let limit = site.paths.len().saturating_sub(1).clamp(4, 8).to_string();
+        for ns in [&site.client, &self.server] {
+            ns.sysctl("net.mptcp.enabled", "1").map_err(|e| {
+                TestbedError::Spec(format!("kernel MPTCP is not available here: {e}"))
+            })?;
+            ns.ip([
+                "mptcp",
+                "limits",
+                "set",
+                "subflows",
+                &limit,
+                "add_addr_accepted",
+                &limit,
+            ])?;
+        }
+        for path in site.paths.iter().filter(|p| p.index != primary) {
+            self.server.ip([
+                "mptcp",
+                "endpoint",
+                "add",
+                &path.server_addr().to_string(),
+                "dev",
+                &path.server_dev(),
+                "signal",
+            ])?;
+        }
+        Ok(())
     }
 
     /// The server's namespace.
@@ -695,9 +877,9 @@ impl PathLink {
     /// the shaping (`None`).
     pub fn set_rate(&self, rate_mbit: Option<f64>, queue_bytes: u32) -> Result<()> {
         PathSpec {
-            family: self.spec.family,
             rate_mbit,
             queue_bytes,
+            ..self.spec.clone()
         }
         .validate("set_rate")?;
         let name = self.router.name();
@@ -721,6 +903,92 @@ impl PathLink {
             }
         }
         Ok(())
+    }
+}
+
+/// One direction of a path emulated in its router namespace: the NFQUEUE rule and the
+/// emulator serving it. Dropping it removes the rule first (packets then pass untouched),
+/// then stops the emulator (which accepts every packet it still holds).
+#[derive(Debug)]
+struct PathEmulator {
+    router: String,
+    family: Family,
+    dir: Direction,
+    /// Whether the rule was added (so drop deletes it).
+    installed: bool,
+    emulator: Option<Emulator>,
+}
+
+impl PathEmulator {
+    fn start(path: &PathLink, dir: Direction) -> Result<PathEmulator> {
+        let router = path.router.name().to_owned();
+        let model = path.spec.link_model(dir);
+        let emulator = Emulator::spawn(Some(&router), dir.queue(), model)?;
+        let mut this = PathEmulator {
+            router,
+            family: path.spec.family,
+            dir,
+            installed: false,
+            emulator: Some(emulator),
+        };
+        this.rule("-A")?;
+        this.installed = true;
+        Ok(this)
+    }
+
+    /// Adds (`-A`) or deletes (`-D`) the rule feeding the emulator.
+    fn rule(&self, action: &str) -> Result<()> {
+        let (dev, queue) = (self.dir.ingress_dev(), self.dir.queue());
+        match (self.family, action) {
+            (Family::V4, "-A") => Ok(emulate::install_rule(&self.router, dev, queue)?),
+            (Family::V4, _) => Ok(emulate::remove_rule(&self.router, dev, queue)?),
+            (Family::V6, _) => {
+                let queue = queue.to_string();
+                cmd::run(
+                    "ip",
+                    [
+                        "netns",
+                        "exec",
+                        &self.router,
+                        "ip6tables",
+                        "-w",
+                        "5",
+                        action,
+                        "FORWARD",
+                        "-i",
+                        dev,
+                        "-j",
+                        "NFQUEUE",
+                        "--queue-num",
+                        &queue,
+                        "--queue-bypass",
+                    ],
+                )
+                .map(drop)
+            }
+        }
+    }
+}
+
+impl Drop for PathEmulator {
+    fn drop(&mut self) {
+        // The namespace may already be gone (then so is the rule): nothing to report.
+        if self.installed && Path::new("/run/netns").join(&self.router).exists() {
+            if let Err(e) = self.rule("-D") {
+                eprintln!(
+                    "plait-testbed: removing the NFQUEUE rule of {} {:?}: {e}",
+                    self.router, self.dir
+                );
+            }
+        }
+        if let Some(e) = self.emulator.take() {
+            if let Err(e) = e.stop() {
+                eprintln!(
+                    "plait-testbed: stopping the emulator of {} {:?}: {e}",
+                    self.router, self.dir
+                );
+            }
+        }
     }
 }
 

@@ -8,6 +8,12 @@
 //! so equal digests mean the bytes arrived intact and in order, and [`payload_sha256`]
 //! tells what a transfer of a given seed and length must hash to.
 //!
+//! Stream sockets are plain TCP or kernel MPTCP ([`StreamProto`]; `IPPROTO_MPTCP` = 262
+//! through socket2), so the same sender and sink measure both. [`SendLimit`] ends a transfer
+//! after a byte count or a duration. [`UdpEcho`] and [`RttProbe`] measure the round-trip
+//! time of a path while it carries a transfer; [`CounterSampler`] reads an interface's byte
+//! counters from inside a namespace (`/proc/thread-self/net/dev`) every sample interval.
+//!
 //! Invariants:
 //! - Every socket is opened on a thread that has entered the namespace
 //!   ([`Namespace::run_in`], [`Namespace::spawn_thread`]), so it lives there.
@@ -151,6 +157,221 @@ pub fn tcp_send(ns: &Namespace, dst: SocketAddr, bytes: u64, seed: u64) -> Resul
     tcp_send_with(ns, dst, bytes, seed, TcpOptions::default())
 }
 
+/// The `IPPROTO_MPTCP` protocol number (Linux).
+pub const IPPROTO_MPTCP: i32 = 262;
+
+/// The protocol of a stream socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamProto {
+    /// Plain TCP.
+    #[default]
+    Tcp,
+    /// Kernel MPTCP (`socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)`); the path manager's
+    /// configuration is the namespace's (see [`crate::Topology::setup_mptcp`]).
+    Mptcp,
+}
+
+impl StreamProto {
+    fn protocol(self) -> socket2::Protocol {
+        match self {
+            StreamProto::Tcp => socket2::Protocol::TCP,
+            StreamProto::Mptcp => socket2::Protocol::from(IPPROTO_MPTCP),
+        }
+    }
+
+    /// A new stream socket of this protocol for `addr`'s family.
+    fn socket(self, addr: &SocketAddr) -> std::io::Result<socket2::Socket> {
+        socket2::Socket::new(
+            socket2::Domain::for_address(*addr),
+            socket2::Type::STREAM,
+            Some(self.protocol()),
+        )
+        .map_err(|e| match (self, e.raw_os_error()) {
+            (StreamProto::Mptcp, Some(code))
+                if [
+                    nix::libc::EPROTONOSUPPORT,
+                    nix::libc::ENOPROTOOPT,
+                    nix::libc::EINVAL,
+                ]
+                .contains(&code) =>
+            {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "kernel MPTCP is not available ({e}): needs CONFIG_MPTCP and \
+                         net.mptcp.enabled=1"
+                    ),
+                )
+            }
+            _ => e,
+        })
+    }
+}
+
+/// When a sender stops writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendLimit {
+    /// After this many bytes.
+    Bytes(u64),
+    /// After this long (counted from the connect); the last block is written whole.
+    For(Duration),
+}
+
+/// How [`tcp_send_opts`] sends.
+#[derive(Clone, Debug, Default)]
+pub struct SendOptions {
+    /// Time bounds.
+    pub tcp: TcpOptions,
+    /// TCP or MPTCP.
+    pub proto: StreamProto,
+    /// When to stop writing (default: nothing at all).
+    pub limit: Option<SendLimit>,
+    /// TCP congestion control of the socket (`TCP_CONGESTION`, e.g. `cubic`); `None`: the
+    /// namespace's default. Root may pick any algorithm the kernel has, whatever
+    /// `net.ipv4.tcp_allowed_congestion_control` says; an MPTCP socket passes it to its
+    /// subflows.
+    pub congestion: Option<String>,
+    /// Set it to stop writing early: the transfer then ends normally (half-close, wait for
+    /// the receiver) if it was set between blocks, or with an error if it is set while a
+    /// write or the wait for the receiver is blocked (checked every 50 ms).
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// Sends `seed`'s payload from `ns` to `dst` as `opts` say, half-closes and waits until the
+/// receiver closes. The report's digest covers exactly the bytes written.
+pub fn tcp_send_opts(
+    ns: &Namespace,
+    dst: SocketAddr,
+    seed: u64,
+    opts: SendOptions,
+) -> Result<SendReport> {
+    ns.run_in(move || send_stream(dst, seed, &opts))?
+}
+
+fn cancelled(opts: &SendOptions) -> bool {
+    opts.cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::Acquire))
+}
+
+fn is_wait(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
+}
+
+fn send_stream(dst: SocketAddr, seed: u64, opts: &SendOptions) -> Result<SendReport> {
+    let t = opts.tcp;
+    let started = Instant::now();
+    let deadline = started + t.total_timeout;
+    let sock = opts
+        .proto
+        .socket(&dst)
+        .map_err(|e| TestbedError::io(format!("{:?} socket towards {dst}", opts.proto), e))?;
+    if let Some(cc) = &opts.congestion {
+        sock.set_tcp_congestion(cc.as_bytes())
+            .map_err(|e| TestbedError::io(format!("setting congestion control `{cc}`"), e))?;
+    }
+    sock.connect_timeout(&dst.into(), t.connect_timeout)
+        .map_err(|e| TestbedError::io(format!("connecting to {dst}"), e))?;
+    let mut s: TcpStream = sock.into();
+    s.set_write_timeout(Some(POLL))
+        .map_err(|e| TestbedError::io("setting a write timeout", e))?;
+    let (max_bytes, until) = match opts.limit {
+        None => (0, None),
+        Some(SendLimit::Bytes(b)) => (b, None),
+        Some(SendLimit::For(d)) => (u64::MAX, Some(started + d)),
+    };
+    let mut ctx = Context::new(&SHA256);
+    let mut buf = vec![0u8; BLOCK];
+    let mut sent = 0u64;
+    let mut index = 0u64;
+    while sent < max_bytes {
+        let now = Instant::now();
+        if until.is_some_and(|u| now >= u) || cancelled(opts) {
+            break;
+        }
+        if now > deadline {
+            return Err(TestbedError::Timeout {
+                what: format!("sending to {dst} (sent {sent} bytes)"),
+                after: t.total_timeout,
+            });
+        }
+        let n = usize::try_from((max_bytes - sent).min(BLOCK as u64)).unwrap_or(BLOCK);
+        payload_block(seed, index, &mut buf[..n]);
+        // Own write loop with short timeouts, so a cancel or a stall is noticed promptly.
+        let mut off = 0;
+        let mut progress = Instant::now();
+        while off < n {
+            match s.write(&buf[off..n]) {
+                Ok(k) => {
+                    off += k;
+                    progress = Instant::now();
+                }
+                Err(e) if is_wait(&e) => {
+                    if cancelled(opts) {
+                        return Err(TestbedError::Thread(format!(
+                            "sending to {dst}: cancelled after {sent} bytes"
+                        )));
+                    }
+                    if progress.elapsed() > t.stall_timeout {
+                        return Err(TestbedError::Timeout {
+                            what: format!("sending to {dst} (sent {sent} bytes)"),
+                            after: t.stall_timeout,
+                        });
+                    }
+                }
+                Err(e) => {
+                    return Err(TestbedError::io(
+                        format!("sending to {dst} after {sent} bytes"),
+                        e,
+                    ));
+                }
+            }
+        }
+        ctx.update(&buf[..n]);
+        sent += n as u64;
+        index += 1;
+    }
+    s.shutdown(Shutdown::Write)
+        .map_err(|e| TestbedError::io(format!("half-closing the connection to {dst}"), e))?;
+    s.set_read_timeout(Some(POLL))
+        .map_err(|e| TestbedError::io("setting a read timeout", e))?;
+    let closed = Instant::now();
+    let mut scratch = [0u8; 1024];
+    loop {
+        match s.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if is_wait(&e) => {
+                if cancelled(opts) {
+                    return Err(TestbedError::Thread(format!(
+                        "waiting for {dst} to close: cancelled"
+                    )));
+                }
+                if closed.elapsed() > t.stall_timeout || Instant::now() > deadline {
+                    return Err(TestbedError::Timeout {
+                        what: format!("{dst} to close after sending {sent} bytes"),
+                        after: t.stall_timeout,
+                    });
+                }
+            }
+            Err(e) => {
+                return Err(TestbedError::io(
+                    format!("waiting for {dst} to close after sending {sent} bytes"),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(SendReport {
+        bytes: sent,
+        sha256: finish(ctx),
+        duration: started.elapsed(),
+    })
+}
+
 /// [`tcp_send`] with explicit time bounds.
 pub fn tcp_send_with(
     ns: &Namespace,
@@ -279,6 +500,8 @@ impl Sampler {
 /// What a [`TcpSink`] received.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SinkReport {
+    /// When the connection was accepted (the samples count from here).
+    pub accepted: Instant,
     /// Bytes received.
     pub bytes: u64,
     /// SHA-256 of the bytes received.
@@ -336,12 +559,23 @@ impl TcpSink {
 
     /// Listens on `bind` in `ns`; returns once the socket is listening.
     pub fn start_with(ns: &Namespace, bind: SocketAddr, opts: TcpOptions) -> Result<TcpSink> {
+        TcpSink::start_proto(ns, bind, opts, StreamProto::Tcp)
+    }
+
+    /// Listens on `bind` in `ns` with a `proto` socket (an MPTCP listener also accepts plain
+    /// TCP clients); returns once the socket is listening.
+    pub fn start_proto(
+        ns: &Namespace,
+        bind: SocketAddr,
+        opts: TcpOptions,
+        proto: StreamProto,
+    ) -> Result<TcpSink> {
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
         let (report_tx, report) = mpsc::sync_channel(1);
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
         let thread = ns.spawn_thread(&format!("tcp-sink-{}", bind.port()), move || {
-            let listener = match TcpListener::bind(bind)
+            let listener = match listen(proto, bind)
                 .and_then(|l| l.set_nonblocking(true).map(|()| l))
                 .and_then(|l| l.local_addr().map(|a| (l, a)))
             {
@@ -404,6 +638,15 @@ impl Drop for TcpSink {
             let _ = t.join();
         }
     }
+}
+
+/// A listening `proto` socket on `bind` (address reuse on, backlog 16).
+fn listen(proto: StreamProto, bind: SocketAddr) -> std::io::Result<TcpListener> {
+    let sock = proto.socket(&bind)?;
+    sock.set_reuse_address(true)?;
+    sock.bind(&bind.into())?;
+    sock.listen(16)?;
+    Ok(sock.into())
 }
 
 /// The error for a worker thread that ended without reporting.
@@ -510,6 +753,7 @@ fn sink_inner(listener: &TcpListener, opts: TcpOptions, stop: &AtomicBool) -> Re
     }
     let elapsed = accepted.elapsed();
     Ok(SinkReport {
+        accepted,
         bytes: total,
         sha256: finish(ctx),
         elapsed,
@@ -722,6 +966,345 @@ impl Drop for UdpSink {
     }
 }
 
+/// Echoes every UDP datagram back to its sender, in a namespace, until dropped.
+#[derive(Debug)]
+pub struct UdpEcho {
+    local: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl UdpEcho {
+    /// Binds `bind` in `ns` and starts echoing.
+    pub fn start(ns: &Namespace, bind: SocketAddr) -> Result<UdpEcho> {
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let thread = ns.spawn_thread(&format!("udp-echo-{}", bind.port()), move || {
+            let sock = match UdpSocket::bind(bind)
+                .and_then(|s| s.set_read_timeout(Some(POLL)).map(|()| s))
+                .and_then(|s| s.local_addr().map(|a| (s, a)))
+            {
+                Ok((s, a)) => {
+                    let _ = ready_tx.send(Ok(a));
+                    s
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(TestbedError::io(format!("binding UDP {bind}"), e)));
+                    return;
+                }
+            };
+            let mut buf = [0u8; 2048];
+            while !stop2.load(Ordering::Acquire) {
+                if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                    // A lost echo is a lost probe: the prober counts it.
+                    let _ = sock.send_to(&buf[..n], from);
+                }
+            }
+        })?;
+        let local = match ready_rx.recv_timeout(BIND_TIMEOUT) {
+            Ok(r) => r?,
+            Err(_) => {
+                stop.store(true, Ordering::Release);
+                return Err(TestbedError::Thread(format!(
+                    "UDP echo on {bind} did not start"
+                )));
+            }
+        };
+        Ok(UdpEcho {
+            local,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Drop for UdpEcho {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One answered probe.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RttSample {
+    /// When the probe was sent.
+    pub sent: Instant,
+    /// Its round-trip time.
+    pub rtt: Duration,
+}
+
+/// What an [`RttProbe`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbeReport {
+    /// Probes sent.
+    pub sent: u64,
+    /// Answered probes, in sending order.
+    pub samples: Vec<RttSample>,
+}
+
+impl ProbeReport {
+    /// The `q`-quantile (0 to 1, nearest rank) of the round-trip times, if any answered.
+    pub fn quantile(&self, q: f64) -> Option<Duration> {
+        let mut v: Vec<Duration> = self.samples.iter().map(|s| s.rtt).collect();
+        v.sort_unstable();
+        quantile_sorted(&v, q)
+    }
+
+    /// The answered probes sent between `from` and `to`.
+    pub fn between(&self, from: Instant, to: Instant) -> ProbeReport {
+        ProbeReport {
+            sent: 0,
+            samples: self
+                .samples
+                .iter()
+                .filter(|s| s.sent >= from && s.sent < to)
+                .copied()
+                .collect(),
+        }
+    }
+}
+
+/// The `q`-quantile (nearest rank) of sorted values.
+pub fn quantile_sorted<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let q = if q.is_finite() {
+        q.clamp(0.0, 1.0)
+    } else {
+        0.5
+    };
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+}
+
+/// How long an unanswered probe is waited for (later echoes are ignored).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Sends a small UDP datagram from a namespace to a [`UdpEcho`] every interval and records
+/// each round-trip time, until stopped.
+#[derive(Debug)]
+pub struct RttProbe {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Result<ProbeReport>>>>,
+}
+
+impl RttProbe {
+    /// Starts probing `dst` from `ns` every `interval` (at least 1 ms).
+    pub fn start(ns: &Namespace, dst: SocketAddr, interval: Duration) -> Result<RttProbe> {
+        let interval = interval.max(Duration::from_millis(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let thread = ns.spawn_thread("rtt-probe", move || -> Result<ProbeReport> {
+            let bind: SocketAddr = if dst.is_ipv4() {
+                (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+            } else {
+                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+            };
+            let sock = UdpSocket::bind(bind)
+                .and_then(|s| s.connect(dst).map(|()| s))
+                .map_err(|e| TestbedError::io(format!("UDP probe socket towards {dst}"), e))?;
+            let mut sent_at: Vec<Instant> = Vec::new();
+            let mut samples = Vec::new();
+            let mut next = Instant::now();
+            let mut buf = [0u8; 64];
+            while !stop2.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= next {
+                    let seq = sent_at.len() as u64;
+                    let mut msg = [0u8; 32];
+                    msg[..8].copy_from_slice(&seq.to_be_bytes());
+                    // A send error (no route during a blackhole, …) is a lost probe.
+                    let _ = sock.send(&msg);
+                    sent_at.push(now);
+                    next += interval;
+                    if next < now {
+                        next = now + interval;
+                    }
+                }
+                let wait = next
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_micros(200));
+                if sock.set_read_timeout(Some(wait)).is_err() {
+                    std::thread::sleep(wait);
+                    continue;
+                }
+                if let Ok(n) = sock.recv(&mut buf) {
+                    let at = Instant::now();
+                    if n >= 8 {
+                        let mut seq = [0u8; 8];
+                        seq.copy_from_slice(&buf[..8]);
+                        let seq = u64::from_be_bytes(seq);
+                        if let Some(&t) = usize::try_from(seq).ok().and_then(|i| sent_at.get(i)) {
+                            if at - t <= PROBE_TIMEOUT {
+                                samples.push(RttSample {
+                                    sent: t,
+                                    rtt: at - t,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            samples.sort_by_key(|s| s.sent);
+            samples.dedup_by_key(|s| s.sent);
+            Ok(ProbeReport {
+                sent: sent_at.len() as u64,
+                samples,
+            })
+        })?;
+        Ok(RttProbe {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops probing and returns what was measured.
+    pub fn stop(mut self) -> Result<ProbeReport> {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(t) => match t.join() {
+                Ok(r) => r?,
+                Err(_) => Err(TestbedError::Thread("RTT probe panicked".into())),
+            },
+            None => Err(TestbedError::Thread("RTT probe already stopped".into())),
+        }
+    }
+}
+
+impl Drop for RttProbe {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Cumulative byte counters of one interface at one moment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CounterSample {
+    /// When they were read.
+    pub at: Instant,
+    /// Bytes received by the interface.
+    pub rx_bytes: u64,
+    /// Bytes sent by the interface.
+    pub tx_bytes: u64,
+}
+
+/// The `(rx_bytes, tx_bytes)` of `dev` in `/proc/net/dev` text.
+pub fn parse_net_dev(text: &str, dev: &str) -> Option<(u64, u64)> {
+    text.lines().find_map(|l| {
+        let (name, rest) = l.split_once(':')?;
+        if name.trim() != dev {
+            return None;
+        }
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        // rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes …
+        Some((*f.first()?, *f.get(8)?))
+    })
+}
+
+/// Reads an interface's byte counters from inside a namespace every interval until
+/// stopped.
+#[derive(Debug)]
+pub struct CounterSampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Result<Vec<CounterSample>>>>>,
+}
+
+impl CounterSampler {
+    /// Starts sampling `dev` in `ns` every `interval` (at least 10 ms); the first sample is
+    /// taken before this returns.
+    pub fn start(ns: &Namespace, dev: &str, interval: Duration) -> Result<CounterSampler> {
+        let interval = interval.max(Duration::from_millis(10));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let dev = dev.to_owned();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<()>>(1);
+        let thread = ns.spawn_thread("counters", move || {
+            let read = || -> Result<CounterSample> {
+                let at = Instant::now();
+                let text = std::fs::read_to_string("/proc/thread-self/net/dev")
+                    .map_err(|e| TestbedError::io("reading /proc/thread-self/net/dev", e))?;
+                let (rx_bytes, tx_bytes) = parse_net_dev(&text, &dev).ok_or_else(|| {
+                    TestbedError::Spec(format!("no interface {dev} in /proc/net/dev"))
+                })?;
+                Ok(CounterSample {
+                    at,
+                    rx_bytes,
+                    tx_bytes,
+                })
+            };
+            let mut out = Vec::new();
+            match read() {
+                Ok(s) => {
+                    out.push(s);
+                    let _ = ready_tx.send(Ok(()));
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(TestbedError::Spec(e.to_string())));
+                    return Err(e);
+                }
+            }
+            let mut next = Instant::now() + interval;
+            while !stop2.load(Ordering::Acquire) {
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                next += interval;
+                out.push(read()?);
+            }
+            out.push(read()?);
+            Ok(out)
+        })?;
+        match ready_rx.recv_timeout(BIND_TIMEOUT) {
+            Ok(r) => r?,
+            Err(_) => {
+                stop.store(true, Ordering::Release);
+                return Err(TestbedError::Thread("counter sampler did not start".into()));
+            }
+        }
+        Ok(CounterSampler {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops sampling (after at most one interval) and returns the samples, oldest first.
+    pub fn stop(mut self) -> Result<Vec<CounterSample>> {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(t) => match t.join() {
+                Ok(r) => r?,
+                Err(_) => Err(TestbedError::Thread("counter sampler panicked".into())),
+            },
+            None => Err(TestbedError::Thread(
+                "counter sampler already stopped".into(),
+            )),
+        }
+    }
+}
+
+impl Drop for CounterSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -779,6 +1362,7 @@ mod tests {
             .collect();
         assert_eq!(got, [(100, 10), (200, 1), (300, 0), (400, 0), (500, 2)]);
         let report = SinkReport {
+            accepted: Instant::now(),
             bytes: 13,
             sha256: [0; 32],
             elapsed: ms(470),
@@ -796,6 +1380,23 @@ mod tests {
                 .abs()
                 < 1e-9
         );
+    }
+
+    #[test]
+    fn net_dev_and_quantiles_parse() {
+        let text = "Inter-|   Receive                                                |  Transmit\n \
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n \
+    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0\n \
+    rs: 1234567    1000    0    0    0     0          0         0  7654321    2000    0    0    0     0       0          0\n";
+        assert_eq!(parse_net_dev(text, "rs"), Some((1_234_567, 7_654_321)));
+        assert_eq!(parse_net_dev(text, "r"), None);
+        assert_eq!(parse_net_dev("rs: x y", "rs"), None);
+        let v = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+        assert_eq!(quantile_sorted(&v, 0.5), Some(5));
+        assert_eq!(quantile_sorted(&v, 0.99), Some(10));
+        assert_eq!(quantile_sorted(&v, 0.0), Some(1));
+        assert_eq!(quantile_sorted::<u32>(&[], 0.5), None);
+        assert_eq!(quantile_sorted(&v, f64::NAN), Some(5));
     }
 
     #[test]

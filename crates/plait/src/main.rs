@@ -1,6 +1,8 @@
 //! The `plait` command: the tunnel (`server`, `client`, `status`, `genkey`, `pubkey`) and
 //! the simulator (`sim`, `reproduce`, `schedulers`). `testbed`, `bench` and `demo` follow.
 
+mod bench;
+mod tunnel_bench;
 mod tunnel_cmd;
 
 use std::path::PathBuf;
@@ -28,6 +30,21 @@ enum Command {
     Client(tunnel_cmd::ClientArgs),
     /// Show a running daemon's paths: state, RTT, one-way delay, rate, loss, traffic.
     Status(tunnel_cmd::StatusArgs),
+    /// Benchmark the tunnel (as root): one TCP flow through it over unshaped veth paths
+    /// against raw UDP and plain TCP on the same veths, with CPU use; writes
+    /// docs/tunnel-bench.md.
+    TunnelBench(tunnel_bench::Args),
+    /// Compare plait with the best single path and kernel MPTCP on one emulated topology
+    /// (as root): goodput, per-path shares, RTT under load, recovery after path events;
+    /// prints a table, writes JSON and an SVG plot.
+    Bench(bench::BenchArgs),
+    /// Run every topology of topologies/ several times (as root) and write
+    /// docs/benchmarks.md with medians, ranges and the goals checked.
+    BenchDoc(bench::doc::BenchDocArgs),
+    /// Show plait at work in under a minute (as root): two emulated links built inside this
+    /// machine, one download over the best link alone and one through plait over both,
+    /// compared; everything is removed afterwards.
+    Demo(bench::demo::DemoArgs),
     /// Print a new private key (base64), as `wg genkey` does.
     Genkey,
     /// Read a private key on stdin and print its public key, as `wg pubkey` does.
@@ -106,6 +123,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Server(args) => tunnel_cmd::server(args),
         Command::Client(args) => tunnel_cmd::client(args),
         Command::Status(args) => tunnel_cmd::status(args),
+        Command::TunnelBench(args) => tunnel_bench::run(args),
+        Command::Bench(args) => bench::bench(args),
+        Command::BenchDoc(args) => bench::doc::bench_doc(args),
+        Command::Demo(args) => bench::demo::demo(args),
         Command::Genkey => tunnel_cmd::genkey(),
         Command::Pubkey => tunnel_cmd::pubkey(),
         Command::Sim {

@@ -40,6 +40,13 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 const TABLE: &str = "28780";
 const FWMARK: &str = "0x706c";
 
+/// The tests here each build a topology and run daemons and transfers; on two cores they
+/// run one at a time so their throughput checks do not compete for the CPU.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn root() -> bool {
     if !have_root() {
         eprintln!("{SKIP_NO_ROOT}");
@@ -471,6 +478,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
     if !root() {
         return;
     }
+    let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
         tag: 'a',
         topo: two_paths_at_40(),
@@ -504,6 +512,7 @@ fn transfer_survives_a_path_blackholed_midway() {
     if !root() {
         return;
     }
+    let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
         tag: 'b',
         topo: two_paths_at_40(),
@@ -585,6 +594,7 @@ fn unknown_client_key_gets_no_reply() {
     if !root() {
         return;
     }
+    let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
         tag: 'c',
         topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
@@ -673,6 +683,7 @@ fn ipv6_inner_over_ipv6_path() {
     if !root() {
         return;
     }
+    let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
         tag: 'd',
         topo: TopologySpec::new(
@@ -750,6 +761,7 @@ fn two_clients_share_one_server() {
     if !root() {
         return;
     }
+    let _serial = serial();
     let paths = || vec![PathSpec::v4().rate(20.0), PathSpec::v4().rate(20.0)];
     let t = Tunnel::start(TunnelSpec {
         tag: 'e',

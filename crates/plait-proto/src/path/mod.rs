@@ -38,6 +38,10 @@ use crate::time::Time;
 const PACKET_THRESHOLD: u64 = 3;
 /// Gain of the smoothed loss rate per resolved datagram.
 const LOSS_RATE_GAIN: f64 = 1.0 / 32.0;
+/// Without new samples the loss rate halves every this long: a path the scheduler avoids
+/// because of its losses gets no samples, and a frozen estimate would keep it avoided for
+/// good (seen on the tunnel: a 0.3 loss rate left over from a blackhole).
+const LOSS_HALF_LIFE: Duration = Duration::from_secs(2);
 
 /// Counters of one path (sender and receiver side together).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,6 +96,8 @@ pub struct Path {
     train: TrainRateEstimator,
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
+    /// When `loss_rate` was last updated or decayed.
+    loss_updated: Time,
     hints: PathHints,
     /// Send time of the oldest ack-eliciting datagram sent since the last answer.
     awaiting_since: Option<Time>,
@@ -138,6 +144,7 @@ impl Path {
             train: TrainRateEstimator::default(),
             delivery: DeliveryRateEstimator::default(),
             loss_rate: 0.0,
+            loss_updated: now,
             hints,
             awaiting_since: None,
             last_answer: None,
@@ -342,6 +349,7 @@ impl Path {
         if pkt.ack_eliciting {
             self.stats.acked += 1;
             if !was_lost {
+                self.decay_loss(now);
                 self.loss_rate += (0.0 - self.loss_rate) * LOSS_RATE_GAIN;
             }
             self.delivery
@@ -469,10 +477,23 @@ impl Path {
         }
         self.bytes_in_flight -= lost_bytes;
         self.stats.lost += lost;
+        if lost > 0 {
+            self.decay_loss(now);
+        }
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
         }
         lost
+    }
+
+    /// Lets the loss rate decay for the time since its last update ([`LOSS_HALF_LIFE`]).
+    pub fn decay_loss(&mut self, now: Time) {
+        let elapsed = now.saturating_since(self.loss_updated);
+        if elapsed > Duration::ZERO {
+            let halvings = elapsed.as_secs_f64() / LOSS_HALF_LIFE.as_secs_f64();
+            self.loss_rate *= 0.5f64.powf(halvings);
+            self.loss_updated = now;
+        }
     }
 
     /// Re-evaluates liveness (active/degraded/down) from silence and loss.

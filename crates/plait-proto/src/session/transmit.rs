@@ -188,6 +188,10 @@ impl Session {
 
     /// Rebuilds the schedulers' snapshot of every path.
     fn refresh_views(&mut self) {
+        let now = self.now;
+        for slot in self.paths.iter_mut().flatten() {
+            slot.tx.decay_loss(now);
+        }
         let (floor, trusted) = (self.owd_floor(), self.trusted_delay_floor());
         self.views.clear();
         self.views.extend(

@@ -1,0 +1,142 @@
+//! `plait bench`, `plait bench-doc` and `plait demo` (issue 6): plait against the best
+//! single path and kernel MPTCP on the same emulated links, in one run.
+//!
+//! - [`spec`]: the topology files of `topologies/` (TOML, validated, typed errors).
+//! - [`run`]: builds the test bed of a file and runs each mode on it (single path, MPTCP,
+//!   plait), sampling goodput, per-path use and RTT under load.
+//! - [`report`]: metrics (fractions, shares, percentiles, stall and recovery around
+//!   events), the JSON result and the terminal table.
+//! - [`plot`]: the SVG of goodput and per-path rates over time.
+//! - [`doc`]: docs/benchmarks.md from several repetitions of every topology.
+//! - [`demo`]: the one-command demonstration for newcomers.
+//! - [`tunnel`]: starting and stopping a real plait tunnel over a topology.
+//!
+//! Invariants: all three commands need root and say so otherwise; Ctrl-C (or SIGTERM) sets
+//! a flag that every phase checks, so the command unwinds through its guards and removes
+//! every namespace, emulator, firewall rule and daemon it made (a second Ctrl-C exits at
+//! once; the next run then removes what is left); a benchmark reports numbers and never
+//! fails on speed, only when something does not work.
+
+pub mod demo;
+pub mod doc;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod spec;
+pub mod tunnel;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, bail};
+use plait_proto::sched::SchedulerKind;
+
+use run::{Mode, RunOptions};
+use spec::TopologyFile;
+
+/// Namespace prefix of `plait bench` and `plait bench-doc`.
+pub const PREFIX: &str = "pbn";
+
+/// `plait bench TOPOLOGY`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The topology file (see topologies/ and docs/benchmarks.md for the format).
+    pub topology: PathBuf,
+    /// plait's scheduler (`[engine] scheduler` of both daemons).
+    #[arg(long, default_value = "plait")]
+    pub scheduler: String,
+    /// Modes to run, comma-separated: single, mptcp, plait.
+    #[arg(long, value_delimiter = ',', default_value = "single,mptcp,plait")]
+    pub modes: Vec<String>,
+    /// Directory for NAME.json and NAME.svg.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Seed of the loss emulation and the payload.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Transfer length in seconds instead of the file's `duration_s`.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Namespace name prefix (1 to 8 of a-z and _).
+    #[arg(long, default_value = PREFIX)]
+    pub prefix: String,
+    /// TCP congestion control of the endpoints (cubic, bbr, reno).
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// No progress lines.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Refuses to start without root, with the reason.
+pub fn need_root(what: &str) -> Result<()> {
+    if !plait_testbed::have_root() {
+        bail!(
+            "{what} builds network namespaces and emulated links: run it as root (e.g. `sudo plait {what}`)"
+        );
+    }
+    Ok(())
+}
+
+/// A flag set by SIGINT or SIGTERM; a second signal exits at once (status 130).
+pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag))
+            .context("installing a signal handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .context("installing a signal handler")?;
+    }
+    Ok(flag)
+}
+
+/// Checks a scheduler name against plait's.
+pub fn check_scheduler(name: &str) -> Result<()> {
+    if SchedulerKind::from_name(name).is_none() {
+        let names: Vec<&str> = SchedulerKind::ALL.iter().map(|k| k.name()).collect();
+        bail!("unknown scheduler `{name}`; one of: {}", names.join(", "));
+    }
+    Ok(())
+}
+
+/// `plait bench`: runs one topology file, prints the table, writes JSON and SVG.
+pub fn bench(args: BenchArgs) -> Result<()> {
+    let mut file = TopologyFile::load(&args.topology)?;
+    if let Some(d) = args.duration {
+        file = file.with_duration(d, &args.topology.display().to_string())?;
+    }
+    check_scheduler(&args.scheduler)?;
+    let mut modes = Vec::new();
+    for m in &args.modes {
+        modes.push(
+            Mode::from_name(m.trim()).with_context(|| {
+                format!("unknown mode `{m}`; modes are single, mptcp and plait")
+            })?,
+        );
+    }
+    plait_testbed::netns::validate_prefix(&args.prefix)?;
+    need_root("bench")?;
+    let cancel = interrupt_flag()?;
+    let opts = RunOptions {
+        modes,
+        scheduler: args.scheduler.clone(),
+        prefix: args.prefix.clone(),
+        seed: args.seed,
+        program: std::env::current_exe().context("finding the plait binary")?,
+        cancel,
+        progress: !args.quiet,
+        cc: args.cc.clone(),
+    };
+    let r = run::run_topology(&file, &opts)?;
+    print!("{}", report::table(&r));
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let json = args.out.join(format!("{}.json", r.name));
+    std::fs::write(&json, serde_json::to_string_pretty(&r)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let svg = args.out.join(format!("{}.svg", r.name));
+    plot::write_svg(&r, &svg)?;
+    println!("wrote {}\nwrote {}", json.display(), svg.display());
+    Ok(())
+}

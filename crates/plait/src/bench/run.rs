@@ -1,0 +1,416 @@
+//! Running one benchmark topology: the test bed, then each mode in turn on the same links.
+//!
+//! One run builds the topology of a [`TopologyFile`] (`plait-testbed`: tbf rate and queue,
+//! NFQUEUE delay and loss per direction, one router namespace per path), starts a UDP echo
+//! on the server's path-0 address, measures the idle RTT of path 0 for one second, then runs
+//! the requested [`Mode`]s one after the other, always in the order single, MPTCP, plait:
+//!
+//! - **single**: one plain TCP flow from the client namespace to the server's address on
+//!   the best path ([`TopologyFile::best_path`]); routing keeps it on that path.
+//! - **mptcp**: one kernel MPTCP flow between the same namespaces
+//!   ([`plait_testbed::Topology::setup_mptcp`]: the server announces its other path
+//!   addresses, the client opens one subflow to each).
+//! - **plait**: `plait server` and `plait client` (this binary) over every path, and one
+//!   plain TCP flow from the lan host to the remote host through the tunnel.
+//!
+//! Every sender uses the congestion control of [`RunOptions::cc`] (cubic by
+//! default: the kernel default of most systems and the references' figures; this
+//! machine's own default may differ). Each mode writes for the file's `duration_s` (then half-closes and waits for the
+//! receiver), with the file's events applied on the same schedule (seconds after the
+//! sender starts). Meanwhile it samples: the receiver's goodput every 100 ms, every router's
+//! bytes forwarded towards the server every 100 ms (per-path use, for every mode alike), and
+//! a UDP probe over path 0 every 10 ms (RTT under load).
+//!
+//! Invariants:
+//! - Every resource is owned by a guard: the [`Topology`] (namespaces, emulators, rules),
+//!   the tunnel ([`Tunnel`]: daemons, files), samplers and sinks (threads); an error or an
+//!   interruption (the `cancel` flag, set by Ctrl-C) unwinds through them, so nothing is
+//!   left behind; namespaces of a killed run are removed by the next one
+//!   ([`cleanup_stale`]).
+//! - An event is always lifted again, even when the transfer ends early.
+//! - A failing mode is recorded in its [`ModeResult::error`] and the other modes still
+//!   run; only an interruption or a test-bed failure aborts the whole run.
+//! - The bytes are checked end to end (SHA-256 of what was written against what was read).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use plait_testbed::traffic::TcpOptions;
+use plait_testbed::{
+    CounterSample, CounterSampler, Family, RttProbe, SendLimit, SendOptions, StreamProto, TcpSink,
+    Topology, UdpEcho, cleanup_stale, tcp_send_opts,
+};
+
+use super::report::{self, ModeResult, TopologyResult};
+use super::spec::{EventKind, TopologyFile};
+use super::tunnel::{Tunnel, TunnelOptions};
+
+/// Sampling interval of goodput and path counters.
+pub const SAMPLE: Duration = Duration::from_millis(100);
+/// Interval of the RTT probes on path 0.
+pub const PROBE_INTERVAL: Duration = Duration::from_millis(10);
+/// The UDP echo's port on the server.
+const ECHO_PORT: u16 = 7007;
+/// First TCP port of the measured transfers (each mode takes the next).
+const BASE_PORT: u16 = 5101;
+/// The plait server's UDP port.
+const TUNNEL_PORT: u16 = 7744;
+/// TUN device name (inside the run's own namespaces).
+const TUN: &str = "plaitb";
+/// Idle RTT measurement before the first mode.
+const IDLE_PROBE: Duration = Duration::from_secs(1);
+/// Pause between modes (queues drain, TIME_WAIT is on other ports anyway).
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// What carries the transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    /// Plain TCP over the best single path.
+    Single,
+    /// Kernel MPTCP over every path.
+    Mptcp,
+    /// TCP through the plait tunnel over every path.
+    Plait,
+}
+
+impl Mode {
+    /// Every mode, in running order.
+    pub const ALL: [Mode; 3] = [Mode::Single, Mode::Mptcp, Mode::Plait];
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Single => "single",
+            Mode::Mptcp => "mptcp",
+            Mode::Plait => "plait",
+        }
+    }
+
+    /// Looks a mode up by name.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The modes (run in [`Mode::ALL`] order whatever the order here).
+    pub modes: Vec<Mode>,
+    /// plait's `[engine] scheduler`.
+    pub scheduler: String,
+    /// Namespace prefix.
+    pub prefix: String,
+    /// Seed of the loss emulation and the payload.
+    pub seed: u64,
+    /// The `plait` binary for the tunnel daemons.
+    pub program: PathBuf,
+    /// Set by Ctrl-C: stop as soon as possible, cleaning up.
+    pub cancel: Arc<AtomicBool>,
+    /// Progress lines on standard error.
+    pub progress: bool,
+    /// TCP congestion control of every sender (`cubic`, `bbr`, `reno`), set on its socket
+    /// (`TCP_CONGESTION`; an MPTCP socket passes it to its subflows).
+    pub cc: String,
+}
+
+impl RunOptions {
+    fn say(&self, msg: &str) {
+        if self.progress {
+            eprintln!("{msg}");
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Acquire)
+    }
+}
+
+/// Sleeps `d`, returning early (false) if `cancel` is set.
+fn sleep_unless(cancel: &AtomicBool, d: Duration) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if cancel.load(Ordering::Acquire) {
+            return false;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+}
+
+/// Runs `file` as `opts` say; see the module documentation.
+pub fn run_topology(file: &TopologyFile, opts: &RunOptions) -> Result<TopologyResult> {
+    let mut modes = opts.modes.clone();
+    modes.sort();
+    modes.dedup();
+    if modes.is_empty() {
+        bail!("no mode to run");
+    }
+    if let Err(e) = cleanup_stale(&opts.prefix) {
+        opts.say(&format!("warning: cleaning up stale namespaces: {e}"));
+    }
+    let topo = Topology::build(&file.spec(&opts.prefix, opts.seed))
+        .context("building the test bed (network namespaces; needs root)")?;
+    let best = file.best_path();
+    if modes.contains(&Mode::Mptcp) {
+        topo.setup_mptcp(best).context("setting up kernel MPTCP")?;
+    }
+    let echo = UdpEcho::start(
+        topo.server(),
+        SocketAddr::new(topo.path_server_addr(0)?, ECHO_PORT),
+    )?;
+    let idle = RttProbe::start(topo.client(), echo.local_addr(), PROBE_INTERVAL)?;
+    let slept = sleep_unless(&opts.cancel, IDLE_PROBE);
+    let idle = idle.stop()?;
+    if !slept {
+        bail!("interrupted (everything it had set up is removed)");
+    }
+    let mut result = TopologyResult::new(file, opts, best);
+    result.idle_rtt_ms = idle.quantile(0.5).map(|d| d.as_secs_f64() * 1000.0);
+    for (k, mode) in modes.into_iter().enumerate() {
+        if opts.cancelled() {
+            bail!("interrupted (everything it had set up is removed)");
+        }
+        let port = BASE_PORT + u16::try_from(k).unwrap_or(0);
+        let r = match run_mode(&topo, file, mode, port, echo.local_addr(), opts) {
+            Ok(r) => r,
+            Err(e) => {
+                if opts.cancelled() {
+                    bail!("interrupted (everything it had set up is removed)");
+                }
+                opts.say(&format!("  {}: failed: {e:#}", mode.name()));
+                ModeResult::failed(mode, file, best, &opts.scheduler, format!("{e:#}"))
+            }
+        };
+        result.modes.push(r);
+        if !sleep_unless(&opts.cancel, SETTLE) {
+            bail!("interrupted (everything it had set up is removed)");
+        }
+    }
+    drop(echo);
+    drop(topo);
+    Ok(result)
+}
+
+/// Lifts an event it applied when dropped (so an early end never leaves a path dead).
+struct Applied<'t> {
+    topo: &'t Topology,
+    kind: EventKind,
+    path: usize,
+}
+
+impl Applied<'_> {
+    fn apply(topo: &Topology, kind: EventKind, path: usize, on: bool) -> Result<()> {
+        match kind {
+            EventKind::Blackhole => topo.blackhole(path, on)?,
+            EventKind::LinkDown => topo.set_link(path, !on)?,
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Applied<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = Applied::apply(self.topo, self.kind, self.path, false) {
+            eprintln!(
+                "plait bench: lifting {:?} on path {}: {e}",
+                self.kind, self.path
+            );
+        }
+    }
+}
+
+/// Applies the file's events on schedule from `t0` until they are over or `stop` is set;
+/// returns the actual (start, end) of each event, relative to `t0`.
+fn run_events(
+    topo: &Topology,
+    file: &TopologyFile,
+    t0: Instant,
+    stop: &AtomicBool,
+) -> Result<Vec<(f64, f64)>> {
+    let mut order: Vec<usize> = (0..file.events.len()).collect();
+    order.sort_by(|a, b| file.events[*a].from_s.total_cmp(&file.events[*b].from_s));
+    let mut times = vec![(f64::NAN, f64::NAN); file.events.len()];
+    // Events on different paths may overlap: keep the applied ones until their end.
+    let mut active: Vec<(usize, f64, Applied<'_>)> = Vec::new();
+    let mut pending = order.into_iter().peekable();
+    loop {
+        let now = t0.elapsed().as_secs_f64();
+        let mut k = 0;
+        while k < active.len() {
+            if now >= active[k].1 {
+                let (idx, _, applied) = active.remove(k);
+                drop(applied);
+                times[idx].1 = t0.elapsed().as_secs_f64();
+            } else {
+                k += 1;
+            }
+        }
+        while let Some(&idx) = pending.peek() {
+            let e = &file.events[idx];
+            if now < e.from_s {
+                break;
+            }
+            pending.next();
+            Applied::apply(topo, e.kind, e.path, true)?;
+            times[idx].0 = t0.elapsed().as_secs_f64();
+            active.push((
+                idx,
+                e.to_s,
+                Applied {
+                    topo,
+                    kind: e.kind,
+                    path: e.path,
+                },
+            ));
+        }
+        if active.is_empty() && pending.peek().is_none() {
+            return Ok(times);
+        }
+        if stop.load(Ordering::Acquire) {
+            for (idx, _, applied) in active.drain(..) {
+                drop(applied);
+                times[idx].1 = t0.elapsed().as_secs_f64();
+            }
+            return Ok(times);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn run_mode(
+    topo: &Topology,
+    file: &TopologyFile,
+    mode: Mode,
+    port: u16,
+    echo: SocketAddr,
+    opts: &RunOptions,
+) -> Result<ModeResult> {
+    let best = file.best_path();
+    let n = file.paths.len();
+    let tunnel = match mode {
+        Mode::Plait => {
+            opts.say(&format!(
+                "  {}: starting the plait tunnel (scheduler {})",
+                file.name, opts.scheduler
+            ));
+            Some(Tunnel::start(
+                topo,
+                &TunnelOptions {
+                    program: opts.program.clone(),
+                    paths: n,
+                    scheduler: opts.scheduler.clone(),
+                    tun: TUN.into(),
+                    port: TUNNEL_PORT,
+                },
+            )?)
+        }
+        _ => None,
+    };
+    let (from, to_ns, bind, dst, proto) = match mode {
+        Mode::Single => {
+            let a = SocketAddr::new(topo.path_server_addr(best)?, port);
+            (topo.client(), topo.server(), a, a, StreamProto::Tcp)
+        }
+        Mode::Mptcp => {
+            // Joins arrive at the server's other addresses: listen on all of them.
+            let bind = SocketAddr::from(([0, 0, 0, 0], port));
+            let dst = SocketAddr::new(topo.path_server_addr(best)?, port);
+            (topo.client(), topo.server(), bind, dst, StreamProto::Mptcp)
+        }
+        Mode::Plait => {
+            let a = SocketAddr::new(topo.remote_host_addr(Family::V4), port);
+            (topo.lan_host(), topo.remote_host(), a, a, StreamProto::Tcp)
+        }
+    };
+    let duration = file.duration();
+    let tcp = TcpOptions {
+        connect_timeout: Duration::from_secs(10),
+        stall_timeout: Duration::from_secs(30),
+        total_timeout: duration + Duration::from_secs(90),
+    };
+    opts.say(&format!(
+        "  {}: {} for {:.0} s",
+        file.name,
+        report::mode_label(mode, best, &opts.scheduler),
+        file.duration_s
+    ));
+    let sink = TcpSink::start_proto(to_ns, bind, tcp, proto)?;
+    let counters = topo
+        .site0()
+        .paths()
+        .iter()
+        .map(|p| {
+            CounterSampler::start(
+                p.router(),
+                plait_testbed::topology::ROUTER_SERVER_DEV,
+                SAMPLE,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let probe = RttProbe::start(topo.client(), echo, PROBE_INTERVAL)?;
+    let send_opts = SendOptions {
+        tcp,
+        proto,
+        limit: Some(SendLimit::For(duration)),
+        congestion: Some(opts.cc.clone()),
+        cancel: Some(Arc::clone(&opts.cancel)),
+    };
+    let seed = opts.seed.wrapping_mul(31).wrapping_add(port.into());
+    let done = AtomicBool::new(false);
+    let t0 = Instant::now();
+    let (sent, events) = std::thread::scope(|s| {
+        let ev = s.spawn(|| run_events(topo, file, t0, &done));
+        let sent = tcp_send_opts(from, dst, seed, send_opts);
+        done.store(true, Ordering::Release);
+        let events = ev
+            .join()
+            .map_err(|_| anyhow!("the event thread panicked"))
+            .and_then(|r| r);
+        (sent, events)
+    });
+    let t_end = Instant::now();
+    let probes = probe.stop()?;
+    // The sender returns once the receiver closed; after a failed send, do not wait.
+    let got = match &sent {
+        Ok(_) => sink
+            .wait(Duration::from_secs(30))
+            .map_err(anyhow::Error::from),
+        Err(_) => Err(anyhow!("the sender failed")),
+    };
+    let samples: Vec<Vec<CounterSample>> = counters
+        .into_iter()
+        .map(CounterSampler::stop)
+        .collect::<Result<_, _>>()?;
+    let status = tunnel.as_ref().and_then(|t| t.client().status().ok());
+    if let Some(t) = tunnel {
+        t.shutdown().context("stopping the tunnel")?;
+    }
+    let events = events?;
+    let sent = sent.context("sending")?;
+    let got = got.context("receiving")?;
+    if opts.cancelled() {
+        bail!("interrupted (everything it had set up is removed)");
+    }
+    Ok(report::mode_result(&report::Measured {
+        mode,
+        file,
+        best,
+        scheduler: &opts.scheduler,
+        t0,
+        t_end,
+        sent: &sent,
+        got: &got,
+        counters: &samples,
+        probes: &probes,
+        events: &events,
+        tun_mtu: status.as_ref().map(|s| s.tun_mtu),
+    }))
+}
