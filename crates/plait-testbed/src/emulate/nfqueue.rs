@@ -586,7 +586,10 @@ mod tests {
             // clock, which makes one sample look short (seen once: 2.9 ms).
             let floor = Duration::from_millis(20) - Duration::from_micros(50);
             let p1 = p.quantile(0.01);
-            assert!(p1 >= floor, "released early: 1st percentile {p1:?} (min {min:?})");
+            assert!(
+                p1 >= floor,
+                "released early: 1st percentile {p1:?} (min {min:?})"
+            );
             let added = p50.saturating_sub(base);
             assert!(
                 (Duration::from_millis(17)..=Duration::from_millis(23)).contains(&added),
