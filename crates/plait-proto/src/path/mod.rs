@@ -487,9 +487,11 @@ impl Path {
     }
 
     /// Lets the loss rate decay for the time since its last update ([`LOSS_HALF_LIFE`]).
+    /// Called before every scheduling decision, so it only does the arithmetic once the
+    /// decay is worth a percent (a 64th of the half-life), not once per packet.
     pub fn decay_loss(&mut self, now: Time) {
         let elapsed = now.saturating_since(self.loss_updated);
-        if elapsed > Duration::ZERO {
+        if elapsed >= LOSS_HALF_LIFE / 64 {
             let halvings = elapsed.as_secs_f64() / LOSS_HALF_LIFE.as_secs_f64();
             self.loss_rate *= 0.5f64.powf(halvings);
             self.loss_updated = now;

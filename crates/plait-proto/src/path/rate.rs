@@ -58,6 +58,8 @@ pub struct TrainRateEstimator {
     packets: u32,
     runs: u64,
     recent: [f64; MEDIAN_SAMPLES],
+    /// Median of `recent`, recomputed when a run ends (schedulers read it per packet).
+    median: Option<f64>,
 }
 
 /// Runs the median is taken over.
@@ -92,6 +94,11 @@ impl TrainRateEstimator {
             let sample = self.bytes as f64 / self.time.as_secs_f64();
             self.recent[(self.runs % MEDIAN_SAMPLES as u64) as usize] = sample;
             self.runs += 1;
+            let n = (self.runs as usize).min(MEDIAN_SAMPLES);
+            let mut v = self.recent;
+            let v = &mut v[..n];
+            v.sort_by(f64::total_cmp);
+            self.median = Some(v[n / 2]);
         }
         self.bytes = 0;
         self.time = Duration::ZERO;
@@ -100,14 +107,7 @@ impl TrainRateEstimator {
 
     /// Median of the recent runs, bytes per second; `None` before any run.
     pub fn rate(&self) -> Option<f64> {
-        let n = (self.runs as usize).min(MEDIAN_SAMPLES);
-        if n == 0 {
-            return None;
-        }
-        let mut v = self.recent;
-        let v = &mut v[..n];
-        v.sort_by(f64::total_cmp);
-        Some(v[n / 2])
+        self.median
     }
 }
 

@@ -89,7 +89,9 @@ pub struct EngineParams {
 /// Slack on every reorder-buffer hole deadline. Real hosts see far more timing jitter than
 /// the simulator (interrupt coalescing, scheduling, shapers releasing in bursts): with the
 /// engine's 2 ms default, 0.2 to 0.4 % of the packets of a 70 Mbit/s transfer over two
-/// shaped paths arrived after their hole had been given up (and reached TCP out of order).
+/// shaped paths arrived after their hole had been given up (and reached TCP out of order):
+/// the `late` count printed by `cargo test --release -p plait --test tunnel_netns --
+/// --nocapture tcp_50mb`; with 10 ms it printed 0.
 pub const TUNNEL_HOLD_MARGIN: Duration = Duration::from_millis(10);
 
 impl EngineParams {
