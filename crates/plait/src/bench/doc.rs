@@ -513,9 +513,13 @@ fn section(o: &mut String, s: &Section, svg: &Path, pick: usize, meta: &Meta) {
         f.duration_s
     );
     for e in &f.events {
+        let rate = e
+            .rate_mbit
+            .map(|r| format!(" ({r} Mbit/s)"))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
-            "Event: {:?} on path {} from {} s to {} s.",
+            "Event: {:?}{rate} on path {} from {} s to {} s.",
             e.kind, e.path, e.from_s, e.to_s
         );
     }
@@ -769,11 +773,15 @@ rate_mbit = 10
 rtt_ms = 100
 
 [[event]]                   # optional, any number (not overlapping on one path)
-kind = "blackhole"          # silent drop both ways; or "link_down" (carrier loss)
-path = 0
+kind = "blackhole"          # silent drop both ways; "link_down" (carrier loss); or
+path = 0                    #   "rate" (the rate below for the event's span, then back)
 from_s = 7.5                # seconds after the sender starts
 to_s = 12.5
+# rate_mbit = 5             # only with kind = "rate" (same queue in bytes)
 ```
+
+Goodput fractions are of the summed rates averaged over the transfer, so rate events
+count for their span.
 "#;
 
 #[cfg(test)]

@@ -189,7 +189,7 @@ pub fn mode_label(mode: Mode, best: usize, scheduler: &str) -> String {
 /// The most `mode` can carry over `file`'s paths, Mbit/s.
 pub fn ceiling_mbit(mode: Mode, file: &TopologyFile, best: usize, tun_mtu: Option<usize>) -> f64 {
     match mode {
-        Mode::Single => file.paths.get(best).map_or(0.0, |p| p.rate_mbit) * TCP_PAYLOAD / FRAME,
+        Mode::Single => file.path_mean_mbit(best) * TCP_PAYLOAD / FRAME,
         Mode::Mptcp => file.total_mbit() * TCP_PAYLOAD / FRAME,
         Mode::Plait => {
             // The daemons' default for 1500-byte IPv4 paths (docs/tunnel.md) if unknown.
@@ -535,6 +535,7 @@ mod tests {
             path: 0,
             from_s: 5.0,
             to_s: 10.0,
+            rate_mbit: None,
         }
     }
 

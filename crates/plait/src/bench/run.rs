@@ -46,7 +46,7 @@ use plait_testbed::{
 };
 
 use super::report::{self, ModeResult, TopologyResult};
-use super::spec::{EventKind, TopologyFile};
+use super::spec::{EventFile, EventKind, TopologyFile};
 use super::tunnel::{Tunnel, TunnelOptions};
 
 /// Sampling interval of goodput and path counters.
@@ -199,18 +199,31 @@ pub fn run_topology(file: &TopologyFile, opts: &RunOptions) -> Result<TopologyRe
     Ok(result)
 }
 
-/// Lifts an event it applied when dropped (so an early end never leaves a path dead).
+/// Lifts an event it applied when dropped (so an early end never leaves a path dead or
+/// at an event's rate).
 struct Applied<'t> {
     topo: &'t Topology,
-    kind: EventKind,
-    path: usize,
+    event: EventFile,
+    /// The path's configured rate and queue, restored when a rate event ends.
+    restore: (Option<f64>, u32),
 }
 
 impl Applied<'_> {
-    fn apply(topo: &Topology, kind: EventKind, path: usize, on: bool) -> Result<()> {
-        match kind {
+    fn apply(
+        topo: &Topology,
+        event: &EventFile,
+        restore: (Option<f64>, u32),
+        on: bool,
+    ) -> Result<()> {
+        let path = event.path;
+        match event.kind {
             EventKind::Blackhole => topo.blackhole(path, on)?,
             EventKind::LinkDown => topo.set_link(path, !on)?,
+            EventKind::Rate => {
+                let (rate, queue) = restore;
+                let rate = if on { event.rate_mbit } else { rate };
+                topo.path(path)?.set_rate(rate, queue)?;
+            }
         }
         Ok(())
     }
@@ -218,10 +231,10 @@ impl Applied<'_> {
 
 impl Drop for Applied<'_> {
     fn drop(&mut self) {
-        if let Err(e) = Applied::apply(self.topo, self.kind, self.path, false) {
+        if let Err(e) = Applied::apply(self.topo, &self.event, self.restore, false) {
             eprintln!(
                 "plait bench: lifting {:?} on path {}: {e}",
-                self.kind, self.path
+                self.event.kind, self.event.path
             );
         }
     }
@@ -229,7 +242,7 @@ impl Drop for Applied<'_> {
 
 /// Applies the file's events on schedule from `t0` until they are over or `stop` is set;
 /// returns the actual (start, end) of each event, relative to `t0`.
-fn run_events(
+pub(crate) fn run_events(
     topo: &Topology,
     file: &TopologyFile,
     t0: Instant,
@@ -259,15 +272,17 @@ fn run_events(
                 break;
             }
             pending.next();
-            Applied::apply(topo, e.kind, e.path, true)?;
+            let spec = topo.path(e.path)?.spec();
+            let restore = (spec.rate_mbit, spec.queue_bytes);
+            Applied::apply(topo, e, restore, true)?;
             times[idx].0 = t0.elapsed().as_secs_f64();
             active.push((
                 idx,
                 e.to_s,
                 Applied {
                     topo,
-                    kind: e.kind,
-                    path: e.path,
+                    event: *e,
+                    restore,
                 },
             ));
         }

@@ -1,6 +1,6 @@
 //! Benchmark topology files (`topologies/*.toml`): paths with rate, base RTT, queue and
-//! loss, timed path events, and the transfer's duration. The format is documented in
-//! docs/benchmarks.md ("Topology files"); an example:
+//! loss, timed path events (blackhole, carrier loss, rate change), and the transfer's
+//! duration. The format is documented in docs/benchmarks.md ("Topology files"); an example:
 //!
 //! ```toml
 //! name = "T4"
@@ -140,6 +140,9 @@ pub enum EventKind {
     Blackhole,
     /// The router's client-side link down: the client sees carrier loss.
     LinkDown,
+    /// The path's rate changed to the event's `rate_mbit` in both directions (tbf, same
+    /// queue in bytes), and restored at its end: a bandwidth fluctuation (ETOM Fig. 6).
+    Rate,
 }
 
 /// One `[[event]]`.
@@ -154,6 +157,9 @@ pub struct EventFile {
     pub from_s: f64,
     /// End, seconds after the transfer starts.
     pub to_s: f64,
+    /// The rate during a `rate` event, Mbit/s (only with `kind = "rate"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_mbit: Option<f64>,
 }
 
 /// A topology file that cannot be used.
@@ -321,7 +327,7 @@ impl TopologyFile {
                 }
             }
         }
-        let total = self.total_mbit();
+        let total: f64 = self.paths.iter().map(|p| p.rate_mbit).sum();
         if total > MAX_TOTAL_MBIT {
             return Err(err(
                 "path".into(),
@@ -348,6 +354,39 @@ impl TopologyFile {
                         e.from_s, self.duration_s
                     ),
                 ));
+            }
+            match (e.kind, e.rate_mbit) {
+                (EventKind::Rate, None) => {
+                    return Err(err(
+                        f("rate_mbit"),
+                        "a rate event needs rate_mbit, the rate during the event".into(),
+                    ));
+                }
+                (EventKind::Rate, Some(r)) => {
+                    let others = total - self.paths[e.path].rate_mbit;
+                    if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT) {
+                        return Err(err(
+                            f("rate_mbit"),
+                            format!("{r} must be above 0 and at most {MAX_RATE_MBIT}"),
+                        ));
+                    }
+                    if others + r > MAX_TOTAL_MBIT {
+                        return Err(err(
+                            f("rate_mbit"),
+                            format!(
+                                "with it the rates add up to {} Mbit/s; at most {MAX_TOTAL_MBIT} here",
+                                others + r
+                            ),
+                        ));
+                    }
+                }
+                (_, Some(_)) => {
+                    return Err(err(
+                        f("rate_mbit"),
+                        "only a rate event has rate_mbit".into(),
+                    ));
+                }
+                (_, None) => {}
             }
             if !(e.to_s.is_finite() && e.to_s > e.from_s && e.to_s <= self.duration_s) {
                 return Err(err(
@@ -382,9 +421,25 @@ impl TopologyFile {
         Ok(t)
     }
 
-    /// Sum of the path rates, Mbit/s.
+    /// Sum of the path rates, Mbit/s, averaged over the transfer: rate events count for
+    /// their share of it (without any, the plain sum of the configured rates).
     pub fn total_mbit(&self) -> f64 {
-        self.paths.iter().map(|p| p.rate_mbit).sum()
+        (0..self.paths.len()).map(|i| self.path_mean_mbit(i)).sum()
+    }
+
+    /// Path `i`'s rate averaged over the transfer, Mbit/s (0 for a path that does not
+    /// exist): its configured rate, replaced by each rate event's for that event's span.
+    pub fn path_mean_mbit(&self, i: usize) -> f64 {
+        let Some(p) = self.paths.get(i) else {
+            return 0.0;
+        };
+        let changed: f64 = self
+            .events
+            .iter()
+            .filter(|e| e.path == i && e.kind == EventKind::Rate)
+            .filter_map(|e| e.rate_mbit.map(|r| (r - p.rate_mbit) * (e.to_s - e.from_s)))
+            .sum();
+        p.rate_mbit + changed / self.duration_s
     }
 
     /// The transfer's duration.
@@ -557,6 +612,21 @@ to_s = 10
         assert!(n >= 4, "{n} topology files");
     }
 
+    #[test]
+    fn rate_events_change_the_mean_capacity() {
+        let text = T1.replace("kind = \"blackhole\"", "kind = \"rate\"\nrate_mbit = 5");
+        let t = TopologyFile::parse(&text, "x.toml").unwrap();
+        assert_eq!(t.events[0].kind, EventKind::Rate);
+        assert_eq!(t.events[0].rate_mbit, Some(5.0));
+        // Path 0 runs at 5 instead of 20 Mbit/s for 5 of 20 s: 16.25 on average.
+        assert!((t.path_mean_mbit(0) - 16.25).abs() < 1e-9);
+        assert_eq!(t.path_mean_mbit(1), 10.0);
+        assert_eq!(t.path_mean_mbit(7), 0.0);
+        assert!((t.total_mbit() - 26.25).abs() < 1e-9);
+        // Blackholes do not count as a rate change.
+        assert_eq!(TopologyFile::parse(T1, "x").unwrap().total_mbit(), 30.0);
+    }
+
     fn err(text: &str) -> String {
         TopologyFile::parse(text, "x.toml").unwrap_err().to_string()
     }
@@ -593,6 +663,26 @@ to_s = 10
             ("to_s = 10", "to_s = 30", "event[0].to_s"),
             ("from_s = 5", "from_s = -5", "event[0].from_s"),
             ("kind = \"blackhole\"", "kind = \"meteor\"", "meteor"),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"rate\"",
+                "event[0].rate_mbit",
+            ),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"blackhole\"\nrate_mbit = 5",
+                "event[0].rate_mbit",
+            ),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"rate\"\nrate_mbit = 0",
+                "event[0].rate_mbit",
+            ),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"rate\"\nrate_mbit = 95",
+                "add up to",
+            ),
             ("duration_s = 20", "duration_s = 0.5", "duration_s"),
             ("name = \"T1\"", "name = \"T 1/\"", "name"),
             ("name = \"T1\"", "", "missing field `name`"),
