@@ -25,10 +25,15 @@
 //!    receives traffic and hence packet-pair samples; EDPF would never use it.
 //! 4. **Bounded queues.** Among paths whose modelled backlog is under a target
 //!    (`QUEUE_TARGET`, at least `QUEUE_TARGET_PACKETS` packet times), the earliest delivery
-//!    wins; only when every path is over its target does plain earliest delivery decide.
-//!    Filling a fast path's queue until a slow path becomes earlier (EDPF) keeps arrivals
-//!    in order but builds long drop-tail queues; bounding them moves that wait into the
-//!    receiver's reorder buffer, which holds instead of dropping.
+//!    wins. When every path is over its target (a sender outrunning the paths, e.g. TCP's
+//!    slow start), the path least over its target wins (backlog over target), among paths
+//!    whose propagation delay is within `REORDER_BUDGET` of the shortest: the excess is
+//!    spread so every queue fills at the same pace, instead of the fastest one filling to
+//!    its drop point (plain earliest delivery, which lost 88 packets in slow start on the
+//!    suite's RTT 1:20 scenario, docs/scheduler-design.md). Filling a fast path's queue
+//!    until a slow path becomes earlier (EDPF) keeps arrivals in order but builds long
+//!    drop-tail queues; bounding them moves that wait into the receiver's reorder buffer,
+//!    which holds instead of dropping.
 //! 5. Control datagrams are placed the same way (their bytes are booked like data).
 //!
 //! Invariants: never an unusable path; `Wait(None)` iff no path is usable; deterministic;
@@ -185,7 +190,7 @@ impl Plait {
                 .min_by_key(|id| self.slot_mut(*id).delay);
         };
         // 4. Earliest among paths under target and within the reorder budget of the
-        //    earliest; else plain earliest delivery. Ties: lowest id (paths are in id order).
+        //    earliest; else the least over its target. Ties: lowest id.
         let pick = |ok: &dyn Fn(Time, bool) -> bool| {
             candidates
                 .iter()
@@ -193,7 +198,33 @@ impl Plait {
                 .min_by_key(|(d, id)| (*d, *id))
                 .map(|(_, id)| id)
         };
-        pick(&|d, over| !over && d <= earliest + REORDER_BUDGET).or_else(|| pick(&|_, _| true))
+        pick(&|d, over| !over && d <= earliest + REORDER_BUDGET).or_else(|| {
+            // Every path over its target: the one with the least queued, among paths whose
+            // propagation delay is within the budget of the shortest.
+            let shortest = candidates
+                .iter()
+                .filter(|(_, e)| e.is_some())
+                .map(|(id, _)| self.slots.get(*id).delay)
+                .min()
+                .unwrap_or(Duration::ZERO);
+            candidates
+                .iter()
+                .filter(|(id, e)| {
+                    e.is_some() && self.slots.get(*id).delay <= shortest + REORDER_BUDGET
+                })
+                .map(|(id, _)| *id)
+                .map(|id| {
+                    let slot = self.slots.get(id);
+                    let per_packet = slot
+                        .rate
+                        .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
+                    let target = QUEUE_TARGET.max(per_packet.saturating_mul(QUEUE_TARGET_PACKETS));
+                    let backlog = slot.avail.saturating_since(now + slot.delay);
+                    (backlog.as_secs_f64() / target.as_secs_f64(), id)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+                .map(|(_, id)| id)
+        })
     }
 }
 
@@ -291,6 +322,35 @@ mod tests {
         assert_eq!(
             s.select(now, &[p0, p1], &pkt(now, 1000)),
             Selection::Send(PathId(1))
+        );
+    }
+
+    #[test]
+    fn when_every_path_is_over_target_the_least_over_wins() {
+        let mut s = Plait::default();
+        let now = Time::from_millis(1000);
+        // Both at 1 MB/s: path 0 (10 ms one way) has 300 ms queued, path 1 (200 ms) 150 ms.
+        let mut p0 = view(0, Some(1e6), 10);
+        let mut p1 = view(1, Some(1e6), 200);
+        p0.bytes_in_flight = 1_000_000;
+        p1.bytes_in_flight = 1_000_000;
+        s.slot_mut(PathId(0)).avail = now + Duration::from_millis(10 + 300);
+        s.slot_mut(PathId(1)).avail = now + Duration::from_millis(200 + 150);
+        // Delivery: path 0 at +311 ms, path 1 at +351 ms; both over the 100 ms target.
+        assert_eq!(
+            s.select(now, &[p0.clone(), p1.clone()], &pkt(now, 1000)),
+            Selection::Send(PathId(1)),
+            "the path less over its target, not the earliest"
+        );
+        // A path whose propagation delay is beyond the reorder budget is not a candidate.
+        let mut s = Plait::default();
+        let mut far = view(1, Some(1e6), 700);
+        far.bytes_in_flight = 1_000_000;
+        s.slot_mut(PathId(0)).avail = now + Duration::from_millis(10 + 300);
+        s.slot_mut(PathId(1)).avail = now + Duration::from_millis(700 + 150);
+        assert_eq!(
+            s.select(now, &[p0, far], &pkt(now, 1000)),
+            Selection::Send(PathId(0))
         );
     }
 

@@ -694,11 +694,19 @@ Reading the bullets above with the tables below:
   the paths, so the inner MTU stays 1500) or a TCP-terminating mode (a local proxy that
   carries only payload); neither exists yet.
 - **T2: the 300 ms path is nearly idle under plait** (its share is a percent or two, where
-  MPTCP's subflow carries about its capacity share). That unused 5 Mbit/s is most of the
-  gap to MPTCP; the rest is the framing cost above. The likely cause, not yet verified with
-  the engine's own counters: plait's scheduler sends each packet where it is expected to
-  arrive first, and with the fast paths' 100 ms queues full (cubic fills them) the 300 ms
-  path rarely wins, while MPTCP's subflow has its own congestion window and sends anyway.
+  MPTCP's subflow carries about its capacity share), and plait uses paths 0 and 1 close to
+  their framing ceiling. `plait sim scenarios/bench-t2.toml` reproduces this in the
+  simulator with one NewReno flow: plait, EDPF and mHIP all leave the 300 ms path almost
+  idle and reach 0.76 to 0.79 of the sum; the schedulers that do use it (WRR, MPTCP's
+  default) get less in total, and so did plait with its queue target lowered from 100 to
+  75 or 50 ms (tried, not kept: 0.72 and 0.56), because packets on a 150 ms one-way path
+  make the receiver hold everything behind them, so the single end-to-end TCP flow sees the
+  slow path's RTT and needs a window several times larger, which losses keep it from
+  reaching. MPTCP escapes this with a congestion window per subflow; only independent
+  flows per path (the simulator's MTCP row) gain from the third path there. A tunnel
+  carrying one TCP flow cannot do the same without terminating TCP. And even a perfect
+  scheduler could not beat MPTCP here by much: plait's framing ceiling on T2 is 89.6 % of
+  35 Mbit/s, 31.4 Mbit/s, about what MPTCP reaches.
 - **T3: plait leaves the lossy path almost alone**, so it runs at about the best single
   path's rate minus framing, well above MPTCP, whose lossy subflow stalls the whole
   connection at the data level (head-of-line blocking). It gains nothing from the lossy path
