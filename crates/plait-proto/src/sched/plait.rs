@@ -27,13 +27,15 @@
 //!    (`QUEUE_TARGET`, at least `QUEUE_TARGET_PACKETS` packet times), the earliest delivery
 //!    wins. When every path is over its target (a sender outrunning the paths, e.g. TCP's
 //!    slow start), the path least over its target wins (backlog over target), among paths
-//!    whose propagation delay is within `REORDER_BUDGET` of the shortest: the excess is
+//!    that deliver within `REORDER_BUDGET` of the earliest and whose propagation delay is
+//!    within `REORDER_BUDGET` of the shortest (failing that, the earliest): the excess is
 //!    spread so every queue fills at the same pace, instead of the fastest one filling to
 //!    its drop point (plain earliest delivery, which lost 88 packets in slow start on the
-//!    suite's RTT 1:20 scenario, docs/scheduler-design.md). Filling a fast path's queue
-//!    until a slow path becomes earlier (EDPF) keeps arrivals in order but builds long
-//!    drop-tail queues; bounding them moves that wait into the receiver's reorder buffer,
-//!    which holds instead of dropping.
+//!    suite's RTT 1:20 scenario, docs/scheduler-design.md), while the receiver never has
+//!    to hold longer than the budget for it. Filling a fast path's queue until a slow path
+//!    becomes earlier (EDPF) keeps arrivals in order but builds long drop-tail queues;
+//!    bounding them moves that wait into the receiver's reorder buffer, which holds
+//!    instead of dropping.
 //! 5. Control datagrams are placed the same way (their bytes are booked like data).
 //!
 //! Invariants: never an unusable path; `Wait(None)` iff no path is usable; deterministic;
@@ -199,8 +201,9 @@ impl Plait {
                 .map(|(_, id)| id)
         };
         pick(&|d, over| !over && d <= earliest + REORDER_BUDGET).or_else(|| {
-            // Every path over its target: the one with the least queued, among paths whose
-            // propagation delay is within the budget of the shortest.
+            // Every path over its target: the one least over it (backlog / target), among
+            // paths delivering within the budget of the earliest and whose propagation delay
+            // is within the budget of the shortest; failing that, the earliest.
             let shortest = candidates
                 .iter()
                 .filter(|(_, e)| e.is_some())
@@ -210,7 +213,8 @@ impl Plait {
             candidates
                 .iter()
                 .filter(|(id, e)| {
-                    e.is_some() && self.slots.get(*id).delay <= shortest + REORDER_BUDGET
+                    e.is_some_and(|(d, _)| d <= earliest + REORDER_BUDGET)
+                        && self.slots.get(*id).delay <= shortest + REORDER_BUDGET
                 })
                 .map(|(id, _)| *id)
                 .map(|id| {
@@ -224,6 +228,7 @@ impl Plait {
                 })
                 .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
                 .map(|(_, id)| id)
+                .or_else(|| pick(&|_, _| true))
         })
     }
 }
