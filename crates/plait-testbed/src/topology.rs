@@ -49,6 +49,16 @@
 //!   the first field of [`Topology`] and drop first. Order: a packet is delayed (and maybe
 //!   dropped) as it enters the router, then shaped by tbf as it leaves, so the delay adds to
 //!   the queueing delay, as on a real link whose propagation delay follows its bottleneck.
+//! - [`Topology::set_path_model`] (client 0) and [`Topology::set_site_path_model`] change
+//!   the delay and loss of one direction of a path while the topology runs: the running
+//!   emulator of that direction adopts the new model ([`Emulator::set_model`]: later
+//!   packets, order kept), or, if the direction had none, one is started with the new model
+//!   (emulator first, then its rule, as at build time). A direction set back to no delay and
+//!   no loss keeps its emulator, as a pass-through, until the topology is dropped: removing
+//!   it would release the packets it holds early and let new ones overtake them. These
+//!   methods take `&self` (the emulator list is behind a mutex), so a thread can change a
+//!   path while another one applies timed events through the same shared reference.
+//!   [`PathSpec`]s stay as built; [`Topology::path_model`] reports the current model.
 //! - [`Topology::setup_mptcp`] prepares kernel MPTCP between client 0 and the server
 //!   without client `subflow` endpoints (TESTBED.md: they open subflows towards the wrong
 //!   address); the existing per-destination routes already send each subflow over its own
@@ -57,6 +67,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
@@ -448,7 +459,8 @@ pub fn blackhole_script(on: bool) -> String {
 #[derive(Debug)]
 pub struct Topology {
     /// First field, so the emulators stop (and their rules go) before any namespace does.
-    emulators: Vec<PathEmulator>,
+    /// Behind a mutex so [`Topology::set_path_model`] can start one through `&self`.
+    emulators: Mutex<Vec<PathEmulator>>,
     spec: TopologySpec,
     /// Never empty (the spec is validated).
     clients: Vec<ClientSite>,
@@ -501,8 +513,8 @@ impl Topology {
                 paths,
             });
         }
-        let mut topo = Topology {
-            emulators: Vec::new(),
+        let topo = Topology {
+            emulators: Mutex::new(Vec::new()),
             spec: spec.clone(),
             clients,
             server,
@@ -515,13 +527,61 @@ impl Topology {
                 for dir in Direction::BOTH {
                     if path.spec.emulated(dir) {
                         // Pushed at once: an error later still stops the ones started.
-                        emulators.push(PathEmulator::start(path, dir)?);
+                        emulators.push(PathEmulator::start(path, dir, path.spec.link_model(dir))?);
                     }
                 }
             }
         }
-        topo.emulators = emulators;
+        *topo.emulators_mut() = emulators;
         Ok(topo)
+    }
+
+    fn emulators_mut(&self) -> MutexGuard<'_, Vec<PathEmulator>> {
+        // A panic while the list was locked leaves it usable: every entry is complete.
+        self.emulators
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the one-way delay and loss of direction `dir` of client 0's path `path`
+    /// while the topology runs; see [`Topology::set_site_path_model`].
+    pub fn set_path_model(&self, path: usize, dir: Direction, model: LinkModel) -> Result<()> {
+        self.set_site_path_model(0, path, dir, model)
+    }
+
+    /// Changes the one-way delay and loss of direction `dir` of path `path` of client site
+    /// `site` (the module documentation's invariants say how): the model is validated first
+    /// (an invalid one changes nothing), then the running emulator adopts it, or one is
+    /// started with it if the direction had none and the model does something.
+    pub fn set_site_path_model(
+        &self,
+        site: usize,
+        path: usize,
+        dir: Direction,
+        model: LinkModel,
+    ) -> Result<()> {
+        model.validate().map_err(emulate::EmulateError::from)?;
+        let link = self.site(site)?.path(path)?;
+        let mut emulators = self.emulators_mut();
+        if let Some(running) = emulators.iter().find(|e| e.is(site, path, dir)) {
+            return running.set_model(model);
+        }
+        if model.is_passthrough() {
+            return Ok(());
+        }
+        emulators.push(PathEmulator::start(link, dir, model)?);
+        Ok(())
+    }
+
+    /// The delay and loss direction `dir` of path `path` of site `site` has now: its
+    /// emulator's model, or the spec's when it has no emulator (then a pass-through).
+    pub fn path_model(&self, site: usize, path: usize, dir: Direction) -> Result<LinkModel> {
+        let link = self.site(site)?.path(path)?;
+        let emulators = self.emulators_mut();
+        Ok(match emulators.iter().find(|e| e.is(site, path, dir)) {
+            Some(running) => running.model(),
+            None => link.spec.link_model(dir),
+        })
     }
 
     fn configure(&self) -> Result<()> {
@@ -913,6 +973,9 @@ impl PathLink {
 struct PathEmulator {
     router: String,
     family: Family,
+    /// Client site and path index.
+    site: usize,
+    path: usize,
     dir: Direction,
     /// Whether the rule was added (so drop deletes it).
     installed: bool,
@@ -920,13 +983,15 @@ struct PathEmulator {
 }
 
 impl PathEmulator {
-    fn start(path: &PathLink, dir: Direction) -> Result<PathEmulator> {
+    /// Starts the emulator of direction `dir` of `path` with `model`, then adds its rule.
+    fn start(path: &PathLink, dir: Direction, model: LinkModel) -> Result<PathEmulator> {
         let router = path.router.name().to_owned();
-        let model = path.spec.link_model(dir);
         let emulator = Emulator::spawn(Some(&router), dir.queue(), model)?;
         let mut this = PathEmulator {
             router,
             family: path.spec.family,
+            site: path.client,
+            path: path.index,
             dir,
             installed: false,
             emulator: Some(emulator),
@@ -934,6 +999,27 @@ impl PathEmulator {
         this.rule("-A")?;
         this.installed = true;
         Ok(this)
+    }
+
+    fn is(&self, site: usize, path: usize, dir: Direction) -> bool {
+        (self.site, self.path, self.dir) == (site, path, dir)
+    }
+
+    fn set_model(&self, model: LinkModel) -> Result<()> {
+        match &self.emulator {
+            Some(e) => Ok(e.set_model(model)?),
+            None => Err(TestbedError::Spec(format!(
+                "the emulator of {} {:?} has stopped",
+                self.router, self.dir
+            ))),
+        }
+    }
+
+    fn model(&self) -> LinkModel {
+        self.emulator
+            .as_ref()
+            .map(Emulator::model)
+            .unwrap_or_default()
     }
 
     /// Adds (`-A`) or deletes (`-D`) the rule feeding the emulator.

@@ -9,10 +9,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use plait_testbed::emulate::LossModel;
+use plait_testbed::emulate::{LinkModel, LossModel};
 use plait_testbed::{
-    CounterSampler, PathSpec, RttProbe, SKIP_NO_ROOT, SendLimit, SendOptions, StreamProto, TcpSink,
-    Topology, TopologySpec, UdpEcho, cleanup_stale, have_root, tcp_send_opts,
+    CounterSampler, Direction, PathSpec, RttProbe, SKIP_NO_ROOT, SendLimit, SendOptions,
+    StreamProto, TcpSink, Topology, TopologySpec, UdpEcho, cleanup_stale, have_root, tcp_send_opts,
 };
 
 const PREFIX: &str = "pte";
@@ -141,4 +141,72 @@ fn mptcp_uses_both_paths() {
         "path 1 carried {bytes:?}"
     );
     assert!(got.goodput_mbit() > 8.0, "{}", got.goodput_mbit());
+}
+
+#[test]
+fn path_models_change_while_the_topology_runs() {
+    if !root() {
+        return;
+    }
+    // Path 0 starts without any emulator; path 1 with 10 ms each way.
+    let spec = TopologySpec::new(PREFIX, vec![PathSpec::v4(), PathSpec::v4().rtt(ms(20))]);
+    let topo = Topology::build(&spec).expect("build");
+    let p50 = |i: usize| -> f64 {
+        let addr = SocketAddr::new(topo.path_server_addr(i).expect("path"), 7100 + i as u16);
+        let echo = UdpEcho::start(topo.server(), addr).expect("echo");
+        let probe = RttProbe::start(topo.client(), echo.local_addr(), ms(10)).expect("probe");
+        std::thread::sleep(ms(700));
+        let report = probe.stop().expect("probe report");
+        report.quantile(0.5).expect("answers").as_secs_f64() * 1000.0
+    };
+    let model = |delay_ms: u64| LinkModel {
+        delay: ms(delay_ms),
+        loss: LossModel::None,
+        seed: 0,
+    };
+    let base0 = p50(0);
+    assert!(base0 < 3.0, "path 0 unemulated: {base0} ms");
+    // No emulator yet on path 0: one is started per direction.
+    topo.set_path_model(0, Direction::Up, model(15))
+        .expect("up");
+    topo.set_path_model(0, Direction::Down, model(15))
+        .expect("down");
+    assert_eq!(
+        topo.path_model(0, 0, Direction::Up).expect("model").delay,
+        ms(15)
+    );
+    let started = p50(0);
+    // Running emulators on path 1 adopt a new model.
+    topo.set_path_model(1, Direction::Up, model(40))
+        .expect("path 1");
+    let changed = p50(1);
+    // Back to a pass-through: the emulator stays but adds nothing.
+    topo.set_path_model(0, Direction::Up, LinkModel::passthrough())
+        .expect("pass-through");
+    topo.set_path_model(0, Direction::Down, LinkModel::passthrough())
+        .expect("pass-through");
+    let back = p50(0);
+    eprintln!(
+        "path 0: {base0:.1} ms, with 15+15 ms {started:.1} ms, back {back:.1} ms; \
+         path 1 with 40+10 ms {changed:.1} ms"
+    );
+    assert!((30.0..35.0).contains(&started), "{started}");
+    assert!((50.0..55.0).contains(&changed), "{changed}");
+    assert!(back < 3.0, "{back}");
+    // Invalid input changes nothing and says why.
+    let bad = LinkModel {
+        loss: LossModel::Bernoulli { p: 2.0 },
+        ..model(1)
+    };
+    let err = topo.set_path_model(1, Direction::Up, bad).unwrap_err();
+    assert!(err.to_string().contains("p"), "{err}");
+    assert!(topo.set_path_model(5, Direction::Up, model(1)).is_err());
+    assert!(
+        topo.set_site_path_model(3, 0, Direction::Up, model(1))
+            .is_err()
+    );
+    assert_eq!(
+        topo.path_model(0, 1, Direction::Up).expect("model").delay,
+        ms(40)
+    );
 }

@@ -2,6 +2,7 @@
 //! the simulator (`sim`, `reproduce`, `schedulers`). `testbed`, `bench` and `demo` follow.
 
 mod bench;
+mod testbed_cmd;
 mod tunnel_bench;
 mod tunnel_cmd;
 
@@ -45,6 +46,10 @@ enum Command {
     /// machine, one download over the best link alone and one through plait over both,
     /// compared; everything is removed afterwards.
     Demo(bench::demo::DemoArgs),
+    /// Keep an emulated test bed up between commands (as root): `up` a topology file,
+    /// `set` a path's rate, delay, loss, blackhole or link while it runs, `exec` commands in
+    /// its namespaces, `status`, `down` (docs/testbed.md).
+    Testbed(testbed_cmd::TestbedArgs),
     /// Print a new private key (base64), as `wg genkey` does.
     Genkey,
     /// Read a private key on stdin and print its public key, as `wg pubkey` does.
@@ -127,6 +132,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(args) => bench::bench(args),
         Command::BenchDoc(args) => bench::doc::bench_doc(args),
         Command::Demo(args) => bench::demo::demo(args),
+        Command::Testbed(args) => testbed_cmd::run(args),
         Command::Genkey => tunnel_cmd::genkey(),
         Command::Pubkey => tunnel_cmd::pubkey(),
         Command::Sim {

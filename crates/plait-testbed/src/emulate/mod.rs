@@ -8,14 +8,16 @@
 //! - [`model`]: [`LinkModel`] (delay, [`LossModel`], seed) and the seeded per-packet loss
 //!   decision [`LossState`].
 //! - [`nfqueue`]: the emulator loop [`run`], its [`EmulatorStats`], and the iptables rule
-//!   that feeds it.
+//!   that feeds it. [`Emulator::set_model`] changes the delay and loss of a running
+//!   emulator.
 //! - `netlink`: the nfnetlink_queue protocol on a plain netlink socket (safe Rust).
 //!
 //! Invariants: every packet the emulator reads gets exactly one verdict; when it stops
 //! (through its stop flag, or an error after the queue was bound) it accepts every packet it
 //! still holds, so nothing stays stuck; an emulator lives in the network namespace of the
 //! thread that runs it and only sees the queue of that namespace; the loss decisions depend
-//! only on the model, the seed and the packet count.
+//! only on the model, the seed and the packet count (since the last model change: a new
+//! model restarts them from its seed).
 
 pub mod model;
 mod netlink;
@@ -38,6 +40,8 @@ pub use model::{LinkModel, LossModel, LossState, MAX_DELAY, ModelError};
 pub use nfqueue::{
     BATCH_INTERVAL, EmulatorStats, REALTIME_PRIORITY, install_rule, remove_rule, run,
 };
+
+use nfqueue::ModelSlot;
 
 /// Everything that can go wrong while emulating.
 #[derive(Debug, thiserror::Error)]
@@ -125,11 +129,12 @@ pub fn enter_netns(netns: &str) -> Result<(), EmulateError> {
 const READY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// An emulator running [`run`] on its own thread; stopping it (or dropping it) accepts every
-/// packet it still holds.
+/// packet it still holds. Its model can change while it runs ([`Emulator::set_model`]).
 #[derive(Debug)]
 pub struct Emulator {
     queue: u16,
     stop: Arc<AtomicBool>,
+    model: Arc<ModelSlot>,
     thread: Option<JoinHandle<Result<EmulatorStats, EmulateError>>>,
 }
 
@@ -139,16 +144,18 @@ impl Emulator {
     pub fn spawn(netns: Option<&str>, queue: u16, model: LinkModel) -> Result<Self, EmulateError> {
         model.validate()?;
         let stop = Arc::new(AtomicBool::new(false));
+        let slot = Arc::new(ModelSlot::new(model));
         let (ready_tx, ready_rx) = mpsc::channel();
         let netns = netns.map(str::to_owned);
         let flag = Arc::clone(&stop);
+        let thread_slot = Arc::clone(&slot);
         let thread = std::thread::Builder::new()
             .name(format!("emulate-q{queue}"))
             .spawn(move || {
                 if let Some(ns) = &netns {
                     enter_netns(ns)?;
                 }
-                nfqueue::run_with_ready(queue, &model, &flag, || {
+                nfqueue::run_with_ready(queue, &thread_slot, &flag, || {
                     let _ = ready_tx.send(());
                 })
             })
@@ -156,6 +163,7 @@ impl Emulator {
         let mut this = Self {
             queue,
             stop,
+            model: slot,
             thread: Some(thread),
         };
         match ready_rx.recv_timeout(READY_TIMEOUT) {
@@ -177,6 +185,30 @@ impl Emulator {
     /// The queue number this emulator serves.
     pub fn queue(&self) -> u16 {
         self.queue
+    }
+
+    /// Changes the delay and loss of the running emulator (validated first: an invalid
+    /// model changes nothing). The loop adopts it within one round (at most about 10 ms):
+    /// packets arriving afterwards get the new delay (never due before a packet ahead of
+    /// them, so order is kept) and loss decisions from a fresh state seeded by
+    /// `model.seed`; packets already held keep their due times. Fails if the emulator
+    /// thread has ended (it stopped on an error).
+    pub fn set_model(&self, model: LinkModel) -> Result<(), EmulateError> {
+        model.validate()?;
+        if self.thread.as_ref().is_none_or(JoinHandle::is_finished) {
+            return Err(EmulateError::Thread(format!(
+                "the emulator of queue {} is no longer running",
+                self.queue
+            )));
+        }
+        self.model.set(model);
+        Ok(())
+    }
+
+    /// The model last requested (the one it was started with, or the last
+    /// [`Emulator::set_model`]).
+    pub fn model(&self) -> LinkModel {
+        self.model.get()
     }
 
     /// Stops the emulator (every held packet is accepted) and returns its statistics.

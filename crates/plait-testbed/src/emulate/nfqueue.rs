@@ -10,10 +10,19 @@
 //! timestamp of the packet when it has one (the loop turns receive timestamping on while it
 //! runs), so batching delays the reading but not the emulated arrival.
 //!
+//! The model can change while the loop runs (a shared `ModelSlot`, behind
+//! [`super::Emulator::set_model`]): the loop checks the slot's flag once per round (one
+//! atomic load), and a new model applies to packets arriving afterwards: their delay is the
+//! new one (but a packet is never due before the one ahead of it, so a shorter delay makes
+//! new packets wait behind the held ones instead of overtaking them), and the loss
+//! decisions restart from a fresh [`LossState`] of the new loss model and seed. Packets
+//! already held keep their due times. The batch interval follows the new delay.
+//!
 //! Invariants: held packets are in arrival (= id) order and their due times never decrease
-//! (a constant delay keeps order), so "all ids up to the last due one" is exactly the due
-//! prefix; a dropped packet never enters the held list, so no packet gets two verdicts; on
-//! exit (stop flag, or an error once bound) every held or still unread packet is accepted
+//! (each new due is at least the previous one, whatever the delay), so "all ids up to the
+//! last due one" is exactly the due prefix; a dropped packet never enters the held list,
+//! so no packet gets two verdicts; on exit (stop flag, or an error once bound) every held
+//! or still unread packet is accepted
 //! before the socket closes. A packet is never released before its due time; it may be
 //! late by up to [`BATCH_INTERVAL`] plus the machine's wake-up latency (the thread runs
 //! in the real-time class to keep that small).
@@ -23,6 +32,7 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, sockopt};
@@ -75,6 +85,62 @@ pub struct EmulatorStats {
     pub cpu: Duration,
 }
 
+/// The model of a running emulator, shared between its owner (who changes it) and the loop
+/// (who adopts it): the latest requested model and a flag saying it changed since the loop
+/// last looked, so the loop's per-round check is one atomic load.
+#[derive(Debug, Default)]
+pub(crate) struct ModelSlot {
+    changed: AtomicBool,
+    model: Mutex<LinkModel>,
+}
+
+impl ModelSlot {
+    /// A slot holding `model`, not marked changed (the loop starts with it anyway).
+    pub(crate) fn new(model: LinkModel) -> Self {
+        Self {
+            changed: AtomicBool::new(false),
+            model: Mutex::new(model),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LinkModel> {
+        // A panic while holding the lock cannot leave a `Copy` model half-written.
+        self.model.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Requests `model` (the caller has validated it).
+    pub(crate) fn set(&self, model: LinkModel) {
+        let mut m = self.lock();
+        *m = model;
+        // Under the lock, so `take_change` never sees the flag without the model.
+        self.changed.store(true, Ordering::Release);
+    }
+
+    /// The latest requested model.
+    pub(crate) fn get(&self) -> LinkModel {
+        *self.lock()
+    }
+
+    /// The model requested since the last call, if any.
+    fn take_change(&self) -> Option<LinkModel> {
+        if !self.changed.load(Ordering::Acquire) {
+            return None;
+        }
+        let m = self.lock();
+        self.changed.store(false, Ordering::Release);
+        Some(*m)
+    }
+}
+
+/// The batch interval for a delay: none without delay (each burst is accepted at once).
+fn batch_for(delay: Duration) -> Duration {
+    if delay.is_zero() {
+        Duration::ZERO
+    } else {
+        BATCH_INTERVAL
+    }
+}
+
 /// A packet waiting for its accept verdict.
 #[derive(Debug, Clone, Copy)]
 struct Held {
@@ -100,6 +166,15 @@ impl Pipeline {
             held: VecDeque::new(),
             stats: EmulatorStats::default(),
         })
+    }
+
+    /// Adopts `model` for packets arriving from now on: its delay, and a fresh loss state
+    /// from its loss model and seed. Held packets keep their due times.
+    fn set_model(&mut self, model: &LinkModel) -> Result<(), ModelError> {
+        model.validate()?;
+        self.loss = LossState::new(&model.loss, model.seed)?;
+        self.delay = model.delay;
+        Ok(())
     }
 
     /// Decides packet `id` that arrived at `arrival`: `true` means drop it now.
@@ -248,18 +323,21 @@ pub fn run(
     model: &LinkModel,
     stop: &AtomicBool,
 ) -> Result<EmulatorStats, EmulateError> {
-    run_with_ready(queue, model, stop, || {})
+    run_with_ready(queue, &ModelSlot::new(*model), stop, || {})
 }
 
-/// [`run`], calling `ready` once the queue is bound.
+/// [`run`] with the model in `slot` (changes to it apply while running), calling `ready`
+/// once the queue is bound.
 pub(crate) fn run_with_ready(
     queue: u16,
-    model: &LinkModel,
+    slot: &ModelSlot,
     stop: &AtomicBool,
     ready: impl FnOnce(),
 ) -> Result<EmulatorStats, EmulateError> {
     let cpu_start = thread_cpu();
-    let mut pipe = Pipeline::new(model)?;
+    // Any change requested before this point is in the model read here.
+    slot.take_change();
+    let mut pipe = Pipeline::new(&slot.get())?;
     let mut sock = QueueSocket::open()?;
     sock.bind_queue(queue, QUEUE_MAX_LEN)?;
     let stamps = enable_rx_timestamps();
@@ -271,12 +349,7 @@ pub(crate) fn run_with_ready(
         tracing::debug!("receive timestamps unavailable: arrival is the time of reading");
     }
     ready();
-    let batch = if model.delay.is_zero() {
-        Duration::ZERO
-    } else {
-        BATCH_INTERVAL
-    };
-    let served = serve(&mut sock, &mut pipe, stop, batch);
+    let served = serve(&mut sock, &mut pipe, stop, slot);
 
     // Whatever happened: accept every held packet and every one still unread. Unread ids
     // are later than held ones, so one batch verdict up to the last of them covers all.
@@ -313,12 +386,20 @@ fn serve(
     sock: &mut QueueSocket,
     pipe: &mut Pipeline,
     stop: &AtomicBool,
-    batch: Duration,
+    slot: &ModelSlot,
 ) -> Result<(), EmulateError> {
     let mut packets: Vec<PacketMeta> = Vec::with_capacity(256);
     let mut drops: Vec<u32> = Vec::new();
     let mut last_work: Option<Instant> = None;
+    let mut batch = batch_for(pipe.delay);
     while !stop.load(Ordering::Acquire) {
+        if let Some(model) = slot.take_change() {
+            match pipe.set_model(&model) {
+                Ok(()) => batch = batch_for(model.delay),
+                // Not reached: `Emulator::set_model` validates first. Keep the old model.
+                Err(e) => tracing::warn!(error = %e, "ignoring an invalid link model"),
+            }
+        }
         // Batching: after a round that did work, let the rest of the interval pass first.
         if let Some(t) = last_work {
             let left = (t + batch).saturating_duration_since(Instant::now());
@@ -488,6 +569,78 @@ mod tests {
     }
 
     #[test]
+    fn a_new_model_applies_to_later_packets_and_keeps_fifo() {
+        let mut p = Pipeline::new(&model(30, LossModel::None)).unwrap();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        assert!(!p.arrive(1, t0));
+        // Shorter delay: the new packet would be due at 1 + 5 ms but waits behind packet 1.
+        p.set_model(&model(5, LossModel::None)).unwrap();
+        assert!(!p.arrive(2, t0 + ms(1)));
+        assert_eq!(p.held.back().map(|h| h.due), Some(t0 + ms(30)));
+        assert_eq!(p.release_due(t0 + ms(29)), None);
+        assert_eq!(p.release_due(t0 + ms(30)), Some(2));
+        // Once the queue has drained, the new delay alone counts.
+        assert!(!p.arrive(3, t0 + ms(40)));
+        assert_eq!(p.next_due(), Some(t0 + ms(45)));
+        // Longer delay again: later packets get it; the held one keeps its due time.
+        p.set_model(&model(100, LossModel::None)).unwrap();
+        assert!(!p.arrive(4, t0 + ms(41)));
+        assert_eq!(p.next_due(), Some(t0 + ms(45)));
+        assert_eq!(p.held.back().map(|h| h.due), Some(t0 + ms(141)));
+        let dues: Vec<Instant> = p.held.iter().map(|h| h.due).collect();
+        assert!(dues.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(p.stats.received, 4);
+    }
+
+    #[test]
+    fn a_new_loss_model_starts_a_fresh_seeded_state() {
+        let lossy = LinkModel {
+            delay: Duration::ZERO,
+            loss: LossModel::Bernoulli { p: 0.5 },
+            seed: 7,
+        };
+        let t0 = Instant::now();
+        let decide = |p: &mut Pipeline, from: u32| -> Vec<bool> {
+            (from..from + 64).map(|i| p.arrive(i, t0)).collect()
+        };
+        let mut fresh = Pipeline::new(&lossy).unwrap();
+        let expected = decide(&mut fresh, 0);
+        let mut p = Pipeline::new(&model(0, LossModel::None)).unwrap();
+        assert!(decide(&mut p, 0).iter().all(|d| !d));
+        p.set_model(&lossy).unwrap();
+        assert_eq!(
+            decide(&mut p, 64),
+            expected,
+            "same model and seed, same decisions"
+        );
+        // Back to lossless: nothing dropped any more.
+        p.set_model(&model(0, LossModel::None)).unwrap();
+        assert!(decide(&mut p, 128).iter().all(|d| !d));
+        // An invalid model is refused and the current one stays.
+        let bad = model(0, LossModel::Bernoulli { p: 1.5 });
+        assert!(p.set_model(&bad).is_err());
+        assert!(!p.arrive(999, t0));
+    }
+
+    #[test]
+    fn the_model_slot_reports_each_change_once() {
+        let slot = ModelSlot::new(model(10, LossModel::None));
+        assert_eq!(slot.take_change(), None);
+        assert_eq!(slot.get().delay, Duration::from_millis(10));
+        slot.set(model(20, LossModel::None));
+        slot.set(model(30, LossModel::None));
+        assert_eq!(
+            slot.take_change().map(|m| m.delay),
+            Some(Duration::from_millis(30)),
+            "the latest request wins"
+        );
+        assert_eq!(slot.take_change(), None);
+        assert_eq!(batch_for(Duration::ZERO), Duration::ZERO);
+        assert_eq!(batch_for(Duration::from_millis(1)), BATCH_INTERVAL);
+    }
+
+    #[test]
     fn kernel_timestamps_are_used_only_when_plausible() {
         let now = Instant::now();
         let wall = SystemTime::now();
@@ -599,6 +752,48 @@ mod tests {
                 (stats.received, stats.accepted, stats.dropped),
                 (1000, 1000, 0)
             );
+            assert_eq!(stats.verdict_errors, 0);
+        }
+
+        #[test]
+        fn changing_the_delay_while_running_raises_the_round_trip() {
+            need_root!();
+            let _serial = serial();
+            let line = Line::new();
+            let _echo = Echo::start(&line.b);
+            let (base, emu) = setup(&line, LinkModel::passthrough());
+            let before = Probe::run(&line.a, spec(300, 1, 1000, 200), || {});
+            emu.set_model(model(30, LossModel::None))
+                .expect("set the model");
+            assert_eq!(emu.model().delay, Duration::from_millis(30));
+            // The loop adopts the change within one idle wait; let it.
+            std::thread::sleep(IDLE_WAIT * 3);
+            let after = Probe::run(&line.a, spec(300, 1, 1000, 300), || {});
+            // An invalid model is refused; the running one stays.
+            let bad = model(0, LossModel::Bernoulli { p: -1.0 });
+            assert!(matches!(emu.set_model(bad), Err(EmulateError::Model(_))));
+            let stats = emu.stop().expect("emulator");
+            let (p50_before, p50_after) = (before.quantile(0.5), after.quantile(0.5));
+            println!(
+                "delay 0 -> 30 ms one way: base p50 {:.3} ms, RTT p50 before {:.3} ms, \
+                 after {:.3} ms; {stats:?}",
+                ms(base),
+                ms(p50_before),
+                ms(p50_after)
+            );
+            assert_eq!(before.received(), 300);
+            assert_eq!(after.received(), 300);
+            assert!(
+                p50_before < base + Duration::from_millis(2),
+                "{p50_before:?}"
+            );
+            let added = p50_after.saturating_sub(p50_before);
+            assert!(
+                (Duration::from_millis(27)..=Duration::from_millis(34)).contains(&added),
+                "added delay p50 {added:?}"
+            );
+            assert!(after.quantile(0.01) >= Duration::from_millis(29));
+            assert_eq!((stats.received, stats.accepted), (600, 600));
             assert_eq!(stats.verdict_errors, 0);
         }
 

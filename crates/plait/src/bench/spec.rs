@@ -166,7 +166,7 @@ pub struct EventFile {
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// The file could not be read.
-    #[error("cannot read {file}: {source}")]
+    #[error("cannot read {file}")]
     Read {
         /// The file.
         file: String,
