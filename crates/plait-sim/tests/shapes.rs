@@ -65,3 +65,31 @@ fn etom_fig5_swtc_keeps_reorder_delay_low_as_links_diverge() {
     }
     assert!(swtc.iter().all(|d| *d < 20.0), "swtc stays low: {swtc:?}");
 }
+
+/// Seed MMS Fig. 8 (`scenarios/mms-fig8.toml`, WiMax and WLAN at 2:1 with the seed's
+/// delays): plain WRR, with no reorder buffer, collapses under the reordering; WRR with a
+/// buffer (WRRB) and IKR carry the flow at several times its goodput. The seed also saw IKR
+/// above WRRB (520 against 400 KB/s); here they are within a few percent of each other,
+/// IKR slightly below (docs/scheduler-design.md), so that part is not asserted.
+#[test]
+fn mms_fig8_wrr_collapses_and_buffered_schedulers_do_not() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mms-fig8.toml");
+    let text = std::fs::read_to_string(path).expect("scenarios/mms-fig8.toml");
+    let s = Scenario::from_toml(&text).unwrap();
+    let goodput = |name: &str| {
+        let run = s
+            .runs
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("run {name} in mms-fig8.toml"));
+        run_one(&s, run, 1).goodput_kbps
+    };
+    let (wrr, wrrb, ikr) = (goodput("WRR"), goodput("WRR-BUFF"), goodput("IKR"));
+    println!("WRR {wrr:.0} kbit/s, WRR-BUFF {wrrb:.0}, IKR {ikr:.0}");
+    let capacity = 6000.0;
+    assert!(wrr < 0.2 * capacity, "WRR collapses: {wrr} kbit/s");
+    for (name, g) in [("WRR-BUFF", wrrb), ("IKR", ikr)] {
+        assert!(g > 5.0 * wrr, "{name} {g} kbit/s vs WRR {wrr}");
+        assert!(g > 0.7 * capacity, "{name} carries the flow: {g} kbit/s");
+    }
+}

@@ -73,7 +73,7 @@ enum Command {
     /// write the comparison to a Markdown file.
     Reproduce {
         /// Scenario files to include.
-        #[arg(long, num_args = 1.., default_values = ["scenarios/petbmp-table1.toml", "scenarios/petbmp-cross-traffic.toml"])]
+        #[arg(long, num_args = 1.., default_values = ["scenarios/petbmp-table1.toml", "scenarios/petbmp-cross-traffic.toml", "scenarios/mms-fig8.toml"])]
         scenarios: Vec<PathBuf>,
         /// The Markdown file to write.
         #[arg(long, default_value = "docs/reproduction.md")]
