@@ -504,12 +504,12 @@ fn section(o: &mut String, s: &Section, svg: &Path, pick: usize, meta: &Meta) {
     let f = &s.file;
     let _ = writeln!(
         o,
-        "### {} — {}\n\n`{}`: {}; sum {} Mbit/s; {} s per transfer.",
+        "### {} — {}\n\n`{}`: {}; sum {}; {} s per transfer.",
         f.name,
         f.description,
         s.path.display(),
         f.summary(),
-        f.total_mbit(),
+        super::report::sum_text(f),
         f.duration_s
     );
     for e in &f.events {
@@ -649,7 +649,8 @@ fn limits(sections: &[Section]) -> String {
             .file
             .paths
             .iter()
-            .map(|x| x.rate_mbit / s.file.total_mbit())
+            .enumerate()
+            .map(|(i, _)| s.file.path_mean_mbit(i) / s.file.total_mbit())
             .collect();
         let shares: Vec<f64> = (0..s.file.paths.len())
             .map(|i| {

@@ -129,7 +129,7 @@ pub struct TopologyResult {
     pub summary: String,
     /// Transfer length, seconds.
     pub duration_s: f64,
-    /// Sum of the path rates, Mbit/s.
+    /// Sum of the path rates averaged over the transfer (rate events included), Mbit/s.
     pub total_mbit: f64,
     /// The single-path mode's path.
     pub best_path: usize,
@@ -464,6 +464,26 @@ pub fn shares_text(shares: &[f64]) -> String {
         .join("/")
 }
 
+/// A rate in Mbit/s with at most two decimals and no trailing zeros (`24.25`, `30`).
+pub fn mbit_text(x: f64) -> String {
+    let t = format!("{x:.2}");
+    t.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// `30 Mbit/s`, or `24.25 Mbit/s averaged over the transfer` when rate events change it.
+pub fn sum_text(file: &TopologyFile) -> String {
+    let averaged = file.events.iter().any(|e| e.kind == EventKind::Rate);
+    format!(
+        "{} Mbit/s{}",
+        mbit_text(file.total_mbit()),
+        if averaged {
+            " averaged over the transfer (rate events)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The terminal table of one run.
 pub fn table(r: &TopologyResult) -> String {
     let mut out = String::new();
@@ -472,7 +492,7 @@ pub fn table(r: &TopologyResult) -> String {
         "{}: {} — sum {} Mbit/s, {} s, {}{}",
         r.name,
         r.summary,
-        r.total_mbit,
+        mbit_text(r.total_mbit),
         r.duration_s,
         r.cc,
         r.idle_rtt_ms

@@ -241,12 +241,15 @@ impl Drop for Applied<'_> {
 }
 
 /// Applies the file's events on schedule from `t0` until they are over or `stop` is set;
-/// returns the actual (start, end) of each event, relative to `t0`.
+/// returns the actual (start, end) of each event, relative to `t0`. `observe(event, on)`
+/// is called after an event took effect (`true`) and after it was lifted (`false`: the
+/// path is back at the file's settings for what the event changed).
 pub(crate) fn run_events(
     topo: &Topology,
     file: &TopologyFile,
     t0: Instant,
     stop: &AtomicBool,
+    observe: &(dyn Fn(&EventFile, bool) + Sync),
 ) -> Result<Vec<(f64, f64)>> {
     let mut order: Vec<usize> = (0..file.events.len()).collect();
     order.sort_by(|a, b| file.events[*a].from_s.total_cmp(&file.events[*b].from_s));
@@ -262,6 +265,7 @@ pub(crate) fn run_events(
                 let (idx, _, applied) = active.remove(k);
                 drop(applied);
                 times[idx].1 = t0.elapsed().as_secs_f64();
+                observe(&file.events[idx], false);
             } else {
                 k += 1;
             }
@@ -273,18 +277,17 @@ pub(crate) fn run_events(
             }
             pending.next();
             let spec = topo.path(e.path)?.spec();
-            let restore = (spec.rate_mbit, spec.queue_bytes);
-            Applied::apply(topo, e, restore, true)?;
+            // The guard first: if applying fails halfway (one of two `tc` calls), dropping
+            // it restores what was changed.
+            let guard = Applied {
+                topo,
+                event: *e,
+                restore: (spec.rate_mbit, spec.queue_bytes),
+            };
+            Applied::apply(topo, e, guard.restore, true)?;
             times[idx].0 = t0.elapsed().as_secs_f64();
-            active.push((
-                idx,
-                e.to_s,
-                Applied {
-                    topo,
-                    event: *e,
-                    restore,
-                },
-            ));
+            observe(e, true);
+            active.push((idx, e.to_s, guard));
         }
         if active.is_empty() && pending.peek().is_none() {
             return Ok(times);
@@ -293,6 +296,7 @@ pub(crate) fn run_events(
             for (idx, _, applied) in active.drain(..) {
                 drop(applied);
                 times[idx].1 = t0.elapsed().as_secs_f64();
+                observe(&file.events[idx], false);
             }
             return Ok(times);
         }
@@ -382,7 +386,7 @@ fn run_mode(
     let done = AtomicBool::new(false);
     let t0 = Instant::now();
     let (sent, events) = std::thread::scope(|s| {
-        let ev = s.spawn(|| run_events(topo, file, t0, &done));
+        let ev = s.spawn(|| run_events(topo, file, t0, &done, &|_, _| {}));
         let sent = tcp_send_opts(from, dst, seed, send_opts);
         done.store(true, Ordering::Release);
         let events = ev

@@ -398,6 +398,37 @@ impl TopologyFile {
                 ));
             }
         }
+        // Rate events on different paths may overlap: the rates in force at any moment
+        // must still fit the total (the sum only rises where a rate event starts).
+        for (k, e) in self.events.iter().enumerate() {
+            if e.kind != EventKind::Rate {
+                continue;
+            }
+            let at = e.from_s;
+            let sum: f64 = (0..self.paths.len())
+                .map(|i| {
+                    self.events
+                        .iter()
+                        .find(|x| {
+                            x.path == i
+                                && x.kind == EventKind::Rate
+                                && x.from_s <= at
+                                && at < x.to_s
+                        })
+                        .and_then(|x| x.rate_mbit)
+                        .unwrap_or(self.paths[i].rate_mbit)
+                })
+                .sum();
+            if sum > MAX_TOTAL_MBIT {
+                return Err(err(
+                    format!("event[{k}].rate_mbit"),
+                    format!(
+                        "from {at} s the rates in force add up to {sum} Mbit/s; at most \
+                         {MAX_TOTAL_MBIT} here"
+                    ),
+                ));
+            }
+        }
         for (a, x) in self.events.iter().enumerate() {
             for y in &self.events[a + 1..] {
                 if x.path == y.path && x.from_s < y.to_s && y.from_s < x.to_s {
@@ -610,6 +641,23 @@ to_s = 10
             }
         }
         assert!(n >= 4, "{n} topology files");
+    }
+
+    #[test]
+    fn overlapping_rate_events_must_fit_the_total() {
+        let two = |r0: f64, r1: f64| {
+            format!(
+                "name = \"x\"\nduration_s = 20\n\
+                 [[path]]\nrate_mbit = 50\nrtt_ms = 10\n\
+                 [[path]]\nrate_mbit = 45\nrtt_ms = 10\n\
+                 [[event]]\nkind = \"rate\"\npath = 0\nfrom_s = 5\nto_s = 10\nrate_mbit = {r0}\n\
+                 [[event]]\nkind = \"rate\"\npath = 1\nfrom_s = 6\nto_s = 12\nrate_mbit = {r1}\n"
+            )
+        };
+        // Each alone fits (54 + 45, 50 + 49); together, from 6 s, 103 does not.
+        let e = err(&two(54.0, 49.0));
+        assert!(e.contains("event[1].rate_mbit") && e.contains("103"), "{e}");
+        TopologyFile::parse(&two(54.0, 40.0), "x").unwrap();
     }
 
     #[test]

@@ -48,7 +48,9 @@ pub fn down(root: &Path, args: &DownArgs) -> Result<()> {
     }
     let mut failed = 0;
     for name in &names {
-        match clean(&Paths::new(root, name), name) {
+        let cleaned =
+            state::lock_name(root, name).and_then(|_lock| clean(&Paths::new(root, name), name));
+        match cleaned {
             Ok(done) if done.is_empty() => println!("test bed {name}: nothing to remove"),
             Ok(done) => println!("test bed {name}: {}", done.join("; ")),
             Err(e) => {

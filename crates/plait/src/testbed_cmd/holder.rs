@@ -12,14 +12,15 @@
 //! Invariants: requests are served one at a time, each bounded by the protocol's timeouts;
 //! a request is checked again here ([`Change::apply`]) whatever the client checked; a
 //! failing change reports which parts were applied before the error, and `state.json`
-//! always records what is in force; the holder's diagnostics go to standard error
+//! records what is in force (a timed event's start and end are recorded within one accept
+//! poll, [`ACCEPT_POLL`]); the holder's diagnostics go to standard error
 //! (`holder.log`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -33,7 +34,7 @@ use super::state::{
     self, Addresses, EventInfo, NamespaceRole, PathAddresses, Paths, Phase, STATE_VERSION, State,
 };
 use crate::bench::run::run_events;
-use crate::bench::spec::TopologyFile;
+use crate::bench::spec::{EventFile, EventKind, TopologyFile};
 
 /// How often the idle holder looks for a connection or a stop signal.
 const ACCEPT_POLL: Duration = Duration::from_millis(25);
@@ -86,17 +87,23 @@ pub fn hold(root: &Path, args: &HoldArgs) -> Result<()> {
     log.say("ready");
     let t0 = Instant::now();
     let events_done = AtomicBool::new(false);
+    // Event transitions, for `state.json` (the serving loop owns the state).
+    let (event_tx, event_rx) = mpsc::channel::<(EventFile, bool)>();
     std::thread::scope(|s| {
         let events = (!args.no_events && !file.events.is_empty()).then(|| {
-            s.spawn(|| {
+            let observe = move |e: &EventFile, on: bool| {
+                let _ = event_tx.send((*e, on));
+            };
+            let (topo, file, events_done, log) = (&topo, &file, &events_done, &log);
+            s.spawn(move || {
                 // Logged when the schedule ends, not at shutdown, so the log shows it.
-                match run_events(&topo, &file, t0, &events_done) {
+                match run_events(topo, file, t0, events_done, &observe) {
                     Ok(times) => log.say(&format!("events done; (start, end) s: {times:?}")),
                     Err(e) => log.say(&format!("applying the events failed: {e:#}")),
                 }
             })
         });
-        serve(&topo, &listener, &paths, &mut st, &stop, &log);
+        serve(&topo, &listener, &paths, &mut st, &stop, &event_rx, &log);
         events_done.store(true, Ordering::Release);
         if let Some(Err(_)) = events.map(|t| t.join()) {
             log.say("the event thread panicked");
@@ -268,9 +275,24 @@ fn serve(
     paths: &Paths,
     st: &mut State,
     stop: &AtomicBool,
+    events: &mpsc::Receiver<(EventFile, bool)>,
     log: &Log,
 ) {
     while !stop.load(Ordering::Acquire) {
+        let mut changed = false;
+        while let Ok((event, on)) = events.try_recv() {
+            record_event(topo, st, &event, on);
+            log.say(&format!(
+                "event {:?} on path {} {}",
+                event.kind,
+                event.path,
+                if on { "in force" } else { "lifted" }
+            ));
+            changed = true;
+        }
+        if changed && let Err(e) = state::write(paths, st) {
+            log.say(&format!("updating state.json: {e:#}"));
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 if handle(topo, stream, paths, st, log) {
@@ -344,6 +366,26 @@ fn handle(topo: &Topology, stream: UnixStream, paths: &Paths, st: &mut State, lo
         log.say(&format!("answering a control connection: {e}"));
     }
     stop
+}
+
+/// Records in `st` what a timed event did to its path: in force (`on`), or lifted, which
+/// puts back the file's settings for what the event changes (`run_events` restores those,
+/// whatever `set` did before or during the event).
+fn record_event(topo: &Topology, st: &mut State, e: &EventFile, on: bool) {
+    let Some(cur) = st.paths.get_mut(e.path) else {
+        return;
+    };
+    match e.kind {
+        EventKind::Blackhole => cur.blackhole = on,
+        EventKind::LinkDown => cur.link_up = !on,
+        EventKind::Rate => {
+            if let Ok(link) = topo.path(e.path) {
+                let spec = link.spec();
+                cur.rate_mbit = if on { e.rate_mbit } else { spec.rate_mbit };
+                cur.queue_bytes = spec.queue_bytes;
+            }
+        }
+    }
 }
 
 /// Applies `change`, recording in `st` every part that took effect.

@@ -12,8 +12,9 @@
 //!
 //! Design. The topology's NFQUEUE emulators are threads, so the topology lives in one
 //! long-running process, the holder (`plait testbed hold`, hidden), which `up` starts from
-//! this same binary in a new session (stdin null, stderr to `holder.log`, stdout a pipe on
-//! which it reports ready or the error once). The holder owns the [`Topology`] on its main
+//! this same binary (stdin null, stderr to `holder.log`, stdout a pipe on which it reports
+//! ready or the error once); the holder makes itself a session leader (`setsid`), so the
+//! terminal's signals no longer reach it. The holder owns the [`Topology`] on its main
 //! thread and lends `&Topology` to two users at once, inside one `std::thread::scope`: a
 //! scoped thread running the file's `[[event]]` schedule (`bench::run::run_events`), and
 //! the main thread serving control requests one connection at a time. Every change the
@@ -27,7 +28,8 @@
 //!
 //! Invariants:
 //! - At most one holder per NAME and state root: `up` claims the name by creating
-//!   `ROOT/NAME` (exclusively) after refusing a live one and cleaning up a stale one.
+//!   `ROOT/NAME` (exclusively) after refusing a live one and cleaning up a stale one, all
+//!   under the name's lock (`state::lock_name`), which `down` takes too.
 //! - The namespaces of test bed NAME are named with prefix NAME and the holder's pid
 //!   (`plait_testbed::netns`), so `down` can always find them, also after the holder was
 //!   SIGKILLed; it deletes those of the recorded holder and of dead owners, never those of
@@ -48,14 +50,16 @@ pub mod state;
 pub mod status;
 pub mod up;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 pub use args::TestbedArgs;
 use args::TestbedCommand;
 
 /// Runs `plait testbed …`.
 pub fn run(args: TestbedArgs) -> Result<()> {
-    let root = args.state_dir;
+    // Absolute: the holder runs from `/`, and hints printed to the user must work anywhere.
+    let root = std::path::absolute(&args.state_dir)
+        .with_context(|| format!("cannot resolve --state-dir {}", args.state_dir.display()))?;
     match args.command {
         TestbedCommand::Up(a) => up::up(&root, &a),
         TestbedCommand::Down(a) => down::down(&root, &a),

@@ -69,9 +69,9 @@ pub struct PathSettings {
     pub up: DirSettings,
     /// Server → client.
     pub down: DirSettings,
-    /// Whether `set --blackhole on` is in force (timed events are reported separately).
+    /// Whether a blackhole is in force (`set --blackhole on`, or a timed event).
     pub blackhole: bool,
-    /// Whether the router's client-side link is up (`set --link`).
+    /// Whether the router's client-side link is up (`set --link`, or a timed event).
     pub link_up: bool,
 }
 

@@ -3,8 +3,8 @@
 //! Each test bed NAME has a directory `ROOT/NAME/` (ROOT is `--state-dir`, default
 //! [`DEFAULT_ROOT`]) with `state.json` ([`State`]), the holder's control socket
 //! `control.sock` and its log `holder.log`. `up` creates the directory (the claim on the
-//! name) and writes a first `state.json` (phase `starting`, the holder's pid) right after
-//! starting the holder; the holder rewrites it when ready and after every change.
+//! name, under the name's lock [`lock_name`]); the holder writes a first `state.json`
+//! (phase `starting`, its pid) as it starts, rewrites it when ready and after every change.
 //!
 //! Invariants: `state.json` is replaced atomically (written beside, then renamed), so a
 //! reader sees the old or the new file, never half of one; a reader that cannot parse it
@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::settings::PathSettings;
@@ -227,6 +227,30 @@ pub fn write(paths: &Paths, state: &State) -> Result<()> {
     let text = serde_json::to_string_pretty(state).context("encoding the state")?;
     std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))
+}
+
+/// Takes `ROOT/.NAME.lock`, the lock of test bed NAME: `up` holds it from its first check
+/// until the holder is ready (or gone), `down` while it cleans, so two commands on one name
+/// never interleave. The kernel releases it when the process ends, so a command that
+/// crashed never leaves it held. Returns the open file, which holds the lock until dropped.
+pub fn lock_name(root: &Path, name: &str) -> Result<std::fs::File> {
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    let path = root.join(format!(".{name}.lock"));
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => bail!(
+            "another `plait testbed up` or `down` of test bed {name} is running; wait for it              to finish"
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
 }
 
 /// The test bed names that have a directory under `root` (sorted).

@@ -42,6 +42,8 @@ pub fn up(root: &Path, args: &UpArgs) -> Result<()> {
         .with_context(|| format!("cannot resolve {}", args.topology.display()))?;
     let paths = Paths::new(root, name);
     let tb = testbed_cli(root);
+    // Held until this function returns: the holder is ready or gone by then.
+    let _lock = state::lock_name(root, name)?;
     if let Some(pid) = down::live_holder(&paths) {
         bail!(
             "test bed {name} is already up (holder pid {pid}); take it down first with \
