@@ -24,13 +24,14 @@
 //!    delivery rate, if higher; if no path has one, paths are ranked by delay alone), so it
 //!    receives traffic and hence packet-pair samples; EDPF would never use it.
 //! 4. **Bounded queues.** Among paths whose modelled backlog is under a target
-//!    (`QUEUE_TARGET`, at least `QUEUE_TARGET_PACKETS` packet times), the earliest delivery
-//!    wins. When every path is over its target (a sender outrunning the paths, e.g. TCP's
-//!    slow start), the path least over its target wins (backlog over target), among paths
-//!    that deliver within `REORDER_BUDGET` of the earliest and whose propagation delay is
-//!    within `REORDER_BUDGET` of the shortest (failing that, the earliest): the excess is
-//!    spread so every queue fills at the same pace, instead of the fastest one filling to
-//!    its drop point (plain earliest delivery, which lost 88 packets in slow start on the
+//!    (`QUEUE_TARGET`, at least `QUEUE_TARGET_PACKETS` packet times) and that deliver
+//!    within `REORDER_BUDGET` of the earliest path, the earliest delivery wins. When none
+//!    qualifies (a sender outrunning the paths, e.g. TCP's slow start), the path least over
+//!    its target wins (backlog over target), among paths that deliver within
+//!    `REORDER_BUDGET` of the earliest and whose propagation delay is within
+//!    `REORDER_BUDGET` of the shortest (failing that, the earliest): the excess is spread
+//!    so every queue fills at the same pace, instead of the fastest one filling to its
+//!    drop point (plain earliest delivery, which lost 88 packets in slow start on the
 //!    suite's RTT 1:20 scenario, docs/scheduler-design.md), while the receiver never has
 //!    to hold longer than the budget for it. Filling a fast path's queue until a slow path
 //!    becomes earlier (EDPF) keeps arrivals in order but builds long drop-tail queues;

@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +59,9 @@ pub fn up(root: &Path, args: &UpArgs) -> Result<()> {
         );
     }
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
-    match std::fs::create_dir(&paths.dir) {
+    // Mode 0700: the control socket inside is bound before it can be chmod'ed, and nobody
+    // but root may reach it in between.
+    match std::fs::DirBuilder::new().mode(0o700).create(&paths.dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => bail!(
             "another `plait testbed up --name {name}` started at the same moment; \
