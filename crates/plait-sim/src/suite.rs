@@ -177,7 +177,10 @@ pub fn markdown(variants: &[Variant], result: &SweepResult) -> String {
             if within.is_empty() {
                 "none".to_string()
             } else {
-                within.join(", ")
+                format!(
+                    "{} (why, for each: docs/scheduler-design.md, \"Where it stands\")",
+                    within.join(", ")
+                )
             }
         );
     }

@@ -716,6 +716,11 @@ Reading the bullets above with the tables below:
   Degraded, then Down), traffic moves to path 1, and probes bring path 0 back within the
   first second after the blackhole ends. The single path stalls for the whole blackhole plus
   TCP's exponential retransmission backoff.
+- **T5: when a path's rate drops, plait trails MPTCP** (the first run with rate events,
+  not yet analysed with the engine's counters). The likely cause: plait's capacity estimate
+  for a path is the median of its last 15 packet trains, so after a drop it needs a dozen
+  fresh trains before the scheduler sees the lower rate, and meanwhile it queues on the
+  slowed path; MPTCP's per-subflow congestion control reacts to the first losses there.
 - **Other limits of these figures**: 15-20 s transfers include slow start and the final
   drain; the machine has 2 cores shared with the emulators (about 10 % of a core per
   50 Mbit/s) and with other work, and plait's two daemons and the traffic generators run on
