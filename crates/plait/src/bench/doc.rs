@@ -694,33 +694,33 @@ Reading the bullets above with the tables below:
   ceiling\" columns. Reaching 95 % of the raw sum needs a larger path MTU (jumbo frames on
   the paths, so the inner MTU stays 1500) or a TCP-terminating mode (a local proxy that
   carries only payload); neither exists yet.
-- **T2: the 300 ms path is nearly idle under plait** (its share is a percent or two, where
-  MPTCP's subflow carries about its capacity share), and plait uses paths 0 and 1 close to
-  their framing ceiling. `plait sim scenarios/bench-t2.toml` reproduces this in the
-  simulator with one NewReno flow: plait, EDPF and mHIP all leave the 300 ms path almost
-  idle and reach 0.76 to 0.79 of the sum; the schedulers that do use it (WRR, MPTCP's
-  default) get less in total, and so did plait with its queue target lowered from 100 to
-  75 or 50 ms (tried, not kept: 0.72 and 0.56), because packets on a 150 ms one-way path
-  make the receiver hold everything behind them, so the single end-to-end TCP flow sees the
-  slow path's RTT and needs a window several times larger, which losses keep it from
-  reaching. MPTCP escapes this with a congestion window per subflow; only independent
-  flows per path (the simulator's MTCP row) gain from the third path there. A tunnel
-  carrying one TCP flow cannot do the same without terminating TCP. And even a perfect
-  scheduler could not beat MPTCP here by much: plait's framing ceiling on T2 is 89.6 % of
-  35 Mbit/s, 31.4 Mbit/s, about what MPTCP reaches.
-- **T3: plait leaves the lossy path almost alone**, so it runs at about the best single
-  path's rate minus framing, well above MPTCP, whose lossy subflow stalls the whole
-  connection at the data level (head-of-line blocking). It gains nothing from the lossy path
-  either.
+- **T2: plait uses all three paths (with cubic about in MPTCP's proportions; with bbr the
+  300 ms path gets less) and still trails MPTCP.**
+  Its framing ceiling on T2 is 89.6 % of 35 Mbit/s, 31.4 Mbit/s, about what MPTCP
+  reaches, so beating MPTCP would take nearly all of that ceiling. What plait loses below
+  its ceiling is the single end-to-end TCP flow: packets on the 150 ms one-way path make
+  the receiver hold everything behind them, so the flow sees the slow path's round trip
+  and needs a window several times larger, which losses keep it from reaching; MPTCP has a
+  congestion window per subflow. Until the scheduler's queue target was cut from 100 to
+  20 ms (docs/scheduler-design.md, rule 4) the 300 ms path stayed nearly idle here. In
+  the simulator (`plait sim scenarios/bench-t2.toml`, one NewReno flow) the same change
+  makes plait use the third path too but gain nothing from it: NewReno recovers from the
+  extra reordering and losses more slowly than cubic.
+- **T3: plait leaves the lossy path almost alone**, so it runs a little below the best
+  single path (its rate minus framing, and the few packets plait still sends on the lossy
+  path cost the inner flow some of its window even with loss repair), well above MPTCP,
+  whose lossy subflow stalls the whole connection at the data level (head-of-line
+  blocking). It gains nothing from the lossy path. With the 20 ms queue target plait
+  spills to it a little more often than with 100 ms and lost a few percent here.
 - **T4: the blackhole is detected within a few hundred milliseconds** (the path goes
   Degraded, then Down), traffic moves to path 1, and probes bring path 0 back within the
   first second after the blackhole ends. The single path stalls for the whole blackhole plus
   TCP's exponential retransmission backoff.
-- **T5: when a path's rate drops, plait trails MPTCP** (the first run with rate events,
-  not yet analysed with the engine's counters). The likely cause: plait's capacity estimate
-  for a path is the median of its last 15 packet trains, so after a drop it needs a dozen
-  fresh trains before the scheduler sees the lower rate, and meanwhile it queues on the
-  slowed path; MPTCP's per-subflow congestion control reacts to the first losses there.
+- **T5: when a path's rate drops, plait trails MPTCP** (not yet analysed with the
+  engine's counters). The likely cause: plait's capacity estimate for a path is the median
+  of its last 15 packet trains, so after a drop it needs a dozen fresh trains before the
+  scheduler sees the lower rate, and meanwhile it queues on the slowed path; MPTCP's
+  per-subflow congestion control reacts to the first losses there.
 - **Other limits of these figures**: 15-20 s transfers include slow start and the final
   drain; the machine has 2 cores shared with the emulators (about 10 % of a core per
   50 Mbit/s) and with other work, and plait's two daemons and the traffic generators run on
