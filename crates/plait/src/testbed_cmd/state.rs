@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use super::settings::PathSettings;
@@ -233,7 +235,7 @@ pub fn write(paths: &Paths, state: &State) -> Result<()> {
 /// until the holder is ready (or gone), `down` while it cleans, so two commands on one name
 /// never interleave. The kernel releases it when the process ends, so a command that
 /// crashed never leaves it held. Returns the open file, which holds the lock until dropped.
-pub fn lock_name(root: &Path, name: &str) -> Result<std::fs::File> {
+pub fn lock_name(root: &Path, name: &str) -> Result<Flock<std::fs::File>> {
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     let path = root.join(format!(".{name}.lock"));
     let file = std::fs::File::options()
@@ -242,14 +244,13 @@ pub fn lock_name(root: &Path, name: &str) -> Result<std::fs::File> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => bail!(
-            "another `plait testbed up` or `down` of test bed {name} is running; wait for it              to finish"
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(lock),
+        Err((_, Errno::EWOULDBLOCK)) => bail!(
+            "another `plait testbed up` or `down` of test bed {name} is running; wait for it \
+             to finish"
         ),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(e).with_context(|| format!("cannot lock {}", path.display()))
-        }
+        Err((_, e)) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
     }
 }
 
