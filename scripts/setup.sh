@@ -6,7 +6,7 @@ set -euo pipefail
 need() { command -v "$1" >/dev/null 2>&1; }
 
 if ! need cargo; then
-  echo "setup: cargo not found. Install Rust with rustup (stable, 1.85 or later) first." >&2
+  echo "setup: cargo not found. Install Rust with rustup (stable, 1.88 or later) first." >&2
   exit 1
 fi
 if need rustup; then
@@ -17,8 +17,8 @@ if need rustup; then
   }
 fi
 version=$(rustc --version | awk '{print $2}')
-if [ "$(printf '%s\n1.85.0\n' "$version" | sort -V | head -1)" != "1.85.0" ]; then
-  echo "setup: rustc $version is too old: plait uses edition 2024 (rustc 1.85 or later)." >&2
+if [ "$(printf '%s\n1.88.0\n' "$version" | sort -V | head -1)" != "1.88.0" ]; then
+  echo "setup: rustc $version is too old: plait uses edition 2024 and let chains (rustc 1.88 or later)." >&2
   exit 1
 fi
 

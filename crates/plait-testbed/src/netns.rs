@@ -378,10 +378,10 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
-        if self.owned {
-            if let Err(e) = self.destroy() {
-                eprintln!("plait-testbed: removing namespace {}: {e}", self.name);
-            }
+        if self.owned
+            && let Err(e) = self.destroy()
+        {
+            eprintln!("plait-testbed: removing namespace {}: {e}", self.name);
         }
     }
 }

@@ -270,12 +270,12 @@ impl PathSpec {
     }
 
     fn validate(&self, what: &str) -> Result<()> {
-        if let Some(r) = self.rate_mbit {
-            if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT) {
-                return Err(TestbedError::Spec(format!(
-                    "{what}: rate {r} Mbit/s must be above 0 and at most {MAX_RATE_MBIT}"
-                )));
-            }
+        if let Some(r) = self.rate_mbit
+            && !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT)
+        {
+            return Err(TestbedError::Spec(format!(
+                "{what}: rate {r} Mbit/s must be above 0 and at most {MAX_RATE_MBIT}"
+            )));
         }
         if self.queue_bytes < MIN_QUEUE_BYTES {
             return Err(TestbedError::Spec(format!(
@@ -1059,21 +1059,22 @@ impl PathEmulator {
 impl Drop for PathEmulator {
     fn drop(&mut self) {
         // The namespace may already be gone (then so is the rule): nothing to report.
-        if self.installed && Path::new("/run/netns").join(&self.router).exists() {
-            if let Err(e) = self.rule("-D") {
-                eprintln!(
-                    "plait-testbed: removing the NFQUEUE rule of {} {:?}: {e}",
-                    self.router, self.dir
-                );
-            }
+        if self.installed
+            && Path::new("/run/netns").join(&self.router).exists()
+            && let Err(e) = self.rule("-D")
+        {
+            eprintln!(
+                "plait-testbed: removing the NFQUEUE rule of {} {:?}: {e}",
+                self.router, self.dir
+            );
         }
-        if let Some(e) = self.emulator.take() {
-            if let Err(e) = e.stop() {
-                eprintln!(
-                    "plait-testbed: stopping the emulator of {} {:?}: {e}",
-                    self.router, self.dir
-                );
-            }
+        if let Some(e) = self.emulator.take()
+            && let Err(e) = e.stop()
+        {
+            eprintln!(
+                "plait-testbed: stopping the emulator of {} {:?}: {e}",
+                self.router, self.dir
+            );
         }
     }
 }

@@ -1144,13 +1144,13 @@ impl RttProbe {
                         let mut seq = [0u8; 8];
                         seq.copy_from_slice(&buf[..8]);
                         let seq = u64::from_be_bytes(seq);
-                        if let Some(&t) = usize::try_from(seq).ok().and_then(|i| sent_at.get(i)) {
-                            if at - t <= PROBE_TIMEOUT {
-                                samples.push(RttSample {
-                                    sent: t,
-                                    rtt: at - t,
-                                });
-                            }
+                        if let Some(&t) = usize::try_from(seq).ok().and_then(|i| sent_at.get(i))
+                            && at - t <= PROBE_TIMEOUT
+                        {
+                            samples.push(RttSample {
+                                sent: t,
+                                rtt: at - t,
+                            });
                         }
                     }
                 }

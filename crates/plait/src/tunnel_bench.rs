@@ -705,41 +705,41 @@ fn path_shares(t: &Tunnel) -> Vec<f64> {
 /// The tunnel's own counters after a transfer (since it started, warm-up included).
 fn tunnel_note(t: &Tunnel) -> String {
     let mut parts = Vec::new();
-    if let Ok(s) = t.client().status() {
-        if let Some(sess) = s.sessions.first() {
-            let total: u64 = sess.paths.iter().map(|p| p.tx_packets).sum();
-            if sess.paths.len() > 1 {
-                let shares: Vec<String> = sess
-                    .paths
-                    .iter()
-                    .map(|p| format!("{:.0}", p.tx_packets as f64 * 100.0 / total.max(1) as f64))
-                    .collect();
-                parts.push(format!(
-                    "client's datagrams per path {} %",
-                    shares.join("/")
-                ));
-            }
-            parts.push(format!("{total} datagrams sent"));
-            let rates: Vec<String> = sess
+    if let Ok(s) = t.client().status()
+        && let Some(sess) = s.sessions.first()
+    {
+        let total: u64 = sess.paths.iter().map(|p| p.tx_packets).sum();
+        if sess.paths.len() > 1 {
+            let shares: Vec<String> = sess
                 .paths
                 .iter()
-                .map(|p| p.rate_mbit.map_or("–".to_owned(), |r| format!("{r:.0}")))
+                .map(|p| format!("{:.0}", p.tx_packets as f64 * 100.0 / total.max(1) as f64))
                 .collect();
-            parts.push(format!("rate estimates {} Mbit/s", rates.join("/")));
-            if sess.queue_full > 0 {
-                parts.push(format!("{} refused by a full send queue", sess.queue_full));
-            }
-        }
-    }
-    if let Ok(s) = t.server().status() {
-        if let Some(sess) = s.sessions.first() {
-            let l = sess.lost;
-            let lost = l.predecessor + l.comparison + l.timer + l.overflow;
             parts.push(format!(
-                "server: {lost} holes declared lost, {} late, {} repaired",
-                sess.late, l.repaired
+                "client's datagrams per path {} %",
+                shares.join("/")
             ));
         }
+        parts.push(format!("{total} datagrams sent"));
+        let rates: Vec<String> = sess
+            .paths
+            .iter()
+            .map(|p| p.rate_mbit.map_or("–".to_owned(), |r| format!("{r:.0}")))
+            .collect();
+        parts.push(format!("rate estimates {} Mbit/s", rates.join("/")));
+        if sess.queue_full > 0 {
+            parts.push(format!("{} refused by a full send queue", sess.queue_full));
+        }
+    }
+    if let Ok(s) = t.server().status()
+        && let Some(sess) = s.sessions.first()
+    {
+        let l = sess.lost;
+        let lost = l.predecessor + l.comparison + l.timer + l.overflow;
+        parts.push(format!(
+            "server: {lost} holes declared lost, {} late, {} repaired",
+            sess.late, l.repaired
+        ));
     }
     parts.join("; ")
 }

@@ -103,10 +103,10 @@ impl Daemon {
                 panic!("{} exited early ({s}) waiting for {what}", self.label);
             }
             last = self.status();
-            if let Ok(s) = &last {
-                if ready(s) {
-                    return s.clone();
-                }
+            if let Ok(s) = &last
+                && ready(s)
+            {
+                return s.clone();
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -211,10 +211,10 @@ fn engine_table() -> String {
         ("PLAIT_TEST_SCHEDULER", "scheduler"),
         ("PLAIT_TEST_REORDER", "reorder"),
     ] {
-        if let Ok(v) = std::env::var(var) {
-            if !v.is_empty() {
-                let _ = writeln!(t, "{key} = \"{v}\"");
-            }
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            let _ = writeln!(t, "{key} = \"{v}\"");
         }
     }
     if t.is_empty() {

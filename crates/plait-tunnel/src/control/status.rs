@@ -129,10 +129,8 @@ impl Drop for StatusServer {
                 tracing::warn!(path = %self.path.display(), "status socket thread left running");
             }
         }
-        if ours {
-            if let Err(e) = fs::remove_file(&self.path) {
-                tracing::warn!(path = %self.path.display(), error = %e, "cannot remove status socket");
-            }
+        if ours && let Err(e) = fs::remove_file(&self.path) {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot remove status socket");
         }
     }
 }

@@ -46,7 +46,7 @@ pub const REJECT_AFTER_MESSAGES: u64 = u64::MAX - (1 << 13);
 const WORD_BITS: u64 = u64::BITS as u64;
 const WORDS: usize = (WINDOW_BITS / WORD_BITS) as usize;
 // The ring index is taken with a mask, so the word count must be a power of two.
-const _: () = assert!(WORDS.is_power_of_two() && WINDOW_BITS % WORD_BITS == 0);
+const _: () = assert!(WORDS.is_power_of_two() && WINDOW_BITS.is_multiple_of(WORD_BITS));
 const WORD_MASK: u64 = WORDS as u64 - 1;
 
 /// RFC 6479 sliding anti-replay window over message counters (see the module docs for the

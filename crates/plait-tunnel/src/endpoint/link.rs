@@ -173,10 +173,10 @@ impl Link {
     pub fn expire_keys(&mut self, now: Time) -> Vec<u32> {
         let mut gone = Vec::new();
         for slot in [&mut self.current, &mut self.previous, &mut self.next] {
-            if slot.as_ref().is_some_and(|k| !k.is_usable(now)) {
-                if let Some(k) = slot.take() {
-                    gone.push(k.local_index);
-                }
+            if slot.as_ref().is_some_and(|k| !k.is_usable(now))
+                && let Some(k) = slot.take()
+            {
+                gone.push(k.local_index);
             }
         }
         if self.next.is_none() {

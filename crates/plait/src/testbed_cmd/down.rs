@@ -87,10 +87,10 @@ pub fn clean(paths: &Paths, name: &str) -> Result<Vec<String>> {
     let recorded = state::read_pid(paths);
     let had_dir = paths.dir.exists();
     let before = prefixed(name)?;
-    if let Some((pid, start)) = recorded {
-        if holder_alive(pid, start) {
-            done.push(stop_holder(paths, pid, start)?);
-        }
+    if let Some((pid, start)) = recorded
+        && holder_alive(pid, start)
+    {
+        done.push(stop_holder(paths, pid, start)?);
     }
     let mut others = Vec::new();
     for (ns, owner) in prefixed(name)? {
