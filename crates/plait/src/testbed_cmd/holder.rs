@@ -322,7 +322,8 @@ fn handle(topo: &Topology, stream: UnixStream, paths: &Paths, st: &mut State, lo
         log.say(&format!("control connection: {e}"));
         return false;
     }
-    let request = proto::read_line(&stream).and_then(|line| proto::decode::<Request>(&line));
+    let request = proto::read_line(proto::Deadline::new(&stream, IO_TIMEOUT))
+        .and_then(|line| proto::decode::<Request>(&line));
     let (reply, stop) = match request {
         Err(e) => (
             Reply::Error {

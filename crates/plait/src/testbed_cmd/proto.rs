@@ -7,12 +7,13 @@
 //! there, so a peer cannot make either side buffer more. Decoding never panics: bad UTF-8,
 //! bad JSON, unknown operations or fields and overlong lines are [`ProtoError`]s, which the
 //! holder answers with a [`Reply::Error`] instead of acting. Every socket operation has a
-//! timeout ([`IO_TIMEOUT`]).
+//! timeout ([`IO_TIMEOUT`]), and the holder reads a whole request within one
+//! ([`Deadline`]), so a client trickling bytes cannot hold its single connection loop.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +71,39 @@ pub enum ProtoError {
     /// Not UTF-8 or not the expected JSON.
     #[error("invalid message: {0}")]
     Invalid(String),
+}
+
+/// A stream read against one deadline for all its reads together: each read waits at most
+/// until the deadline, and once it has passed reads fail with `TimedOut`.
+#[derive(Debug)]
+pub struct Deadline<'a> {
+    stream: &'a UnixStream,
+    until: Instant,
+}
+
+impl<'a> Deadline<'a> {
+    /// Reads from `stream` for at most `within` from now.
+    pub fn new(stream: &'a UnixStream, within: Duration) -> Deadline<'a> {
+        Deadline {
+            stream,
+            until: Instant::now() + within,
+        }
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the request took too long",
+            ));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut s = self.stream;
+        s.read(buf)
+    }
 }
 
 /// Reads one line (without its newline), at most [`MAX_LINE`] bytes with the newline.
@@ -154,6 +188,22 @@ mod tests {
         let line = encode(&r).unwrap();
         let back: Reply = decode(&read_line(&line[..]).unwrap()).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn a_trickled_request_runs_into_the_deadline() {
+        let (mut client, server) = UnixStream::pair().unwrap();
+        // Half a request, then nothing: the reader gives up at the deadline, not later.
+        client.write_all(b"{\"op\":").unwrap();
+        let t = Instant::now();
+        let err = read_line(Deadline::new(&server, Duration::from_millis(200))).unwrap_err();
+        assert!(matches!(err, ProtoError::Io(_)), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        // A whole line within the deadline is read as usual.
+        let (mut c2, s2) = UnixStream::pair().unwrap();
+        c2.write_all(b"{\"op\":\"ping\"}\n").unwrap();
+        let line = read_line(Deadline::new(&s2, Duration::from_secs(5))).unwrap();
+        assert_eq!(decode::<Request>(&line).unwrap(), Request::Ping {});
     }
 
     #[test]
