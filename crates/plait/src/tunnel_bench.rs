@@ -744,20 +744,11 @@ fn tunnel_note(t: &Tunnel) -> String {
     parts.join("; ")
 }
 
-/// Median, minimum and maximum.
+/// Median, minimum and maximum of the finite values (`bench-doc`'s [`Spread`]).
+///
+/// [`Spread`]: crate::bench::doc::Spread
 fn summary(xs: &[f64]) -> Option<(f64, f64, f64)> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    Some((median, v[0], v[n - 1]))
+    crate::bench::doc::Spread::of(xs.iter().copied()).map(|s| (s.median, s.min, s.max))
 }
 
 /// `median (min–max)` with `decimals` decimals; just the value if there is one sample.

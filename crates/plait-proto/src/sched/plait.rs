@@ -53,9 +53,10 @@ use crate::time::Time;
 /// target even if it arrives later (the reorder buffer holds it instead of a bottleneck
 /// queue that drops). Short, so a sender that keeps queues short (BBR) still sees the
 /// other paths' capacity when it probes: with 100 ms, BBR through the tunnel on T1 stayed
-/// on the fast path alone (0.62 of the sum); with 20 ms it reached 0.80, cubic kept its
-/// 0.88, and the suite mean did not drop (0.723); 10 ms lost on the suite (0.710). See
-/// docs/scheduler-design.md.
+/// on the fast path alone (0.62 of the sum); with 20 ms it reached 0.80 and cubic kept its
+/// 0.88 (`plait bench-doc`, docs/benchmarks-bbr.md and docs/benchmarks.md), and the suite
+/// mean did not drop (0.723, `plait schedulers`); 10 ms lost on the suite (0.710, the same
+/// command with this constant at 10 ms). See docs/scheduler-design.md.
 pub const QUEUE_TARGET: Duration = Duration::from_millis(20);
 /// The target is at least this many packet times on the path (a slow link serialises one
 /// packet for longer than any fixed target).
@@ -161,81 +162,96 @@ impl Plait {
 
     fn choose(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
         let floor = Self::floor_rate(paths);
-        // Per usable path: (delivery time, over its backlog target); `None` = no rate at all.
-        let mut candidates: [(PathId, Option<(Time, bool)>); crate::ids::MAX_PATHS] =
-            [(PathId(0), None); crate::ids::MAX_PATHS];
+        // Per usable path, in id order; `load: None` = no rate at all.
+        let mut candidates = [Candidate::default(); crate::ids::MAX_PATHS];
         let mut n = 0;
         for view in paths
             .iter()
             .filter(|p| p.is_usable())
             .take(crate::ids::MAX_PATHS)
         {
-            let entry = self.expected(now, view, pkt, floor).map(|d| {
-                let slot = self.slot_mut(view.id);
+            let load = self.expected(now, view, pkt, floor).map(|d| {
+                let slot = self.slots.get(view.id);
                 let backlog = slot.avail.saturating_since(now + slot.delay);
                 let per_packet = slot
                     .rate
                     .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
-                (
-                    d,
-                    backlog > QUEUE_TARGET.max(per_packet.saturating_mul(QUEUE_TARGET_PACKETS)),
-                )
+                let target = QUEUE_TARGET.max(per_packet.saturating_mul(QUEUE_TARGET_PACKETS));
+                Load {
+                    delivery: d,
+                    over: backlog > target,
+                    ratio: backlog.as_secs_f64() / target.as_secs_f64(),
+                }
             });
-            candidates[n] = (view.id, entry);
+            candidates[n] = Candidate {
+                id: view.id,
+                delay: self.slots.get(view.id).delay,
+                load,
+            };
             n += 1;
         }
         let candidates = &candidates[..n];
-        let earliest = candidates
+        let Some(earliest) = candidates
             .iter()
-            .filter_map(|(_, e)| e.map(|(d, _)| d))
-            .min();
-        let Some(earliest) = earliest else {
+            .filter_map(|c| c.load.map(|l| l.delivery))
+            .min()
+        else {
             // 3. No rate anywhere: the path with the smallest delay.
-            return candidates
-                .iter()
-                .map(|(id, _)| *id)
-                .min_by_key(|id| self.slot_mut(*id).delay);
+            return candidates.iter().min_by_key(|c| c.delay).map(|c| c.id);
         };
         // 4. Earliest among paths under target and within the reorder budget of the
         //    earliest; else the least over its target. Ties: lowest id.
-        let pick = |ok: &dyn Fn(Time, bool) -> bool| {
+        let pick = |ok: &dyn Fn(&Load) -> bool| {
             candidates
                 .iter()
-                .filter_map(|(id, e)| e.filter(|(d, over)| ok(*d, *over)).map(|(d, _)| (d, *id)))
-                .min_by_key(|(d, id)| (*d, *id))
+                .filter_map(|c| c.load.filter(ok).map(|l| (l.delivery, c.id)))
+                .min_by_key(|&(d, id)| (d, id))
                 .map(|(_, id)| id)
         };
-        pick(&|d, over| !over && d <= earliest + REORDER_BUDGET).or_else(|| {
+        pick(&|l| !l.over && l.delivery <= earliest + REORDER_BUDGET).or_else(|| {
             // Every path over its target: the one least over it (backlog / target), among
             // paths delivering within the budget of the earliest and whose propagation delay
             // is within the budget of the shortest; failing that, the earliest.
             let shortest = candidates
                 .iter()
-                .filter(|(_, e)| e.is_some())
-                .map(|(id, _)| self.slots.get(*id).delay)
+                .filter(|c| c.load.is_some())
+                .map(|c| c.delay)
                 .min()
                 .unwrap_or(Duration::ZERO);
             candidates
                 .iter()
-                .filter(|(id, e)| {
-                    e.is_some_and(|(d, _)| d <= earliest + REORDER_BUDGET)
-                        && self.slots.get(*id).delay <= shortest + REORDER_BUDGET
-                })
-                .map(|(id, _)| *id)
-                .map(|id| {
-                    let slot = self.slots.get(id);
-                    let per_packet = slot
-                        .rate
-                        .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
-                    let target = QUEUE_TARGET.max(per_packet.saturating_mul(QUEUE_TARGET_PACKETS));
-                    let backlog = slot.avail.saturating_since(now + slot.delay);
-                    (backlog.as_secs_f64() / target.as_secs_f64(), id)
+                .filter(|c| c.delay <= shortest + REORDER_BUDGET)
+                .filter_map(|c| {
+                    c.load
+                        .filter(|l| l.delivery <= earliest + REORDER_BUDGET)
+                        .map(|l| (l.ratio, c.id))
                 })
                 .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
                 .map(|(_, id)| id)
-                .or_else(|| pick(&|_, _| true))
+                .or_else(|| pick(&|_| true))
         })
     }
+}
+
+/// One usable path at a decision.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    id: PathId,
+    /// Its delay `D` (propagation, no queue).
+    delay: Duration,
+    /// `None`: no rate, so no delivery time.
+    load: Option<Load>,
+}
+
+/// Where a packet would stand on a path with a rate.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    /// Expected delivery time (rules 1 and 2).
+    delivery: Time,
+    /// The modelled backlog is over its target.
+    over: bool,
+    /// Backlog divided by target (the target is at least `QUEUE_TARGET`, never zero).
+    ratio: f64,
 }
 
 impl Scheduler for Plait {
