@@ -454,3 +454,51 @@ fn repair_recovers_losses_before_the_receiver_gives_up() {
     }
     assert!(seen.len() as u64 + r.lost_total() >= total);
 }
+
+/// The shallow-queue loss rate counts the link's own losses and not a drop-tail queue's
+/// overflow (docs/scheduler-design.md, "Loss the link causes"): one path overrun at 120 %
+/// of its rate, then one path at half its rate with 2 % random loss.
+#[test]
+fn shallow_queue_loss_is_the_links_own() {
+    let run = |loss: f64, load: f64| {
+        let links = vec![LinkSpec {
+            rate: 500_000.0,
+            delay: 20 * MS,
+            loss,
+            queue_bytes: 50_000,
+        }];
+        let mut pair = Pair::new(
+            config(SchedulerKind::MinRtt),
+            config(SchedulerKind::MinRtt),
+            &links,
+            &[None],
+            5,
+        );
+        let burst = ((500_000.0 * load * 0.010) / 1220.0_f64).round() as u64;
+        let mut source = bursty_source(u64::MAX, 1200, burst, 10 * MS);
+        // Both rates averaged over the source's ticks after the first 2 s (one reading of
+        // an EWMA with gain 1/32 is too noisy at 2 %).
+        let (mut sum_all, mut sum_shallow, mut n) = (0.0, 0.0, 0u32);
+        pair.run_until(Time::from_secs_f64_for_test(20.0), |p| {
+            if p.now >= Time::from_secs_f64_for_test(2.0) {
+                let v = &p.a.path_views()[0];
+                sum_all += v.loss_rate;
+                sum_shallow += v.shallow_loss_rate;
+                n += 1;
+            }
+            source(p)
+        });
+        (sum_all / f64::from(n), sum_shallow / f64::from(n))
+    };
+    let (all, shallow) = run(0.0, 1.2);
+    println!("overrun: loss rate {all:.4}, shallow {shallow:.4}");
+    assert!(all > 0.05, "overrun: loss rate {all}");
+    assert!(shallow < all / 10.0, "overrun: shallow {shallow} of {all}");
+    let (all, shallow) = run(0.02, 0.5);
+    println!("random loss: loss rate {all:.4}, shallow {shallow:.4}");
+    assert!((0.01..0.04).contains(&all), "random loss: loss rate {all}");
+    assert!(
+        (shallow - all).abs() < 0.2 * all,
+        "random loss: shallow {shallow} vs {all}"
+    );
+}

@@ -42,6 +42,11 @@ const LOSS_RATE_GAIN: f64 = 1.0 / 32.0;
 /// because of its losses gets no samples, and a frozen estimate would keep it avoided for
 /// good (seen on the tunnel: a 0.3 loss rate left over from a blackhole).
 const LOSS_HALF_LIFE: Duration = Duration::from_secs(2);
+/// A loss found while the path's measured queueing delay is below this counts towards the
+/// shallow-queue loss rate: a drop-tail queue does not drop packets that find it this
+/// short, so such a loss is the link's (radio, bad spell), not the sender's overrun. The
+/// receiver's loss repair draws the same line (docs/protocol.md#repair).
+pub const SHALLOW_QUEUE: Duration = Duration::from_millis(10);
 
 /// Counters of one path (sender and receiver side together).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,6 +101,8 @@ pub struct Path {
     train: TrainRateEstimator,
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
+    /// The same over datagrams resolved while the queue was shorter than [`SHALLOW_QUEUE`].
+    shallow_loss_rate: f64,
     /// When `loss_rate` was last updated or decayed.
     loss_updated: Time,
     hints: PathHints,
@@ -144,6 +151,7 @@ impl Path {
             train: TrainRateEstimator::default(),
             delivery: DeliveryRateEstimator::default(),
             loss_rate: 0.0,
+            shallow_loss_rate: 0.0,
             loss_updated: now,
             hints,
             awaiting_since: None,
@@ -351,6 +359,9 @@ impl Path {
             if !was_lost {
                 self.decay_loss(now);
                 self.loss_rate += (0.0 - self.loss_rate) * LOSS_RATE_GAIN;
+                if self.queue_is_shallow() {
+                    self.shallow_loss_rate += (0.0 - self.shallow_loss_rate) * LOSS_RATE_GAIN;
+                }
             }
             self.delivery
                 .on_ack(now, u64::from(pkt.len), self.rtt.srtt());
@@ -480,20 +491,36 @@ impl Path {
         if lost > 0 {
             self.decay_loss(now);
         }
+        let shallow = self.queue_is_shallow();
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
+            if shallow {
+                self.shallow_loss_rate += (1.0 - self.shallow_loss_rate) * LOSS_RATE_GAIN;
+            }
         }
         lost
     }
 
-    /// Lets the loss rate decay for the time since its last update ([`LOSS_HALF_LIFE`]).
+    /// The path's measured queueing delay (smoothed minus base one-way delay) is under
+    /// [`SHALLOW_QUEUE`], or unknown. Judged when a datagram is resolved: a loss is found
+    /// from datagrams sent after it, whose delays show the queue it met.
+    fn queue_is_shallow(&self) -> bool {
+        match (self.owd.smoothed_us(), self.owd.base_us()) {
+            (Some(s), Some(b)) => s - (b as f64) < SHALLOW_QUEUE.as_secs_f64() * 1e6,
+            _ => true,
+        }
+    }
+
+    /// Lets both loss rates decay for the time since their last update ([`LOSS_HALF_LIFE`]).
     /// Called before every scheduling decision, so it only does the arithmetic once the
     /// decay is worth a percent (a 64th of the half-life), not once per packet.
     pub fn decay_loss(&mut self, now: Time) {
         let elapsed = now.saturating_since(self.loss_updated);
         if elapsed >= LOSS_HALF_LIFE / 64 {
             let halvings = elapsed.as_secs_f64() / LOSS_HALF_LIFE.as_secs_f64();
-            self.loss_rate *= 0.5f64.powf(halvings);
+            let factor = 0.5f64.powf(halvings);
+            self.loss_rate *= factor;
+            self.shallow_loss_rate *= factor;
             self.loss_updated = now;
         }
     }
@@ -668,6 +695,7 @@ impl Path {
             bytes_in_flight: self.bytes_in_flight,
             cwnd_room: None,
             loss_rate: self.loss_rate,
+            shallow_loss_rate: self.shallow_loss_rate,
         }
     }
 }

@@ -88,6 +88,10 @@ pub struct PathView {
     pub cwnd_room: Option<u64>,
     /// Smoothed fraction of this path's packets declared lost, 0..=1.
     pub loss_rate: f64,
+    /// The same, counting only datagrams resolved while the path's measured queue was
+    /// short (under `path::SHALLOW_QUEUE`): the loss the link causes by itself, not the
+    /// drops of an overrun queue.
+    pub shallow_loss_rate: f64,
 }
 
 impl PathView {
@@ -108,6 +112,7 @@ impl PathView {
             bytes_in_flight: 0,
             cwnd_room: None,
             loss_rate: 0.0,
+            shallow_loss_rate: 0.0,
         }
     }
 

@@ -17,7 +17,10 @@
 //!    flight are counted exactly; the delay sample is one path-delay old).
 //! 2. **Loss-aware delivery time.** A packet lost on a path with loss rate `p` is given up
 //!    by the receiver and resent by the end host about one retransmission timeout later, so
-//!    the expected delivery time is `d + p / (1 − p) · (SRTT + 4·RTTVAR)`.
+//!    the expected delivery time is `d + p / (1 − p) · (SRTT + 4·RTTVAR)`. Losses the link
+//!    causes by itself (rate `q`, counted while the path's queue was short) also halve the
+//!    end host's window, and are charged [`LINK_LOSS_EXTRA_TIMEOUTS`] more timeouts:
+//!    `d + (p / (1 − p) + 9 · q / (1 − q)) · (SRTT + 4·RTTVAR)`.
 //! 3. **No starved paths.** A usable path with no capacity estimate (no packet-pair
 //!    sample, no configured rate: a delivery rate alone only measures what the path was
 //!    given) is treated as having the smallest capacity any usable path has (or its own
@@ -65,6 +68,19 @@ pub const QUEUE_TARGET_PACKETS: u32 = 4;
 /// the earliest path: the receiver would have to hold everything behind it that long (half
 /// the reorder buffer's default 1 s cap, docs/protocol.md#reorder-buffer).
 pub const REORDER_BUDGET: Duration = Duration::from_millis(500);
+
+/// What a loss the link causes by itself (found while the path's queue was short,
+/// [`PathView::shallow_loss_rate`]) costs on top of its retransmission timeout, in timeouts.
+/// The end host's TCP reads any loss as congestion and halves its window for the whole flow,
+/// so a path that drops packets it was not overrunning costs every path's throughput, far
+/// more than the one late packet; drops of an overrun queue are not charged this (the
+/// sender's own excess, which rule 4 spreads). Chosen by a sweep on the suite's random-
+/// and bursty-loss scenarios (`plait sim` on each, 10 seeds, fraction of the sum): 0 gave
+/// 0.329 / 0.409, 9 gave 0.502 / 0.450, 14 gave 0.503 / 0.454, 19 gave 0.504 / 0.459 (the
+/// smallest that takes nearly all the gain; with 9 no other scenario of `plait schedulers`
+/// moved). Charging every loss 10 timeouts instead (no shallow-queue test) cost 0.07 on
+/// bandwidth 2:1, whose losses are all drop-tail overflow. See docs/scheduler-design.md.
+pub const LINK_LOSS_EXTRA_TIMEOUTS: f64 = 9.0;
 
 /// What plait tracks for one path.
 #[derive(Debug, Clone, Copy, Default)]
@@ -150,14 +166,21 @@ impl Plait {
         slot.avail = slot.avail.clamp(lo, hi);
         let (_, d) = bottleneck_delivery(now, pkt, delay, slot.avail, Some(rate));
         let d = d?;
-        // 2. Loss: a lost packet costs about one retransmission timeout of the path.
+        // 2. Loss: a lost packet costs about one retransmission timeout of the path, and a
+        //    loss the link causes by itself (shallow queue) a window halving on top.
         let p = if view.loss_rate.is_finite() {
             view.loss_rate.clamp(0.0, 0.95)
         } else {
             0.0
         };
         let rto = view.srtt.unwrap_or(Duration::ZERO) + 4 * view.rttvar.unwrap_or(Duration::ZERO);
-        Some(d + crate::time::secs_f64_saturating(p / (1.0 - p) * rto.as_secs_f64()))
+        let q = if view.shallow_loss_rate.is_finite() {
+            view.shallow_loss_rate.clamp(0.0, 0.95)
+        } else {
+            0.0
+        };
+        let timeouts = p / (1.0 - p) + LINK_LOSS_EXTRA_TIMEOUTS * q / (1.0 - q);
+        Some(d + crate::time::secs_f64_saturating(timeouts * rto.as_secs_f64()))
     }
 
     fn choose(&mut self, now: Time, paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
@@ -391,6 +414,25 @@ mod tests {
             s.select(now, &[p0, p1], &pkt(now, 1000)),
             Selection::Send(PathId(1))
         );
+    }
+
+    #[test]
+    fn a_link_losing_packets_on_its_own_is_avoided_more_than_an_overrun_queue() {
+        let now = Time::ZERO;
+        // Path 0 is 5 ms earlier; path 1 delivers 2 % of its packets late by a timeout.
+        let choose = |shallow: f64| {
+            let mut s = Plait::default();
+            let mut p0 = view(0, Some(1e6), 10);
+            p0.srtt = Some(100 * MS);
+            p0.loss_rate = 0.02;
+            p0.shallow_loss_rate = shallow;
+            let p1 = view(1, Some(1e6), 15);
+            s.select(now, &[p0, p1], &pkt(now, 1000))
+        };
+        // Overflow drops (deep queue): 2 % of ~104 ms = 2 ms, less than 5 ms.
+        assert_eq!(choose(0.0), Selection::Send(PathId(0)));
+        // The link's own: 10 × 2 ms = 20 ms, more than 5 ms.
+        assert_eq!(choose(0.02), Selection::Send(PathId(1)));
     }
 
     #[test]
