@@ -70,7 +70,8 @@ fn etom_fig5_swtc_keeps_reorder_delay_low_as_links_diverge() {
 /// delays): plain WRR, with no reorder buffer, collapses under the reordering; WRR with a
 /// buffer (WRRB) and IKR carry the flow at several times its goodput. The seed also saw IKR
 /// above WRRB (520 against 400 KB/s); here they are within a few percent of each other,
-/// IKR slightly below (docs/scheduler-design.md), so that part is not asserted.
+/// IKR slightly below with the seed's buffer (`mms`) or plait's (`bmp`)
+/// (docs/scheduler-design.md), so that part is not asserted.
 #[test]
 fn mms_fig8_wrr_collapses_and_buffered_schedulers_do_not() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mms-fig8.toml");

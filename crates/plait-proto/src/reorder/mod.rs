@@ -26,6 +26,7 @@ mod bmp_proptest;
 mod bmp_tests;
 mod dedup;
 mod loss_detect;
+mod mms;
 mod pacer;
 mod passthrough;
 mod repair;
@@ -33,6 +34,7 @@ mod slab;
 
 pub use bmp::Bmp;
 pub use dedup::{DuplicateFilter, Freshness};
+pub use mms::{MMS_CAPACITY, MmsBuffer};
 pub use passthrough::Passthrough;
 
 /// What the receiver knows about an arriving inner packet (docs/protocol.md#data-frame).
@@ -217,17 +219,21 @@ pub enum ReorderKind {
     None,
     /// `bmp`: PET-BMP's buffer management policy (seed PET-BMP §V-B).
     Bmp,
+    /// `mms`: seed MMS §II-D's receiver buffer (hold out-of-sequence packets; when more
+    /// than its capacity are held, the oldest leaves).
+    Mms,
 }
 
 impl ReorderKind {
     /// Every policy.
-    pub const ALL: [ReorderKind; 2] = [ReorderKind::None, ReorderKind::Bmp];
+    pub const ALL: [ReorderKind; 3] = [ReorderKind::None, ReorderKind::Bmp, ReorderKind::Mms];
 
     /// The name used in config files.
     pub const fn name(self) -> &'static str {
         match self {
             ReorderKind::None => "none",
             ReorderKind::Bmp => "bmp",
+            ReorderKind::Mms => "mms",
         }
     }
 
@@ -247,6 +253,8 @@ pub enum AnyReorder {
     None(Passthrough),
     /// See [`Bmp`].
     Bmp(Bmp),
+    /// See [`MmsBuffer`].
+    Mms(MmsBuffer),
 }
 
 impl AnyReorder {
@@ -255,6 +263,7 @@ impl AnyReorder {
         match kind {
             ReorderKind::None => AnyReorder::None(Passthrough::new(config)),
             ReorderKind::Bmp => AnyReorder::Bmp(Bmp::new(config)),
+            ReorderKind::Mms => AnyReorder::Mms(MmsBuffer::new(config)),
         }
     }
 
@@ -262,6 +271,7 @@ impl AnyReorder {
         match self {
             AnyReorder::None(b) => b,
             AnyReorder::Bmp(b) => b,
+            AnyReorder::Mms(b) => b,
         }
     }
 
@@ -269,6 +279,7 @@ impl AnyReorder {
         match self {
             AnyReorder::None(b) => b,
             AnyReorder::Bmp(b) => b,
+            AnyReorder::Mms(b) => b,
         }
     }
 }

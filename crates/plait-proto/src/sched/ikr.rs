@@ -51,9 +51,9 @@
 //!   pacing at exactly that rate could never let it grow. No estimate at all: no pacing.
 //! - Receiver side. "If the number of out-of-sequence packets is larger than the buffer's
 //!   capacity, the oldest packet in the queue is removed and the new packet stacks up"
-//!   (seed MMS §II-D) is the reorder buffer's business, not a scheduler's: plait's `bmp`
-//!   releases the oldest held packets when full (never grows). This module is IKR's sender
-//!   side only.
+//!   (seed MMS §II-D) is the reorder buffer's business, not a scheduler's: the `mms` reorder
+//!   policy (`reorder/mms.rs`) is that buffer, and `bmp` keeps the same rule as its bound.
+//!   This module is IKR's sender side only.
 //! - Control datagrams (`pkt.control`) are neither planned nor paced: `select` places them
 //!   like the default [`Scheduler::select_control`] ([`earliest_by_measurement`]) and
 //!   `on_sent` ignores them.
