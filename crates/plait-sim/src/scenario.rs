@@ -147,6 +147,22 @@ pub struct PathSpec {
     /// Intervals `[from_s, to_s]` during which the path is down (silent blackhole).
     #[serde(default)]
     pub outages: Vec<[f64; 2]>,
+    /// Intervals during which the wireless rate is another one (the test bed's `rate`
+    /// events, topologies/T5.toml); the queue keeps its size in packets.
+    #[serde(default)]
+    pub rate_dips: Vec<RateDip>,
+}
+
+/// A span of time at another wireless rate (see [`PathSpec::rate_dips`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateDip {
+    /// Start, s.
+    pub from_s: f64,
+    /// End (the configured rate comes back), s.
+    pub to_s: f64,
+    /// Rate meanwhile, kbit/s.
+    pub rate_kbps: f64,
 }
 
 fn default_wired_delay() -> f64 {
@@ -393,6 +409,19 @@ impl Scenario {
                 }
                 last_end = *b;
             }
+            let mut last_end = 0.0;
+            for (j, d) in p.rate_dips.iter().enumerate() {
+                let field = format!("paths[{i}].rate_dips[{j}]");
+                let (a, b) = (d.from_s, d.to_s);
+                if !(a.is_finite() && b.is_finite() && last_end <= a && a < b && b <= DAY) {
+                    return Err(invalid(
+                        field,
+                        "need last to_s <= from_s < to_s <= one day: sorted, not overlapping",
+                    ));
+                }
+                range(&format!("{field}.rate_kbps"), d.rate_kbps, 1e-3, 1e8)?;
+                last_end = b;
+            }
         }
         if self.runs.is_empty() {
             return Err(invalid("runs", "give at least one run"));
@@ -484,6 +513,28 @@ scheduler = "edpf"
                     "rate_kbps = 100\nloss = { kind = \"bernoulli\", p = 2.0 }",
                 ),
                 "paths[0].loss.p",
+            ),
+            (
+                MIN.replace(
+                    "rate_kbps = 100",
+                    "rate_kbps = 100\nrate_dips = [{ from_s = 5.0, to_s = 2.0, rate_kbps = 50 }]",
+                ),
+                "paths[0].rate_dips[0]",
+            ),
+            (
+                MIN.replace(
+                    "rate_kbps = 100",
+                    "rate_kbps = 100\nrate_dips = [{ from_s = 1.0, to_s = 2.0, rate_kbps = 50 }, \
+                     { from_s = 1.5, to_s = 3.0, rate_kbps = 50 }]",
+                ),
+                "paths[0].rate_dips[1]",
+            ),
+            (
+                MIN.replace(
+                    "rate_kbps = 100",
+                    "rate_kbps = 100\nrate_dips = [{ from_s = 1.0, to_s = 2.0, rate_kbps = 0 }]",
+                ),
+                "paths[0].rate_dips[0].rate_kbps",
             ),
         ];
         for (text, field) in cases {

@@ -162,6 +162,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             cross: Default::default(),
             fluctuation: None,
             outages: Vec::new(),
+            rate_dips: Vec::new(),
             ..first.clone()
         };
         std::slice::from_ref(&asi_path)
@@ -454,6 +455,12 @@ fn add_changes(
         for (at, rate) in schedule.steps() {
             world.schedule(*at, Change::Rate(l.down, *rate));
             world.schedule(*at, Change::Rate(l.up, *rate));
+        }
+    }
+    for dip in &p.rate_dips {
+        for link in [l.down, l.up] {
+            world.schedule(secs(dip.from_s), Change::Rate(link, dip.rate_kbps * 1e3));
+            world.schedule(secs(dip.to_s), Change::Rate(link, p.rate_kbps * 1e3));
         }
     }
     for [from, to] in &p.outages {

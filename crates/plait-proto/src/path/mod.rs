@@ -365,6 +365,15 @@ impl Path {
             }
             self.delivery
                 .on_ack(now, u64::from(pkt.len), self.rtt.srtt());
+            // A delivery rate well above the train median proves the runs stale.
+            if let Some(d) = self.delivery.rate()
+                && self
+                    .train
+                    .rate()
+                    .is_some_and(|m| d > m * view::STALE_PAIR_MARGIN)
+            {
+                self.train.raise_to(d);
+            }
         }
     }
 

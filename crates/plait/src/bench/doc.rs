@@ -716,11 +716,23 @@ Reading the bullets above with the tables below:
   Degraded, then Down), traffic moves to path 1, and probes bring path 0 back within the
   first second after the blackhole ends. The single path stalls for the whole blackhole plus
   TCP's exponential retransmission backoff.
-- **T5: when a path's rate drops, plait trails MPTCP** (not yet analysed with the
-  engine's counters). The likely cause: plait's capacity estimate for a path is the median
-  of its last 15 packet trains, so after a drop it needs a dozen fresh trains before the
-  scheduler sees the lower rate, and meanwhile it queues on the slowed path; MPTCP's
-  per-subflow congestion control reacts to the first losses there.
+- **T5: when a path's rate drops, plait trails MPTCP.** The simulator reproduces it
+  (`plait sim scenarios/bench-t5.toml`, NewReno, 3 seeds), where the scheduler's inputs
+  were printed (a temporary debug line) around the second dip. Two causes:
+  - After path 0's dip ended, its capacity estimate (the median of its last 15 packet
+    trains) stayed at the dip's 4.9 Mbit/s for seconds: a path the scheduler leaves
+    lightly loaded forms few trains. Fixed: a delivery rate 20 % above the median now
+    raises the stale runs to it (nothing delivers faster than its capacity). In the
+    simulator plait went from 16.6 to 18.3 Mbit/s (MPTCP's default scheduler in the same
+    engine: 18.7; one TCP flow per path: 21.0); on the test bed with cubic T5 stayed at
+    about 0.83 of the sum (two `plait bench topologies/T5.toml --modes plait` runs with
+    the fix: 0.833 and 0.824; the cubic tables' 0.826 is from before it).
+  - When path 1 drops to 2 Mbit/s, its 100 ms queue (sized in bytes) becomes 500 ms:
+    what is already queued there arrives half a second late, the reorder buffer holds the
+    fast path's packets behind it, and the flow stalls in bursts. The estimate of path 1
+    follows the drop only as fresh trains come in. MPTCP's per-subflow congestion
+    control reacts to the first losses there. Judging a backlogged path's capacity by
+    its delivery rate was tried and lost elsewhere (suite mean 0.745 to 0.728).
 - **Other limits of these figures**: 15-20 s transfers include slow start and the final
   drain; the machine has 2 cores shared with the emulators (about 10 % of a core per
   50 Mbit/s) and with other work, and plait's two daemons and the traffic generators run on
