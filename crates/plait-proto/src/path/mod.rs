@@ -45,7 +45,9 @@ const LOSS_HALF_LIFE: Duration = Duration::from_secs(2);
 /// A loss found while the path's measured queueing delay is below this counts towards the
 /// shallow-queue loss rate: a drop-tail queue does not drop packets that find it this
 /// short, so such a loss is the link's (radio, bad spell), not the sender's overrun. The
-/// receiver's loss repair draws the same line (docs/protocol.md#repair).
+/// receiver's loss repair uses the same 10 ms threshold (docs/protocol.md#repair), on its
+/// own measure: the latest one-way delay over a 10 s windowed minimum, where this side
+/// takes the smoothed delay over the 5 min base.
 pub const SHALLOW_QUEUE: Duration = Duration::from_millis(10);
 
 /// Counters of one path (sender and receiver side together).
@@ -511,8 +513,9 @@ impl Path {
     }
 
     /// The path's measured queueing delay (smoothed minus base one-way delay) is under
-    /// [`SHALLOW_QUEUE`], or unknown. Judged when a datagram is resolved: a loss is found
-    /// from datagrams sent after it, whose delays show the queue it met.
+    /// [`SHALLOW_QUEUE`], or unknown (no one-way delay sample yet: nothing shows a queue, so
+    /// a loss then counts as the link's). Judged when a datagram is resolved: a loss is
+    /// found from datagrams sent after it, whose delays show the queue it met.
     fn queue_is_shallow(&self) -> bool {
         match (self.owd.smoothed_us(), self.owd.base_us()) {
             (Some(s), Some(b)) => s - (b as f64) < SHALLOW_QUEUE.as_secs_f64() * 1e6,

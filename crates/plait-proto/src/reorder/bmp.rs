@@ -55,14 +55,15 @@ use std::collections::VecDeque;
 use super::loss_detect::LossDetector;
 use super::pacer::{ArrivalRate, Pacer, RATE_WINDOW};
 use super::repair::RepairRequests;
-use super::slab::{NIL, Slab};
+use super::slab::{NIL, Slab, SlotQueue};
 use super::{Arrival, LossEvidence, Released, ReorderBuffer, ReorderConfig, ReorderStats};
 use crate::ids::{GlobalSeq, PathId};
 use crate::time::{Time, duration_nanos};
 
 /// A path whose latest one-way delay is this far above its recent minimum is queueing:
-/// its losses are congestion and are not repaired (µs). The sender's scheduler uses the
-/// same line between a link's own losses and a queue's ([`crate::path::SHALLOW_QUEUE`]).
+/// its losses are congestion and are not repaired (µs). The sender uses the same threshold
+/// (on its own delay measure) to tell a link's own losses from a queue's
+/// ([`crate::path::SHALLOW_QUEUE`]).
 const REPAIR_MAX_QUEUEING_US: i64 = crate::path::SHALLOW_QUEUE.as_micros() as i64;
 
 /// Longest hole run indexed, as a multiple of `max_packets` (at least [`MIN_SPAN`]).
@@ -71,53 +72,6 @@ const SPAN_FACTOR: usize = 4;
 const MIN_SPAN: usize = 64;
 /// Largest indexed span (bounds the ring's memory whatever `max_packets` says).
 const MAX_SPAN: usize = 1 << 22;
-
-/// A FIFO of slot indices with its byte count.
-#[derive(Debug, Default)]
-struct Queue {
-    slots: VecDeque<u32>,
-    bytes: usize,
-}
-
-impl Queue {
-    fn pop(&mut self, slab: &Slab) -> Option<u32> {
-        let i = self.slots.pop_front()?;
-        self.bytes -= slab.get(i).buf.len();
-        Some(i)
-    }
-
-    /// Appends `i` (ready at `now`), then drops the oldest beyond the caps, keeping `i`.
-    /// Returns how many were dropped.
-    fn push_capped(
-        &mut self,
-        slab: &mut Slab,
-        i: u32,
-        now: Time,
-        max_packets: usize,
-        max_bytes: usize,
-    ) -> u64 {
-        slab.get_mut(i).ready = now;
-        self.slots.push_back(i);
-        let newest = slab.get(i).buf.len();
-        self.bytes += newest;
-        let mut dropped = 0;
-        // What one insert moves here (held packets, within the bound, plus the new one) always
-        // fits, so a caller that polls after every insert never loses a packet to this cap.
-        while self.slots.len() > 1
-            && (self.slots.len() - 1 > max_packets.max(1) || self.bytes - newest > max_bytes)
-        {
-            if let Some(old) = self.pop(slab) {
-                slab.free(old);
-                dropped += 1;
-            }
-        }
-        dropped
-    }
-
-    fn front_ready(&self, slab: &Slab) -> Option<Time> {
-        self.slots.front().map(|&i| slab.get(i).ready)
-    }
-}
 
 /// PET-BMP's buffer management policy (see the module docs).
 #[derive(Debug)]
@@ -132,8 +86,8 @@ pub struct Bmp {
     span_cap: u64,
     held_packets: usize,
     held_bytes: usize,
-    late: Queue,
-    forced: Queue,
+    late: SlotQueue,
+    forced: SlotQueue,
     slab: Slab,
     /// Boxed to keep [`super::AnyReorder`] small (one pointer hop per insert).
     loss: Box<LossDetector>,
@@ -166,8 +120,8 @@ impl Bmp {
             span_cap,
             held_packets: 0,
             held_bytes: 0,
-            late: Queue::default(),
-            forced: Queue::default(),
+            late: SlotQueue::default(),
+            forced: SlotQueue::default(),
             slab: Slab::default(),
             loss: Box::new(LossDetector::new(&config)),
             rate: ArrivalRate::new(config.max_hold.max(RATE_WINDOW * 10)),
@@ -195,7 +149,7 @@ impl Bmp {
     /// Packets waiting in the late and forced queues (released at the next poll, unpaced;
     /// not counted in `held_packets`).
     pub fn queued_packets(&self) -> usize {
-        self.late.slots.len() + self.forced.slots.len()
+        self.late.len() + self.forced.len()
     }
 
     fn is_held(&self, seq: GlobalSeq) -> bool {

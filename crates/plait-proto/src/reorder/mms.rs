@@ -19,18 +19,20 @@
 //!
 //! State: `next` is the lowest global sequence number neither released nor declared lost
 //! (starts at 0); `held` maps the numbers above it that arrived to their slab slots;
-//! `ready` lists slots that may leave now (in order, or late: inserted after their number
-//! was declared lost).
+//! `ready` lists slots that may leave now in order, `late` those inserted after their
+//! number was declared lost (released first, flagged late).
 //!
-//! Invariants (unit- and property-tested below): every inserted packet is released exactly
-//! once or counted in `discarded`; releases not flagged late have increasing numbers; at
-//! most `capacity` packets and `max_bytes` bytes are held after every call, and the ready
-//! queue stays within `max_packets` packets besides what one insert moves to it.
+//! Invariants (unit- and property-tested in `mms_tests.rs`): every inserted packet is
+//! released exactly once or counted in `discarded`; releases not flagged late have
+//! increasing numbers; at most `capacity` packets and `max_bytes` bytes are held after every
+//! call; the `ready` and `late` queues stay within `max_packets` packets and `max_bytes`
+//! bytes besides what one insert moves there (their oldest are dropped beyond that, as in
+//! `bmp`, so memory stays bounded even if a caller never polls).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::slab::Slab;
+use super::slab::{Slab, SlotQueue};
 use super::{Arrival, Released, ReorderBuffer, ReorderConfig, ReorderStats};
 use crate::ids::{GlobalSeq, PathId};
 use crate::time::{Time, duration_nanos};
@@ -52,8 +54,10 @@ pub struct MmsBuffer {
     /// Held out-of-sequence packets, by global sequence number.
     held: BTreeMap<GlobalSeq, u32>,
     held_bytes: usize,
-    /// Slots that may leave now, with their `late` flag.
-    ready: VecDeque<(u32, bool)>,
+    /// Slots that may leave now, in order.
+    ready: SlotQueue,
+    /// Slots inserted after their number was declared lost.
+    late: SlotQueue,
     slab: Slab,
     stats: ReorderStats,
     discarded: u64,
@@ -71,30 +75,49 @@ impl MmsBuffer {
             next: 0,
             held: BTreeMap::new(),
             held_bytes: 0,
-            ready: VecDeque::new(),
+            ready: SlotQueue::default(),
+            late: SlotQueue::default(),
             slab: Slab::default(),
             stats: ReorderStats::default(),
             discarded: 0,
         }
     }
 
-    /// Inserted packets that will never be released (a duplicate of a held one, a ready
-    /// queue the caller did not drain, a packet too large for the caller's buffer).
+    /// Inserted packets that will never be released (a duplicate of a held one, queues the
+    /// caller did not drain, a packet too large for the caller's buffer).
     pub fn discarded(&self) -> u64 {
         self.discarded
     }
 
     /// Moves the held packets from `next` on that follow each other to the ready queue.
-    fn release_in_order(&mut self) {
+    fn release_in_order(&mut self, now: Time) {
         while let Some(i) = self.held.remove(&self.next) {
             self.held_bytes -= self.slab.get(i).buf.len();
-            self.ready.push_back((i, false));
-            self.next += 1;
+            self.next = self.next.saturating_add(1);
+            self.push_ready(now, i);
         }
     }
 
+    /// Queues slot `i` for release in order; beyond the queue's bound its oldest are dropped
+    /// (their numbers lost, as `bmp`'s forced queue does).
+    fn push_ready(&mut self, now: Time, i: u32) {
+        let dropped =
+            self.ready
+                .push_capped(&mut self.slab, i, now, self.max_packets, self.max_bytes);
+        self.stats.lost_overflow += dropped;
+        self.discarded += dropped;
+    }
+
+    /// Queues slot `i`, whose number was already declared lost, for release at once.
+    fn push_late(&mut self, now: Time, i: u32) {
+        self.discarded +=
+            self.late
+                .push_capped(&mut self.slab, i, now, self.max_packets, self.max_bytes);
+    }
+
     /// Gives up the hole(s) below the oldest held packet: declares them lost and releases
-    /// from there on.
+    /// from there on. The holes count as first seen when that packet arrived (a higher one
+    /// may have arrived earlier, so detection times are under-reported, as in `bmp`).
     fn force_oldest(&mut self, now: Time) {
         let Some((&seq, &i)) = self.held.first_key_value() else {
             return;
@@ -102,7 +125,7 @@ impl MmsBuffer {
         let seen = self.slab.get(i).arrived;
         self.declare_lost_below(now, seq, seen);
         self.next = seq;
-        self.release_in_order();
+        self.release_in_order(now);
     }
 
     /// Counts the numbers from `next` up to `seq` (exclusive) as lost by overflow, the holes
@@ -119,17 +142,6 @@ impl MmsBuffer {
             .loss_detect_nanos_sum
             .saturating_add(waited.saturating_mul(lost));
         self.stats.loss_detect_nanos_max = self.stats.loss_detect_nanos_max.max(waited);
-    }
-
-    /// Keeps the ready queue within `max_packets` (the session drains it after every insert,
-    /// so this only bites a driver that does not): its oldest are dropped.
-    fn cap_ready(&mut self) {
-        while self.ready.len() > self.max_packets.max(1) + self.capacity {
-            if let Some((i, _)) = self.ready.pop_front() {
-                self.slab.free(i);
-                self.discarded += 1;
-            }
-        }
     }
 
     /// When the oldest held packet's hole is given up by the `max_hold` cap.
@@ -150,36 +162,32 @@ impl ReorderBuffer for MmsBuffer {
     fn insert(&mut self, now: Time, arrival: &Arrival, packet: &[u8]) {
         self.stats.inserted += 1;
         let seq = arrival.global_seq;
-        if seq >= self.next && (packet.len() > self.max_bytes || self.capacity == 0) {
-            // Can never be held: everything below it is forced out first, then it leaves.
-            while self.held.first_key_value().is_some_and(|(&s, _)| s < seq) {
-                self.force_oldest(now);
-            }
-            if seq >= self.next {
-                self.declare_lost_below(now, seq, now);
-                let i = self.slab.alloc(seq, now, 0, packet);
-                self.ready.push_back((i, false));
-                self.next = seq + 1;
-                self.release_in_order();
-            }
-            self.cap_ready();
-            return;
-        }
         if seq < self.next {
             // Its number was given up: it leaves at once, flagged late.
             let i = self.slab.alloc(seq, now, 0, packet);
-            self.ready.push_back((i, true));
-            self.cap_ready();
+            self.push_late(now, i);
             return;
         }
         if self.held.contains_key(&seq) {
             self.discarded += 1; // a duplicate (the session filters those): keep the first
             return;
         }
+        if packet.len() > self.max_bytes || self.capacity == 0 {
+            // Can never be held: everything below it is forced out first, then it leaves.
+            while self.held.first_key_value().is_some_and(|(&s, _)| s < seq) {
+                self.force_oldest(now);
+            }
+            self.declare_lost_below(now, seq, now);
+            let i = self.slab.alloc(seq, now, 0, packet);
+            self.next = seq.saturating_add(1);
+            self.push_ready(now, i);
+            self.release_in_order(now);
+            return;
+        }
         let i = self.slab.alloc(seq, now, 0, packet);
         self.held.insert(seq, i);
         self.held_bytes += packet.len();
-        self.release_in_order();
+        self.release_in_order(now);
         // "If the number of out-of-sequence packets is larger than the buffer's capacity,
         // the oldest packet in the queue is removed" (seed MMS §II-D).
         while self.held.len() > self.capacity || self.held_bytes > self.max_bytes {
@@ -187,19 +195,21 @@ impl ReorderBuffer for MmsBuffer {
         }
         self.stats.max_held_packets = self.stats.max_held_packets.max(self.held.len() as u64);
         self.stats.max_held_bytes = self.stats.max_held_bytes.max(self.held_bytes as u64);
-        self.cap_ready();
     }
 
     fn poll_release(&mut self, now: Time, out: &mut [u8]) -> Option<Released> {
         loop {
-            if self.ready.is_empty() {
+            if self.late.is_empty() && self.ready.is_empty() {
                 if self.hold_deadline().is_none_or(|t| t > now) {
                     return None;
                 }
                 // The `max_hold` cap: give up the oldest hole.
                 self.force_oldest(now);
             }
-            let (i, late) = self.ready.pop_front()?;
+            let (i, late) = match self.late.pop(&self.slab) {
+                Some(i) => (i, true),
+                None => (self.ready.pop(&self.slab)?, false),
+            };
             let slot = self.slab.get(i);
             let (seq, arrived) = (slot.seq, slot.arrived);
             if let Some(len) = self.slab.take_into(i, out) {
@@ -219,10 +229,15 @@ impl ReorderBuffer for MmsBuffer {
     }
 
     fn next_deadline(&self) -> Option<Time> {
-        if let Some(&(i, _)) = self.ready.front() {
-            return Some(self.slab.get(i).arrived);
-        }
-        self.hold_deadline()
+        let queued = [
+            self.late.front_ready(&self.slab),
+            self.ready.front_ready(&self.slab),
+        ];
+        queued
+            .into_iter()
+            .flatten()
+            .min()
+            .or_else(|| self.hold_deadline())
     }
 
     fn held_packets(&self) -> usize {

@@ -9,6 +9,8 @@
 //!   of packets ever stored at once (which the owning buffer bounds); a recycled buffer
 //!   keeps the capacity of the largest packet it ever held.
 
+use std::collections::VecDeque;
+
 use crate::ids::GlobalSeq;
 use crate::time::Time;
 
@@ -96,6 +98,66 @@ impl Slab {
     #[cfg(test)]
     pub fn capacity(&self) -> usize {
         self.slots.len()
+    }
+}
+
+/// A FIFO of slot indices with its byte count (the reorder buffers' late and forced
+/// queues).
+#[derive(Debug, Default)]
+pub(super) struct SlotQueue {
+    slots: VecDeque<u32>,
+    bytes: usize,
+}
+
+impl SlotQueue {
+    /// Takes the oldest slot index out (the slot stays allocated).
+    pub fn pop(&mut self, slab: &Slab) -> Option<u32> {
+        let i = self.slots.pop_front()?;
+        self.bytes -= slab.get(i).buf.len();
+        Some(i)
+    }
+
+    /// Appends `i` (ready at `now`), then drops the oldest beyond the caps, keeping `i`.
+    /// Returns how many were dropped.
+    pub fn push_capped(
+        &mut self,
+        slab: &mut Slab,
+        i: u32,
+        now: Time,
+        max_packets: usize,
+        max_bytes: usize,
+    ) -> u64 {
+        slab.get_mut(i).ready = now;
+        self.slots.push_back(i);
+        let newest = slab.get(i).buf.len();
+        self.bytes += newest;
+        let mut dropped = 0;
+        // What one insert moves here (held packets, within the bound, plus the new one) always
+        // fits, so a caller that polls after every insert never loses a packet to this cap.
+        while self.slots.len() > 1
+            && (self.slots.len() - 1 > max_packets.max(1) || self.bytes - newest > max_bytes)
+        {
+            if let Some(old) = self.pop(slab) {
+                slab.free(old);
+                dropped += 1;
+            }
+        }
+        dropped
+    }
+
+    /// Slot indices queued.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Nothing queued.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// When the oldest slot became ready.
+    pub fn front_ready(&self, slab: &Slab) -> Option<Time> {
+        self.slots.front().map(|&i| slab.get(i).ready)
     }
 }
 

@@ -168,17 +168,16 @@ impl Plait {
         let d = d?;
         // 2. Loss: a lost packet costs about one retransmission timeout of the path, and a
         //    loss the link causes by itself (shallow queue) a window halving on top.
-        let p = if view.loss_rate.is_finite() {
-            view.loss_rate.clamp(0.0, 0.95)
-        } else {
-            0.0
+        let sane = |rate: f64| {
+            if rate.is_finite() {
+                rate.clamp(0.0, 0.95)
+            } else {
+                0.0
+            }
         };
+        let p = sane(view.loss_rate);
         let rto = view.srtt.unwrap_or(Duration::ZERO) + 4 * view.rttvar.unwrap_or(Duration::ZERO);
-        let q = if view.shallow_loss_rate.is_finite() {
-            view.shallow_loss_rate.clamp(0.0, 0.95)
-        } else {
-            0.0
-        };
+        let q = sane(view.shallow_loss_rate);
         let timeouts = p / (1.0 - p) + LINK_LOSS_EXTRA_TIMEOUTS * q / (1.0 - q);
         Some(d + crate::time::secs_f64_saturating(timeouts * rto.as_secs_f64()))
     }
@@ -419,7 +418,7 @@ mod tests {
     #[test]
     fn a_link_losing_packets_on_its_own_is_avoided_more_than_an_overrun_queue() {
         let now = Time::ZERO;
-        // Path 0 is 5 ms earlier; path 1 delivers 2 % of its packets late by a timeout.
+        // Path 0 is 5 ms earlier but loses 2 % of its packets (a timeout late each).
         let choose = |shallow: f64| {
             let mut s = Plait::default();
             let mut p0 = view(0, Some(1e6), 10);
