@@ -21,6 +21,10 @@ pub struct Scenario {
     /// What it reproduces or tests.
     #[serde(default)]
     pub description: String,
+    /// What its results mean, printed under the scenario's table in generated documents
+    /// (`plait schedulers`); empty for none.
+    #[serde(default)]
+    pub note: String,
     /// Simulated seconds.
     #[serde(default = "default_duration")]
     pub duration_s: f64,

@@ -178,7 +178,7 @@ pub fn markdown(variants: &[Variant], result: &SweepResult) -> String {
                 "none".to_string()
             } else {
                 format!(
-                    "{} (why, for each: docs/scheduler-design.md, \"Where it stands\")",
+                    "{} (why, for each: the note under its table below, and docs/scheduler-design.md, \"Where it stands\")",
                     within.join(", ")
                 )
             }
@@ -237,6 +237,9 @@ pub fn markdown(variants: &[Variant], result: &SweepResult) -> String {
                 r.timeouts.mean,
                 p99
             );
+        }
+        if !s.note.trim().is_empty() {
+            let _ = writeln!(out, "\n{}", s.note.trim());
         }
     }
     out

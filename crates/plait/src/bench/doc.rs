@@ -724,9 +724,9 @@ Reading the bullets above with the tables below:
     lightly loaded forms few trains. Fixed: a delivery rate 20 % above the median now
     raises the stale runs to it (nothing delivers faster than its capacity). In the
     simulator plait went from 16.6 to 18.3 Mbit/s (MPTCP's default scheduler in the same
-    engine: 18.7; one TCP flow per path: 21.0); on the test bed with cubic T5 stayed at
-    about 0.83 of the sum (two `plait bench topologies/T5.toml --modes plait` runs with
-    the fix: 0.833 and 0.824; the cubic tables' 0.826 is from before it).
+    engine: 18.7; one TCP flow per path: 21.0). On the test bed with cubic T5 did not
+    move (median 0.826 of the sum before the fix, 0.823 after, `plait bench-doc`), so
+    there the second cause dominates.
   - When path 1 drops to 2 Mbit/s, its 100 ms queue (sized in bytes) becomes 500 ms:
     what is already queued there arrives half a second late, the reorder buffer holds the
     fast path's packets behind it, and the flow stalls in bursts. The estimate of path 1
