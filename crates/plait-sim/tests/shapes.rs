@@ -66,14 +66,12 @@ fn etom_fig5_swtc_keeps_reorder_delay_low_as_links_diverge() {
     assert!(swtc.iter().all(|d| *d < 20.0), "swtc stays low: {swtc:?}");
 }
 
-/// Seed MMS Fig. 8 (`scenarios/mms-fig8.toml`, WiMax and WLAN at 2:1 with the seed's
-/// delays): plain WRR, with no reorder buffer, collapses under the reordering; WRR with a
-/// buffer (WRRB) and IKR carry the flow at several times its goodput. The seed also saw IKR
-/// above WRRB (520 against 400 KB/s); here they are within a few percent of each other,
-/// IKR slightly below with the seed's buffer (`mms`) or plait's (`bmp`)
-/// (docs/scheduler-design.md), so that part is not asserted.
+/// Seed MMS Fig. 8 (`scenarios/mms-fig8.toml`, WiMax alone for 90 s, then WiMax and WLAN
+/// at 2:1 with the seed's delays): plain WRR, with no reorder buffer, collapses once WLAN
+/// joins; WRR with the seed's buffer (WRRB) carries the flow; IKR, with the same buffer,
+/// carries more (the seed: 520 against 400 KB/s).
 #[test]
-fn mms_fig8_wrr_collapses_and_buffered_schedulers_do_not() {
+fn mms_fig8_ikr_above_wrrb_above_wrr() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mms-fig8.toml");
     let text = std::fs::read_to_string(path).expect("scenarios/mms-fig8.toml");
     let s = Scenario::from_toml(&text).unwrap();
@@ -86,11 +84,16 @@ fn mms_fig8_wrr_collapses_and_buffered_schedulers_do_not() {
         run_one(&s, run, 1).goodput_kbps
     };
     let (wrr, wrrb, ikr) = (goodput("WRR"), goodput("WRR-BUFF"), goodput("IKR"));
-    println!("WRR {wrr:.0} kbit/s, WRR-BUFF {wrrb:.0}, IKR {ikr:.0}");
-    let capacity = 6000.0;
-    assert!(wrr < 0.2 * capacity, "WRR collapses: {wrr} kbit/s");
+    println!("WRR {wrr:.0} kbit/s, WRR-BUFF {wrrb:.0}, IKR {ikr:.0} (means over 180 s)");
+    // Means over the run: WiMax alone (4000 kbit/s) for half of it, both (6000) after.
+    let capacity = 5000.0;
+    assert!(
+        wrr < 0.5 * capacity,
+        "WRR collapses once WLAN joins: {wrr} kbit/s"
+    );
     for (name, g) in [("WRR-BUFF", wrrb), ("IKR", ikr)] {
-        assert!(g > 5.0 * wrr, "{name} {g} kbit/s vs WRR {wrr}");
+        assert!(g > 1.5 * wrr, "{name} {g} kbit/s vs WRR {wrr}");
         assert!(g > 0.7 * capacity, "{name} carries the flow: {g} kbit/s");
     }
+    assert!(ikr > 1.05 * wrrb, "IKR above WRRB: {ikr} vs {wrrb} kbit/s");
 }
