@@ -310,6 +310,9 @@ pub enum ScenarioError {
     Parse(String),
 }
 
+/// One day in seconds: the longest a scenario's times may be.
+const DAY: f64 = 86_400.0;
+
 fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioError {
     ScenarioError::Invalid {
         field: field.into(),
@@ -328,7 +331,6 @@ impl Scenario {
     /// Checks every value (see the module docs): every number finite and within a range the
     /// simulator handles (so no value can make it panic, hang or exhaust memory).
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        const DAY: f64 = 86_400.0;
         range("duration_s", self.duration_s, 1e-3, DAY)?;
         range("bin_s", self.bin_s, 1e-3, self.duration_s)?;
         if self.duration_s / self.bin_s > 1e6 {
@@ -402,29 +404,21 @@ impl Scenario {
                 range(&f("fluctuation.lo"), fl.lo, 1e-3, 10.0)?;
                 range(&f("fluctuation.hi"), fl.hi, fl.lo, 10.0)?;
             }
-            let mut last_end = 0.0;
-            for (j, [a, b]) in p.outages.iter().enumerate() {
-                let field = format!("paths[{i}].outages[{j}]");
-                if !(a.is_finite() && b.is_finite() && last_end <= *a && a < b && *b <= DAY) {
-                    return Err(invalid(
-                        field,
-                        "need last end <= from < to <= one day: sorted, not overlapping",
-                    ));
-                }
-                last_end = *b;
-            }
-            let mut last_end = 0.0;
+            sorted_spans(
+                &format!("paths[{i}].outages"),
+                p.outages.iter().map(|&[a, b]| (a, b)),
+            )?;
+            sorted_spans(
+                &format!("paths[{i}].rate_dips"),
+                p.rate_dips.iter().map(|d| (d.from_s, d.to_s)),
+            )?;
             for (j, d) in p.rate_dips.iter().enumerate() {
-                let field = format!("paths[{i}].rate_dips[{j}]");
-                let (a, b) = (d.from_s, d.to_s);
-                if !(a.is_finite() && b.is_finite() && last_end <= a && a < b && b <= DAY) {
-                    return Err(invalid(
-                        field,
-                        "need last to_s <= from_s < to_s <= one day: sorted, not overlapping",
-                    ));
-                }
-                range(&format!("{field}.rate_kbps"), d.rate_kbps, 1e-3, 1e8)?;
-                last_end = b;
+                range(
+                    &format!("paths[{i}].rate_dips[{j}].rate_kbps"),
+                    d.rate_kbps,
+                    1e-3,
+                    1e8,
+                )?;
             }
         }
         if self.runs.is_empty() {
@@ -458,6 +452,22 @@ impl Scenario {
 }
 
 /// `v` finite and within `lo..=hi`.
+/// Time spans `(from, to)` in seconds, each within one day, in order and not overlapping;
+/// the first bad one is named `field[j]`.
+fn sorted_spans(field: &str, spans: impl Iterator<Item = (f64, f64)>) -> Result<(), ScenarioError> {
+    let mut last_end = 0.0;
+    for (j, (a, b)) in spans.enumerate() {
+        if !(a.is_finite() && b.is_finite() && last_end <= a && a < b && b <= DAY) {
+            return Err(invalid(
+                format!("{field}[{j}]"),
+                "need previous end <= start < end <= one day: sorted, not overlapping",
+            ));
+        }
+        last_end = b;
+    }
+    Ok(())
+}
+
 fn range(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && (lo..=hi).contains(&v) {
         Ok(())
