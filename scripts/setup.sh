@@ -22,9 +22,10 @@ if [ "$(printf '%s\n1.88.0\n' "$version" | sort -V | head -1)" != "1.88.0" ]; th
   exit 1
 fi
 
-# Network tools the tunnel's integration tests (network namespaces, routes, NAT) use.
+# python3 runs the module-cycle check; network tools the tunnel's integration tests (network namespaces, routes, NAT) use.
 # Installed when running as root with apt (CI); otherwise those tests skip with a message.
 pkgs=()
+need python3 || pkgs+=(python3)
 need ip || pkgs+=(iproute2)
 need nft || pkgs+=(nftables)
 need sysctl || pkgs+=(procps)

@@ -18,6 +18,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "plait-proto stays sans-IO (dependency tree)"
 scripts/check-sans-io.sh
 
+step "no module import cycles in any crate"
+python3 scripts/check-module-cycles.py
+
 step "fuzz targets build (stable check; run them with cargo +nightly fuzz run decode_datagram)"
 cargo check --manifest-path fuzz/Cargo.toml --locked
 

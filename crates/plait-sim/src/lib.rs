@@ -13,6 +13,7 @@ pub mod node;
 pub mod packet;
 pub mod report;
 pub mod reproduce;
+pub mod route;
 pub mod run;
 pub mod scenario;
 pub mod suite;

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use plait_proto::Time;
 
 use crate::packet::Packet;
-use crate::world::{Hop, Routing};
+use crate::route::{Hop, Routing};
 
 mod cbr;
 mod plait_gateway;

@@ -27,9 +27,10 @@ use crate::node::{
     CbrSource, CountingSink, Node, OnOffSource, PlaitGateway, TcpReceiver, TcpSender,
 };
 use crate::packet::{FlowId, TCP_HEADER};
+use crate::route::{Hop, LinkId, NodeId};
 use crate::scenario::{LossSpec, Mode, PathSpec, RunSpec, Scenario};
 use crate::tcp::TcpConfig;
-use crate::world::{Change, Hop, LinkId, NodeId, World};
+use crate::world::{Change, World};
 
 /// What a run needs to find in the built world to report on it.
 #[derive(Clone, Debug, Default)]

@@ -21,20 +21,7 @@ use crate::event::{EventQueue, Target, Wakeup};
 use crate::net::{Link, LinkConfig};
 use crate::node::{Node, Outbox};
 use crate::packet::FlowId;
-
-/// Index of a link in the world.
-pub type LinkId = u32;
-/// Index of a node in the world.
-pub type NodeId = u32;
-
-/// One step of a route.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hop {
-    /// Onto a link.
-    Link(LinkId),
-    /// Into a node.
-    Node(NodeId),
-}
+use crate::route::{Hop, LinkId, NodeId, Routing};
 
 /// A change applied at a scheduled time.
 #[derive(Clone, Debug, PartialEq)]
@@ -313,17 +300,6 @@ impl World {
         let next = slot.node.next_event();
         slot.wake.set(&mut self.queue, Target::Node(n), next);
     }
-}
-
-/// Where an outgoing packet goes next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Routing {
-    /// The first hop of its flow's route (the node originates it).
-    Start,
-    /// The hop after this one in its flow's route.
-    After(Hop),
-    /// This hop, already resolved.
-    To(Hop),
 }
 
 fn next_hop(routes: &[Vec<Hop>], flow: FlowId, from: Option<Hop>) -> Option<Hop> {

@@ -8,9 +8,10 @@ use plait_proto::Time;
 use plait_sim::net::{LinkConfig, QueueConfig};
 use plait_sim::node::{Node, TcpReceiver, TcpSender};
 use plait_sim::report;
+use plait_sim::route::Hop;
 use plait_sim::sweep::{load_variants, run_variants};
 use plait_sim::tcp::TcpConfig;
-use plait_sim::world::{Hop, World};
+use plait_sim::world::World;
 
 fn scenario(name: &str) -> String {
     let path = format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"));

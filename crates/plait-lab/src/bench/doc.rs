@@ -17,34 +17,28 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use super::mode::{Mode, RunOptions};
 use super::report::{ModeResult, TopologyResult, shares_text};
-use super::run::{self, Mode, RunOptions};
+use super::run;
 use super::spec::TopologyFile;
 
 /// `plait bench-doc`.
-#[derive(Debug, clap::Args)]
-pub struct BenchDocArgs {
+#[derive(Debug, Clone)]
+pub struct BenchDocOptions {
     /// Directory of topology files (every `*.toml`, by name).
-    #[arg(long, default_value = "topologies")]
     pub dir: PathBuf,
     /// Repetitions of every topology.
-    #[arg(long, default_value_t = 3)]
     pub repetitions: usize,
     /// The Markdown file to write (its SVGs and JSON go to a directory of the same stem).
-    #[arg(long, default_value = "docs/benchmarks.md")]
     pub out: PathBuf,
     /// plait's scheduler.
-    #[arg(long, default_value = "plait")]
     pub scheduler: String,
     /// TCP congestion control of the endpoints (cubic, bbr, reno).
-    #[arg(long, default_value = "cubic")]
     pub cc: String,
     /// No progress lines.
-    #[arg(long)]
     pub quiet: bool,
     /// Do not run anything: write the document again from the `results.json` of an earlier
     /// run (next to the document).
-    #[arg(long)]
     pub render_only: bool,
 }
 
@@ -147,7 +141,7 @@ impl Section {
 }
 
 /// Runs the topologies and writes the document.
-pub fn bench_doc(args: BenchDocArgs) -> Result<()> {
+pub fn bench_doc(args: BenchDocOptions) -> Result<()> {
     if args.repetitions == 0 || args.repetitions > 20 {
         bail!("--repetitions must be from 1 to 20");
     }
@@ -255,7 +249,7 @@ fn write_doc(sections: &[Section], meta: &Meta, dir: &Path, out: &Path) -> Resul
 }
 
 /// `--render-only`: the document again from `results.json`.
-fn render_saved(args: &BenchDocArgs, dir: &Path) -> Result<()> {
+fn render_saved(args: &BenchDocOptions, dir: &Path) -> Result<()> {
     let json = dir.join("results.json");
     let text = std::fs::read_to_string(&json).with_context(|| {
         format!(

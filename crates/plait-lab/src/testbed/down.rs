@@ -20,7 +20,7 @@ use nix::sys::signal::Signal;
 use plait_testbed::Namespace;
 use plait_testbed::netns::{self, owner_pid};
 
-use super::args::{DEFAULT_NAME, DownArgs};
+use super::options::{DEFAULT_NAME, DownOptions};
 use super::proto::{self, Reply, Request};
 use super::state::{self, Paths, holder_alive};
 use super::{check_name, need_root};
@@ -33,7 +33,7 @@ pub const TERM_WAIT: Duration = Duration::from_secs(15);
 pub const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs `plait testbed down`.
-pub fn down(root: &Path, args: &DownArgs) -> Result<()> {
+pub fn down(root: &Path, args: &DownOptions) -> Result<()> {
     need_root("down")?;
     let names = if args.all {
         state::list(root)?

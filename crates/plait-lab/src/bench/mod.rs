@@ -1,7 +1,8 @@
-//! `plait bench`, `plait bench-doc` and `plait demo` (issue 6): plait against the best
+//! `plait bench`, `plait bench-doc` and `plait demo`: plait against the best
 //! single path and kernel MPTCP on the same emulated links, in one run.
 //!
 //! - [`spec`]: the topology files of `topologies/` (TOML, validated, typed errors).
+//! - [`mode`]: the modes and a run's options, shared by the runner and the metrics.
 //! - [`run`]: builds the test bed of a file and runs each mode on it (single path, MPTCP,
 //!   plait), sampling goodput, per-path use and RTT under load.
 //! - [`report`]: metrics (fractions, shares, percentiles, stall and recovery around
@@ -19,6 +20,7 @@
 
 pub mod demo;
 pub mod doc;
+pub mod mode;
 pub mod plot;
 pub mod report;
 pub mod run;
@@ -32,40 +34,32 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result, bail};
 use plait_proto::sched::SchedulerKind;
 
-use run::{Mode, RunOptions};
+use mode::{Mode, RunOptions};
 use spec::TopologyFile;
 
 /// Namespace prefix of `plait bench` and `plait bench-doc`.
 pub const PREFIX: &str = "pbn";
 
 /// `plait bench TOPOLOGY`.
-#[derive(Debug, clap::Args)]
-pub struct BenchArgs {
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
     /// The topology file (see topologies/ and docs/benchmarks.md for the format).
     pub topology: PathBuf,
     /// plait's scheduler (`[engine] scheduler` of both daemons).
-    #[arg(long, default_value = "plait")]
     pub scheduler: String,
     /// Modes to run, comma-separated: single, mptcp, plait.
-    #[arg(long, value_delimiter = ',', default_value = "single,mptcp,plait")]
     pub modes: Vec<String>,
     /// Directory for NAME.json and NAME.svg.
-    #[arg(long, default_value = "results")]
     pub out: PathBuf,
     /// Seed of the loss emulation and the payload.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Transfer length in seconds instead of the file's `duration_s`.
-    #[arg(long)]
     pub duration: Option<f64>,
     /// Namespace name prefix (1 to 8 of a-z and _).
-    #[arg(long, default_value = PREFIX)]
     pub prefix: String,
     /// TCP congestion control of the endpoints (cubic, bbr, reno).
-    #[arg(long, default_value = "cubic")]
     pub cc: String,
     /// No progress lines.
-    #[arg(long)]
     pub quiet: bool,
 }
 
@@ -101,7 +95,7 @@ pub fn check_scheduler(name: &str) -> Result<()> {
 }
 
 /// `plait bench`: runs one topology file, prints the table, writes JSON and SVG.
-pub fn bench(args: BenchArgs) -> Result<()> {
+pub fn bench(args: BenchOptions) -> Result<()> {
     let mut file = TopologyFile::load(&args.topology)?;
     if let Some(d) = args.duration {
         file = file.with_duration(d, &args.topology.display().to_string())?;

@@ -1,4 +1,4 @@
-//! `plait tunnel-bench` (issue 5): one TCP flow through the plait tunnel over unshaped
+//! `plait tunnel-bench`: one TCP flow through the plait tunnel over unshaped
 //! veth paths, against raw UDP and plain TCP on the same veths, in one run; prints a table
 //! and writes it with the CPU use to a Markdown file (docs/tunnel-bench.md).
 //!
@@ -76,26 +76,24 @@ const STALL_TIMEOUT: Duration = Duration::from_secs(20);
 /// The sender's write size, bytes.
 const WRITE_SIZE: usize = 128 * 1024;
 /// Most paths `--paths` accepts.
-const MAX_PATHS: u8 = 4;
+pub const MAX_PATHS: u8 = 4;
+/// Longest measured transfer, seconds.
+pub const MAX_SECONDS: u64 = 300;
+/// Most repetitions.
+pub const MAX_REPEAT: u64 = 50;
 
 /// `plait tunnel-bench`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
+#[derive(Debug, Clone)]
+pub struct TunnelBenchOptions {
     /// Seconds each measured transfer runs.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=300))]
     pub seconds: u64,
     /// Repetitions; each runs every measurement once, in the same order.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=50))]
     pub repeat: u64,
     /// Path counts to run the tunnel over, comma-separated (each 1 to 4).
-    #[arg(long, value_delimiter = ',', default_values_t = [1u8, 2],
-          value_parser = clap::value_parser!(u8).range(1..=i64::from(MAX_PATHS)))]
     pub paths: Vec<u8>,
     /// TCP congestion control of every flow's sender (set per socket).
-    #[arg(long, default_value = "cubic")]
     pub cc: String,
     /// The Markdown file to write.
-    #[arg(long, default_value = "docs/tunnel-bench.md")]
     pub out: PathBuf,
 }
 
@@ -1102,7 +1100,7 @@ fn machine_note() -> String {
     format!("{model}, {cores} cores, Linux {kernel}; load average at the start {load}")
 }
 
-fn command_line(args: &Args) -> String {
+fn command_line(args: &TunnelBenchOptions) -> String {
     let paths: Vec<String> = args.paths.iter().map(u8::to_string).collect();
     format!(
         "plait tunnel-bench --seconds {} --repeat {} --paths {} --cc {} --out {}",
@@ -1115,7 +1113,25 @@ fn command_line(args: &Args) -> String {
 }
 
 /// Runs the benchmark; see the module documentation.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: TunnelBenchOptions) -> Result<()> {
+    if !(1..=MAX_SECONDS).contains(&args.seconds) {
+        bail!(
+            "--seconds must be from 1 to {MAX_SECONDS} (got {})",
+            args.seconds
+        );
+    }
+    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+        bail!(
+            "--repeat must be from 1 to {MAX_REPEAT} (got {})",
+            args.repeat
+        );
+    }
+    if args.paths.is_empty() || args.paths.iter().any(|&n| !(1..=MAX_PATHS).contains(&n)) {
+        bail!(
+            "--paths takes path counts from 1 to {MAX_PATHS} (got {:?})",
+            args.paths
+        );
+    }
     if !have_root() {
         bail!(
             "tunnel-bench needs root: it builds network namespaces and TUN devices \

@@ -18,6 +18,7 @@ use plait_testbed::topology::{MAX_RATE_MBIT, MIN_QUEUE_BYTES};
 use plait_testbed::{Direction, PathSpec};
 use serde::{Deserialize, Serialize};
 
+pub use super::error::SetError;
 pub use super::loss::Loss;
 
 /// Longest `--queue-ms` accepted (as the topology files' `queue_ms`).
@@ -127,7 +128,7 @@ impl PathSettings {
 }
 
 /// Which directions a delay or loss change applies to.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dirs {
     /// Client → server and server → client.
@@ -197,38 +198,6 @@ pub struct Change {
     /// Link up or down.
     #[serde(default)]
     pub link_up: Option<bool>,
-}
-
-/// A change that cannot be made.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SetError {
-    /// No such path.
-    #[error("path {path} does not exist: this test bed has paths 0 to {last}")]
-    NoPath {
-        /// The path asked for.
-        path: usize,
-        /// The last path.
-        last: usize,
-    },
-    /// Nothing to change.
-    #[error(
-        "nothing to set: give at least one of --rate, --unshaped, --queue-ms, --queue-bytes, \
-         --delay, --loss, --burst-loss, --blackhole, --link"
-    )]
-    Nothing,
-    /// `--dir` without a delay or loss change.
-    #[error(
-        "--dir only applies to --delay, --loss and --burst-loss (rate, queue, blackhole and link are always both directions)"
-    )]
-    DirWithoutModel,
-    /// A value out of range.
-    #[error("{flag}: {message}")]
-    Value {
-        /// The option.
-        flag: String,
-        /// What is wrong.
-        message: String,
-    },
 }
 
 fn value(flag: &str, message: String) -> SetError {

@@ -27,7 +27,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use plait_testbed::topology::addr;
 use plait_testbed::{Family, Topology, cleanup_stale};
 
-use super::args::HoldArgs;
+use super::options::HoldOptions;
 use super::proto::{self, IO_TIMEOUT, Reply, Request};
 use super::settings::{Change, PathSettings};
 use super::state::{
@@ -52,7 +52,7 @@ impl Log {
 }
 
 /// Runs the holder; see the module documentation.
-pub fn hold(root: &Path, args: &HoldArgs) -> Result<()> {
+pub fn hold(root: &Path, args: &HoldOptions) -> Result<()> {
     // A session of its own: the terminal's Ctrl-C and hang-up no longer reach it. It fails
     // only if this process already leads a group, which `up` never makes it.
     let _ = nix::unistd::setsid();
@@ -120,7 +120,7 @@ pub fn hold(root: &Path, args: &HoldArgs) -> Result<()> {
 /// Everything up to ready; on error what was built is dropped (and so removed).
 fn prepare(
     paths: &Paths,
-    args: &HoldArgs,
+    args: &HoldOptions,
     stop: &AtomicBool,
     log: &Log,
 ) -> Result<(TopologyFile, Topology, State, UnixListener)> {

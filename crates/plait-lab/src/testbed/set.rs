@@ -9,16 +9,16 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::args::SetArgs;
+use super::options::SetOptions;
 use super::proto::{self, Reply, Request};
 use super::state::{self, Paths, Phase, holder_alive};
 use super::{check_name, need_root, testbed_cli};
 
 /// Runs `plait testbed set`.
-pub fn set(root: &Path, args: &SetArgs) -> Result<()> {
+pub fn set(root: &Path, args: &SetOptions) -> Result<()> {
     let name = args.name.as_str();
     check_name(name)?;
-    let change = args.change()?;
+    let change = args.change;
     need_root("set")?;
     let tb = testbed_cli(root);
     let paths = Paths::new(root, name);

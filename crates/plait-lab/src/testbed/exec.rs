@@ -11,12 +11,12 @@ use std::process::Command;
 
 use anyhow::{Result, anyhow, bail};
 
-use super::args::ExecArgs;
+use super::options::ExecOptions;
 use super::state::{self, Paths};
 use super::{check_name, need_root, testbed_cli};
 
 /// Runs `plait testbed exec`; returns only on error.
-pub fn exec(root: &Path, args: &ExecArgs) -> Result<()> {
+pub fn exec(root: &Path, args: &ExecOptions) -> Result<()> {
     let name = args.name.as_str();
     check_name(name)?;
     need_root("exec")?;

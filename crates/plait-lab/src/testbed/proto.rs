@@ -157,7 +157,7 @@ pub fn call(socket: &Path, req: &Request) -> Result<Reply, ProtoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testbed_cmd::settings::{Loss, Rate};
+    use crate::testbed::settings::{Loss, Rate};
 
     fn roundtrip(req: &Request) {
         let line = encode(req).unwrap();

@@ -12,21 +12,20 @@
 
 use anyhow::{Context, Result};
 
+use super::mode::{Mode, RunOptions};
 use super::report::{ModeResult, TopologyResult};
-use super::run::{self, Mode, RunOptions};
+use super::run;
 use super::spec::TopologyFile;
 
 /// Namespace prefix of the demo.
 const PREFIX: &str = "pdemo";
 
 /// `plait demo`.
-#[derive(Debug, clap::Args)]
-pub struct DemoArgs {
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
     /// Length of each of the two downloads, seconds (3 to 30).
-    #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
     /// plait's scheduler.
-    #[arg(long, default_value = "plait")]
     pub scheduler: String,
 }
 
@@ -47,7 +46,7 @@ fn bar(fraction: f64, width: usize) -> String {
 }
 
 /// Runs the demo.
-pub fn demo(args: DemoArgs) -> Result<()> {
+pub fn demo(args: DemoOptions) -> Result<()> {
     if !(3.0..=30.0).contains(&args.seconds) {
         anyhow::bail!("--seconds must be from 3 to 30 (got {})", args.seconds);
     }

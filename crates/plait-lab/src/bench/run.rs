@@ -33,7 +33,6 @@
 //! - The bytes are checked end to end (SHA-256 of what was written against what was read).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -45,14 +44,11 @@ use plait_testbed::{
     Topology, UdpEcho, cleanup_stale, tcp_send_opts,
 };
 
+use super::mode::{Mode, PROBE_INTERVAL, RunOptions, SAMPLE};
 use super::report::{self, ModeResult, TopologyResult};
 use super::spec::{EventFile, EventKind, TopologyFile};
 use super::tunnel::{Tunnel, TunnelOptions};
 
-/// Sampling interval of goodput and path counters.
-pub const SAMPLE: Duration = Duration::from_millis(100);
-/// Interval of the RTT probes on path 0.
-pub const PROBE_INTERVAL: Duration = Duration::from_millis(10);
 /// The UDP echo's port on the server.
 const ECHO_PORT: u16 = 7007;
 /// First TCP port of the measured transfers (each mode takes the next).
@@ -65,70 +61,6 @@ const TUN: &str = "plaitb";
 const IDLE_PROBE: Duration = Duration::from_secs(1);
 /// Pause between modes (queues drain, TIME_WAIT is on other ports anyway).
 const SETTLE: Duration = Duration::from_millis(500);
-
-/// What carries the transfer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mode {
-    /// Plain TCP over the best single path.
-    Single,
-    /// Kernel MPTCP over every path.
-    Mptcp,
-    /// TCP through the plait tunnel over every path.
-    Plait,
-}
-
-impl Mode {
-    /// Every mode, in running order.
-    pub const ALL: [Mode; 3] = [Mode::Single, Mode::Mptcp, Mode::Plait];
-
-    /// The name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Single => "single",
-            Mode::Mptcp => "mptcp",
-            Mode::Plait => "plait",
-        }
-    }
-
-    /// Looks a mode up by name.
-    pub fn from_name(name: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.name() == name)
-    }
-}
-
-/// How to run.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// The modes (run in [`Mode::ALL`] order whatever the order here).
-    pub modes: Vec<Mode>,
-    /// plait's `[engine] scheduler`.
-    pub scheduler: String,
-    /// Namespace prefix.
-    pub prefix: String,
-    /// Seed of the loss emulation and the payload.
-    pub seed: u64,
-    /// The `plait` binary for the tunnel daemons.
-    pub program: PathBuf,
-    /// Set by Ctrl-C: stop as soon as possible, cleaning up.
-    pub cancel: Arc<AtomicBool>,
-    /// Progress lines on standard error.
-    pub progress: bool,
-    /// TCP congestion control of every sender (`cubic`, `bbr`, `reno`), set on its socket
-    /// (`TCP_CONGESTION`; an MPTCP socket passes it to its subflows).
-    pub cc: String,
-}
-
-impl RunOptions {
-    fn say(&self, msg: &str) {
-        if self.progress {
-            eprintln!("{msg}");
-        }
-    }
-
-    fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Acquire)
-    }
-}
 
 /// Sleeps `d`, returning early (false) if `cancel` is set.
 fn sleep_unless(cancel: &AtomicBool, d: Duration) -> bool {

@@ -26,7 +26,7 @@ use std::time::Instant;
 use plait_testbed::{CounterSample, ProbeReport, SendReport, SinkReport};
 use serde::{Deserialize, Serialize};
 
-use super::run::{Mode, RunOptions, SAMPLE};
+use super::mode::{Mode, PROBE_INTERVAL, RunOptions, SAMPLE};
 use super::spec::{EventFile, EventKind, PathFile, TopologyFile};
 
 /// TCP payload per full-size frame of plain TCP (MSS 1460 − 12 B timestamps).
@@ -405,7 +405,7 @@ pub fn mode_result(m: &Measured<'_>) -> ModeResult {
     let span = secs(m.t_end - m.t0).max(1e-9);
     let path_mbit = path_bytes.iter().map(|b| b * 8.0 / span / 1e6).collect();
     let load = m.probes.between(m.t0, m.t_end);
-    let sent_in_load = (secs(m.t_end - m.t0) / secs(super::run::PROBE_INTERVAL)).max(1.0);
+    let sent_in_load = (secs(m.t_end - m.t0) / secs(PROBE_INTERVAL)).max(1.0);
     let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
     let events = file
         .events

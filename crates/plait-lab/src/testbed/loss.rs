@@ -10,7 +10,7 @@ use std::fmt;
 use plait_testbed::emulate::LossModel;
 use serde::{Deserialize, Serialize};
 
-use super::settings::SetError;
+use super::error::SetError;
 
 /// A loss model as JSON (`{"kind": "bernoulli", "p": 0.01}`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

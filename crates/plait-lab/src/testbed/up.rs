@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::args::UpArgs;
+use super::options::UpOptions;
 use super::proto::{self, Reply};
 use super::state::{self, Paths, Phase, State};
 use super::{check_name, down, need_root, testbed_cli};
@@ -34,7 +34,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 const LOG_TAIL_LINES: usize = 15;
 
 /// Runs `plait testbed up`.
-pub fn up(root: &Path, args: &UpArgs) -> Result<()> {
+pub fn up(root: &Path, args: &UpOptions) -> Result<()> {
     let name = args.name.as_str();
     check_name(name)?;
     let file = TopologyFile::load(&args.topology)?;
@@ -102,7 +102,7 @@ pub fn up(root: &Path, args: &UpArgs) -> Result<()> {
     }
 }
 
-fn start_holder(root: &Path, paths: &Paths, topology: &Path, args: &UpArgs) -> Result<Child> {
+fn start_holder(root: &Path, paths: &Paths, topology: &Path, args: &UpOptions) -> Result<Child> {
     let log = File::create(paths.log())
         .with_context(|| format!("cannot create {}", paths.log().display()))?;
     let exe = std::env::current_exe().context("finding the plait binary")?;

@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
+use super::mode::SAMPLE;
 use super::report::TopologyResult;
-use super::run::SAMPLE;
 
 /// Writes the plot of `r` to `file`.
 pub fn write_svg(r: &TopologyResult, file: &Path) -> Result<()> {

@@ -318,7 +318,7 @@ pub fn holder_alive(pid: u32, start: Option<u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testbed_cmd::settings::PathSettings;
+    use crate::testbed::settings::PathSettings;
     use plait_testbed::PathSpec;
 
     fn sample() -> State {

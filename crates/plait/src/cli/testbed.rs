@@ -1,19 +1,20 @@
-//! The command line of `plait testbed`: one struct per subcommand, and the conversion of
-//! `set`'s options into a [`Change`] (checked by [`Change::validate`] before anything is
-//! sent).
+//! The command line of `plait testbed`: one struct per subcommand, turned into plait-lab's
+//! [`Command`]; `set`'s options become a [`Change`] (checked by [`Change::validate`] before
+//! anything is sent).
 //!
 //! Invariant: parsing options never panics and every refusal names the option.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
-
-use super::settings::{Change, Dirs, Loss, Queue, Rate, SetError};
-use super::state::DEFAULT_ROOT;
-
-/// Default test bed name (and namespace prefix).
-pub const DEFAULT_NAME: &str = "tb";
+use plait_lab::testbed::Command;
+use plait_lab::testbed::options::{
+    DEFAULT_NAME, DownOptions, ExecOptions, HoldOptions, SetOptions, StatusOptions, UpOptions,
+};
+use plait_lab::testbed::settings::{Change, Dirs, Loss, Queue, Rate, SetError};
+use plait_lab::testbed::state::DEFAULT_ROOT;
 
 /// `plait testbed …`.
 #[derive(Debug, Args)]
@@ -159,7 +160,7 @@ pub struct SetArgs {
     )]
     pub burst_loss: Option<String>,
     /// Which directions --delay, --loss and --burst-loss apply to.
-    #[arg(long, value_enum, default_value_t = Dirs::Both)]
+    #[arg(long, default_value = "both", value_parser = dirs_parser())]
     pub dir: Dirs,
     /// Silently drop everything on the path (both directions), or stop.
     #[arg(long, value_enum)]
@@ -167,6 +168,51 @@ pub struct SetArgs {
     /// Take the router's client-side link down (the client sees carrier loss), or up.
     #[arg(long, value_enum)]
     pub link: Option<UpDown>,
+}
+
+/// `--dir`: both, up or down.
+fn dirs_parser() -> impl TypedValueParser<Value = Dirs> {
+    PossibleValuesParser::new(["both", "up", "down"]).map(|s| match s.as_str() {
+        "up" => Dirs::Up,
+        "down" => Dirs::Down,
+        _ => Dirs::Both,
+    })
+}
+
+impl TestbedArgs {
+    /// The state directory and the subcommand, as plait-lab runs them.
+    pub fn into_command(self) -> Result<(PathBuf, Command), SetError> {
+        let command = match self.command {
+            TestbedCommand::Up(a) => Command::Up(UpOptions {
+                topology: a.topology,
+                name: a.name,
+                no_events: a.no_events,
+            }),
+            TestbedCommand::Down(a) => Command::Down(DownOptions {
+                name: a.name,
+                all: a.all,
+            }),
+            TestbedCommand::Set(a) => Command::Set(SetOptions {
+                change: a.change()?,
+                name: a.name,
+            }),
+            TestbedCommand::Status(a) => Command::Status(StatusOptions {
+                name: a.name,
+                json: a.json,
+            }),
+            TestbedCommand::Exec(a) => Command::Exec(ExecOptions {
+                name: a.name,
+                role: a.role,
+                command: a.command,
+            }),
+            TestbedCommand::Hold(a) => Command::Hold(HoldOptions {
+                topology: a.topology,
+                name: a.name,
+                no_events: a.no_events,
+            }),
+        };
+        Ok((self.state_dir, command))
+    }
 }
 
 /// Parses `P_GB,P_BG[,LOSS_GOOD,LOSS_BAD]`.

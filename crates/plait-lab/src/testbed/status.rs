@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::args::StatusArgs;
+use super::options::StatusOptions;
 use super::state::{self, EventInfo, Paths, Phase, State, holder_alive};
 use super::{check_name, testbed_cli};
 
@@ -162,7 +162,7 @@ pub fn render(e: &Entry, root: &Path) -> String {
 }
 
 /// Runs `plait testbed status`.
-pub fn status(root: &Path, args: &StatusArgs) -> Result<()> {
+pub fn status(root: &Path, args: &StatusOptions) -> Result<()> {
     let names = match &args.name {
         Some(n) => {
             check_name(n)?;

@@ -1,10 +1,11 @@
-//! `plait testbed up|down|set|status|exec` (issue 6): an emulated deployment (plait-testbed's
+//! `plait testbed up|down|set|status|exec`: an emulated deployment (plait-testbed's
 //! [`Topology`](plait_testbed::Topology) of a benchmark topology file) that stays up between
 //! shell commands, can be changed while it runs and is taken down on request.
 //!
-//! - [`args`]: the command line; `set`'s options become a [`settings::Change`].
+//! - [`options`]: what each subcommand is asked to do (the binary's argument parser fills
+//!   them; `set`'s options become a [`settings::Change`] there).
 //! - [`settings`]: per-path settings and changes (pure data, checked on both sides);
-//!   [`loss`]: the loss models they carry.
+//!   [`loss`]: the loss models they carry; [`error`]: why a change is refused.
 //! - [`proto`]: the control protocol (one JSON line each way over a Unix socket).
 //! - [`state`]: `ROOT/NAME/state.json`, the holder's liveness.
 //! - [`holder`]: the long-running process that owns the topology.
@@ -38,11 +39,12 @@
 //!   for the holder then signals it (SIGTERM, then SIGKILL), control connections time out.
 //! - Nothing here panics on input from users, files, sockets or processes.
 
-pub mod args;
 pub mod down;
+pub mod error;
 pub mod exec;
 pub mod holder;
 pub mod loss;
+pub mod options;
 pub mod proto;
 pub mod set;
 pub mod settings;
@@ -52,21 +54,37 @@ pub mod up;
 
 use anyhow::{Context, Result, bail};
 
-pub use args::TestbedArgs;
-use args::TestbedCommand;
+use options::{DownOptions, ExecOptions, HoldOptions, SetOptions, StatusOptions, UpOptions};
 
-/// Runs `plait testbed …`.
-pub fn run(args: TestbedArgs) -> Result<()> {
+/// One `plait testbed` subcommand.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Build a topology and keep it up.
+    Up(UpOptions),
+    /// Take test beds down.
+    Down(DownOptions),
+    /// Change one path of a running test bed.
+    Set(SetOptions),
+    /// Show running test beds.
+    Status(StatusOptions),
+    /// Run a command in one of a test bed's namespaces.
+    Exec(ExecOptions),
+    /// The holder process itself (started by `up`).
+    Hold(HoldOptions),
+}
+
+/// Runs `plait testbed …` with test beds' state under `state_dir`.
+pub fn run(state_dir: &std::path::Path, command: &Command) -> Result<()> {
     // Absolute: the holder runs from `/`, and hints printed to the user must work anywhere.
-    let root = std::path::absolute(&args.state_dir)
-        .with_context(|| format!("cannot resolve --state-dir {}", args.state_dir.display()))?;
-    match args.command {
-        TestbedCommand::Up(a) => up::up(&root, &a),
-        TestbedCommand::Down(a) => down::down(&root, &a),
-        TestbedCommand::Set(a) => set::set(&root, &a),
-        TestbedCommand::Status(a) => status::status(&root, &a),
-        TestbedCommand::Exec(a) => exec::exec(&root, &a),
-        TestbedCommand::Hold(a) => holder::hold(&root, &a),
+    let root = std::path::absolute(state_dir)
+        .with_context(|| format!("cannot resolve --state-dir {}", state_dir.display()))?;
+    match command {
+        Command::Up(a) => up::up(&root, a),
+        Command::Down(a) => down::down(&root, a),
+        Command::Set(a) => set::set(&root, a),
+        Command::Status(a) => status::status(&root, a),
+        Command::Exec(a) => exec::exec(&root, a),
+        Command::Hold(a) => holder::hold(&root, a),
     }
 }
 
