@@ -7,6 +7,7 @@
 //! give byte-identical results.
 
 pub mod event;
+pub mod from_topology;
 pub mod inner;
 pub mod net;
 pub mod node;

@@ -9,6 +9,7 @@
 //! the field; unknown fields are errors (`deny_unknown_fields`), so a typo never silently
 //! falls back to a default.
 
+use plait_topology::LossModel;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -141,7 +142,7 @@ pub struct PathSpec {
     pub wfq: bool,
     /// Loss on the wireless downlink.
     #[serde(default)]
-    pub loss: LossSpec,
+    pub loss: LossModel,
     /// Cross traffic at the base station.
     #[serde(default)]
     pub cross: CrossSpec,
@@ -177,27 +178,6 @@ fn default_wired_rate() -> f64 {
 }
 fn default_queue() -> usize {
     50
-}
-
-/// Loss on a link.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
-pub enum LossSpec {
-    /// No random loss.
-    #[default]
-    None,
-    /// Each packet lost with probability `p`.
-    Bernoulli {
-        /// Loss probability.
-        p: f64,
-    },
-    /// Two-state Markov (good: no loss, bad: all lost), exponential sojourns (ETOM §V-C).
-    GilbertElliott {
-        /// Mean time in the good state, s.
-        mean_good_s: f64,
-        /// Mean time in the bad state, s.
-        mean_bad_s: f64,
-    },
 }
 
 /// Cross traffic at one base station (PET-BMP §III, §VI-A).
@@ -376,9 +356,13 @@ impl Scenario {
             range(&f("wireless_delay_ms"), p.wireless_delay_ms, 0.0, 1e5)?;
             queue(&f("queue_packets"), p.queue_packets)?;
             match p.loss {
-                LossSpec::None => {}
-                LossSpec::Bernoulli { p: pr } => range(&f("loss.p"), pr, 0.0, 1.0)?,
-                LossSpec::GilbertElliott {
+                LossModel::None => {}
+                LossModel::Bernoulli { p: pr } => range(&f("loss.p"), pr, 0.0, 1.0)?,
+                LossModel::GilbertElliott { .. } => p
+                    .loss
+                    .validate()
+                    .map_err(|e| invalid(f("loss"), e.to_string()))?,
+                LossModel::GilbertElliottTimed {
                     mean_good_s,
                     mean_bad_s,
                 } => {

@@ -13,9 +13,11 @@
 //! so the output is deterministic.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use plait_topology::TopologyFile;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::from_topology;
 use crate::run::{RunResult, run_one};
 use crate::scenario::{Scenario, ScenarioError};
 
@@ -28,11 +30,20 @@ pub struct Variant {
     pub scenario: Scenario,
 }
 
-/// Parses a scenario file, expanding its `[[sweep]]` tables into variants.
+/// Parses a scenario file, expanding its `[[sweep]]` tables into variants; a topology file
+/// (`[[path]]`, see [`from_topology`]) is one variant.
 pub fn load_variants(text: &str) -> Result<Vec<Variant>, ScenarioError> {
     let mut doc: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ScenarioError::Parse(e.to_string()))?;
+    if from_topology::is_topology_file(&doc) {
+        let file = TopologyFile::parse(text, "the topology file")
+            .map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        return Ok(vec![Variant {
+            label: String::new(),
+            scenario: from_topology::scenario_from_topology(&file)?,
+        }]);
+    }
     let sweeps = match doc.remove("sweep") {
         None => Vec::new(),
         Some(toml::Value::Array(a)) => a,

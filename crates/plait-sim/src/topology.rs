@@ -28,7 +28,7 @@ use crate::node::{
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
-use crate::scenario::{LossSpec, Mode, PathSpec, RunSpec, Scenario};
+use crate::scenario::{Mode, PathSpec, RunSpec, Scenario};
 use crate::tcp::TcpConfig;
 use crate::world::{Change, World};
 
@@ -66,20 +66,6 @@ fn ms(v: f64) -> Duration {
 
 fn secs(v: f64) -> Time {
     Time::from_nanos((v * 1e9) as u64)
-}
-
-fn loss_model(spec: &LossSpec) -> LossModel {
-    match *spec {
-        LossSpec::None => LossModel::None,
-        LossSpec::Bernoulli { p } => LossModel::Bernoulli { p },
-        LossSpec::GilbertElliott {
-            mean_good_s,
-            mean_bad_s,
-        } => LossModel::GilbertElliott {
-            mean_good: Duration::from_secs_f64(mean_good_s),
-            mean_bad: Duration::from_secs_f64(mean_bad_s),
-        },
-    }
 }
 
 fn link(
@@ -196,7 +182,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 loss,
             )
         };
-        let down = world.add_link(wireless(loss_model(&p.loss)), next_seed());
+        let down = world.add_link(wireless(p.loss), next_seed());
         let up = world.add_link(wireless(LossModel::None), next_seed());
         h.wireless_down.push(down);
         links.push(PathLinks {

@@ -80,8 +80,7 @@ use crate::{Result, TestbedError, cmd};
 pub const MAX_CLIENTS: usize = 16;
 /// Most paths a client site may have (plait's limit too).
 pub const MAX_PATHS: usize = 16;
-/// Smallest tbf queue limit accepted, bytes (one full-size frame plus some).
-pub const MIN_QUEUE_BYTES: u32 = 3000;
+pub use plait_topology::file::MIN_QUEUE_BYTES;
 /// Largest shaped rate accepted, Mbit/s.
 pub const MAX_RATE_MBIT: f64 = 10_000.0;
 /// Name of the nftables table that blackholes a path.

@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use super::mode::{Mode, RunOptions};
 use super::report::{ModeResult, TopologyResult};
 use super::run;
-use super::spec::TopologyFile;
+use plait_topology::TopologyFile;
 
 /// Namespace prefix of the demo.
 const PREFIX: &str = "pdemo";

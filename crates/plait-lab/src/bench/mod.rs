@@ -1,7 +1,7 @@
 //! `plait bench`, `plait bench-doc` and `plait demo`: plait against the best
 //! single path and kernel MPTCP on the same emulated links, in one run.
 //!
-//! - [`spec`]: the topology files of `topologies/` (TOML, validated, typed errors).
+//! - [`spec`]: a topology file (plait-topology's format, `topologies/`) as the test bed builds it.
 //! - [`mode`]: the modes and a run's options, shared by the runner and the metrics.
 //! - [`run`]: builds the test bed of a file and runs each mode on it (single path, MPTCP,
 //!   plait), sampling goodput, per-path use and RTT under load.
@@ -35,7 +35,7 @@ use anyhow::{Context, Result, bail};
 use plait_proto::sched::SchedulerKind;
 
 use mode::{Mode, RunOptions};
-use spec::TopologyFile;
+use plait_topology::TopologyFile;
 
 /// Namespace prefix of `plait bench` and `plait bench-doc`.
 pub const PREFIX: &str = "pbn";

@@ -27,7 +27,7 @@ use plait_testbed::{CounterSample, ProbeReport, SendReport, SinkReport};
 use serde::{Deserialize, Serialize};
 
 use super::mode::{Mode, PROBE_INTERVAL, RunOptions, SAMPLE};
-use super::spec::{EventFile, EventKind, PathFile, TopologyFile};
+use plait_topology::{EventFile, EventKind, PathFile, TopologyFile};
 
 /// TCP payload per full-size frame of plain TCP (MSS 1460 − 12 B timestamps).
 pub const TCP_PAYLOAD: f64 = 1448.0;

@@ -46,8 +46,9 @@ use plait_testbed::{
 
 use super::mode::{Mode, PROBE_INTERVAL, RunOptions, SAMPLE};
 use super::report::{self, ModeResult, TopologyResult};
-use super::spec::{EventFile, EventKind, TopologyFile};
+use super::spec::testbed_spec;
 use super::tunnel::{Tunnel, TunnelOptions};
+use plait_topology::{EventFile, EventKind, TopologyFile};
 
 /// The UDP echo's port on the server.
 const ECHO_PORT: u16 = 7007;
@@ -88,7 +89,7 @@ pub fn run_topology(file: &TopologyFile, opts: &RunOptions) -> Result<TopologyRe
     if let Err(e) = cleanup_stale(&opts.prefix) {
         opts.say(&format!("warning: cleaning up stale namespaces: {e}"));
     }
-    let topo = Topology::build(&file.spec(&opts.prefix, opts.seed))
+    let topo = Topology::build(&testbed_spec(file, &opts.prefix, opts.seed))
         .context("building the test bed (network namespaces; needs root)")?;
     let best = file.best_path();
     if modes.contains(&Mode::Mptcp) {

@@ -34,7 +34,8 @@ use super::state::{
     self, Addresses, EventInfo, NamespaceRole, PathAddresses, Paths, Phase, STATE_VERSION, State,
 };
 use crate::bench::run::run_events;
-use crate::bench::spec::{EventFile, EventKind, TopologyFile};
+use crate::bench::spec::testbed_spec;
+use plait_topology::{EventFile, EventKind, TopologyFile};
 
 /// How often the idle holder looks for a connection or a stop signal.
 const ACCEPT_POLL: Duration = Duration::from_millis(25);
@@ -161,7 +162,7 @@ fn prepare(
         Err(e) => log.say(&format!("warning: looking for stale namespaces: {e}")),
     }
     log.say(&format!("building {} ({})", file.name, file.summary()));
-    let topo = Topology::build(&file.spec(&args.name, SEED))
+    let topo = Topology::build(&testbed_spec(&file, &args.name, SEED))
         .context("building the test bed (network namespaces)")?;
     if stop.load(Ordering::Acquire) {
         bail!("interrupted while building (everything built is removed again)");

@@ -157,7 +157,7 @@ pub fn call(socket: &Path, req: &Request) -> Result<Reply, ProtoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testbed::settings::{Loss, Rate};
+    use crate::testbed::settings::{LossModel, Rate};
 
     fn roundtrip(req: &Request) {
         let line = encode(req).unwrap();
@@ -174,7 +174,7 @@ mod tests {
             change: Change {
                 path: 1,
                 rate: Some(Rate::Mbit(5.0)),
-                loss: Some(Loss::Bernoulli { p: 0.02 }),
+                loss: Some(LossModel::Bernoulli { p: 0.02 }),
                 ..Change::default()
             },
         });
@@ -265,7 +265,7 @@ mod tests {
             let req = Request::Set { change: Change {
                 path,
                 rate: Some(Rate::Mbit(f64::from(kbit) / 1000.0)),
-                loss: Some(Loss::Bernoulli { p: f64::from(p) / 1000.0 }),
+                loss: Some(LossModel::Bernoulli { p: f64::from(p) / 1000.0 }),
                 ..Change::default()
             }};
             let line = encode(&req).unwrap();

@@ -19,7 +19,9 @@ use plait_testbed::{Direction, PathSpec};
 use serde::{Deserialize, Serialize};
 
 pub use super::error::SetError;
-pub use super::loss::Loss;
+pub use plait_topology::LossModel;
+
+use super::loss;
 
 /// Longest `--queue-ms` accepted (as the topology files' `queue_ms`).
 pub const MAX_QUEUE_MS: f64 = 10_000.0;
@@ -31,7 +33,7 @@ pub struct DirSettings {
     /// Added one-way delay, ms.
     pub delay_ms: f64,
     /// How packets are lost.
-    pub loss: Loss,
+    pub loss: LossModel,
     /// Seed of the loss decisions (kept across changes, so a change is reproducible).
     pub seed: u64,
 }
@@ -41,7 +43,7 @@ impl DirSettings {
     pub fn from_model(m: &LinkModel) -> DirSettings {
         DirSettings {
             delay_ms: m.delay.as_secs_f64() * 1000.0,
-            loss: Loss::from_model(&m.loss),
+            loss: m.loss,
             seed: m.seed,
         }
     }
@@ -52,7 +54,7 @@ impl DirSettings {
         let delay = Duration::try_from_secs_f64(self.delay_ms / 1000.0).unwrap_or(Duration::MAX);
         LinkModel {
             delay,
-            loss: self.loss.model(),
+            loss: self.loss,
             seed: self.seed,
         }
     }
@@ -111,7 +113,7 @@ impl PathSettings {
             Some(r) => format!("{r} Mbit/s, queue {} B", self.queue_bytes),
             None => "unshaped".to_owned(),
         };
-        let dir = |d: &DirSettings| format!("{} ms, {}", d.delay_ms, d.loss);
+        let dir = |d: &DirSettings| format!("{} ms, {}", d.delay_ms, loss::Described(&d.loss));
         let mut s = if self.up.delay_ms == self.down.delay_ms && self.up.loss == self.down.loss {
             format!("{rate}; {} each way", dir(&self.up))
         } else {
@@ -188,7 +190,7 @@ pub struct Change {
     pub delay_ms: Option<f64>,
     /// New loss, for the directions of `dirs`.
     #[serde(default)]
-    pub loss: Option<Loss>,
+    pub loss: Option<LossModel>,
     /// The directions a delay or loss change applies to.
     #[serde(default)]
     pub dirs: Dirs,
@@ -274,10 +276,10 @@ impl Change {
         }
         if let Some(l) = self.loss {
             let flag = match l {
-                Loss::GilbertElliott { .. } => "--burst-loss",
+                LossModel::GilbertElliott { .. } => "--burst-loss",
                 _ => "--loss",
             };
-            l.validate(flag)?;
+            loss::validate(&l, flag)?;
         }
         Ok(())
     }
@@ -403,16 +405,16 @@ mod tests {
             (change(|c| c.delay_ms = Some(1e9)), "--delay"),
             (change(|c| c.delay_ms = Some(f64::INFINITY)), "--delay"),
             (
-                change(|c| c.loss = Some(Loss::Bernoulli { p: 1.0 })),
+                change(|c| c.loss = Some(LossModel::Bernoulli { p: 1.0 })),
                 "--loss: 1 must be",
             ),
             (
-                change(|c| c.loss = Some(Loss::Bernoulli { p: -0.1 })),
+                change(|c| c.loss = Some(LossModel::Bernoulli { p: -0.1 })),
                 "--loss",
             ),
             (
                 change(|c| {
-                    c.loss = Some(Loss::GilbertElliott {
+                    c.loss = Some(LossModel::GilbertElliott {
                         p_good_to_bad: 0.1,
                         p_bad_to_good: 2.0,
                         loss_in_good: 0.0,
@@ -423,7 +425,7 @@ mod tests {
             ),
             (
                 change(|c| {
-                    c.loss = Some(Loss::GilbertElliott {
+                    c.loss = Some(LossModel::GilbertElliott {
                         p_good_to_bad: 0.1,
                         p_bad_to_good: 0.0,
                         loss_in_good: 0.0,
@@ -473,13 +475,13 @@ mod tests {
         let n = change(|c| {
             c.delay_ms = Some(40.0);
             c.dirs = Dirs::Down;
-            c.loss = Some(Loss::Bernoulli { p: 0.01 });
+            c.loss = Some(LossModel::Bernoulli { p: 0.01 });
         })
         .apply(&cur, 1)
         .unwrap();
         assert_eq!((n.up.delay_ms, n.down.delay_ms), (10.0, 40.0));
-        assert_eq!(n.up.loss, Loss::None);
-        assert_eq!(n.down.loss, Loss::Bernoulli { p: 0.01 });
+        assert_eq!(n.up.loss, LossModel::None);
+        assert_eq!(n.down.loss, LossModel::Bernoulli { p: 0.01 });
         assert_eq!(n.down.seed, cur.down.seed, "seeds are kept");
         assert!(
             n.summary()
@@ -504,7 +506,7 @@ mod tests {
             c.queue = Some(Queue::Bytes(30_000));
             c.delay_ms = Some(25.0);
             c.dirs = Dirs::Up;
-            c.loss = Some(Loss::GilbertElliott {
+            c.loss = Some(LossModel::GilbertElliott {
                 p_good_to_bad: 0.01,
                 p_bad_to_good: 0.3,
                 loss_in_good: 0.0,

@@ -24,7 +24,7 @@ use super::options::UpOptions;
 use super::proto::{self, Reply};
 use super::state::{self, Paths, Phase, State};
 use super::{check_name, down, need_root, testbed_cli};
-use crate::bench::spec::TopologyFile;
+use plait_topology::TopologyFile;
 
 /// How long `up` waits for the holder to report.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);

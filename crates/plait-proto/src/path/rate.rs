@@ -114,7 +114,7 @@ impl TrainRateEstimator {
     /// trip): runs that read less than that are stale (taken while the path was slower) or
     /// wrong, since nothing delivers faster than its capacity, and are raised to it. Without
     /// this the median keeps a past slow spell for 8 of its 15 runs, which an unloaded path
-    /// may not produce for many seconds (seen in plait-sim, `scenarios/bench-t5.toml`: 4.9
+    /// may not produce for many seconds (seen in plait-sim, `plait sim topologies/T5.toml`: 4.9
     /// Mbit/s read on a 20 Mbit/s path 2 s after its dip ended).
     pub fn raise_to(&mut self, rate: f64) {
         let Some(median) = self.median else {

@@ -13,6 +13,7 @@
 //! Degenerate rates never panic: zero, negative or NaN means the link is stalled (nothing
 //! starts serialising until a positive rate is set); `+inf` serialises in zero time.
 
+use plait_topology::LossModel;
 use std::time::Duration;
 
 use plait_proto::time::duration_nanos;
@@ -86,30 +87,6 @@ pub enum Discipline {
     WfqLongestQueueDrop,
 }
 
-/// Random packet loss applied to packets arriving at the link (before the queue).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub enum LossModel {
-    /// Nothing is lost.
-    #[default]
-    None,
-    /// Each arriving packet is lost independently with probability `p` (clamped to [0, 1];
-    /// NaN means 0).
-    Bernoulli {
-        /// Loss probability.
-        p: f64,
-    },
-    /// ns-2's two-state Markov error model (seed ETOM §V-C): the good state loses nothing,
-    /// the bad state drops every packet, sojourns are exponential with these means, and the
-    /// link starts good at time zero. A zero `mean_bad` never loses; a zero `mean_good`
-    /// (with a positive `mean_bad`) always loses.
-    GilbertElliott {
-        /// Mean time in the good (loss-free) state.
-        mean_good: Duration,
-        /// Mean time in the bad (all-lost) state.
-        mean_bad: Duration,
-    },
-}
-
 /// One direction of one link.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkConfig {
@@ -122,6 +99,7 @@ pub struct LinkConfig {
     /// Service order and overflow policy.
     pub discipline: Discipline,
     /// Loss at the link's input.
+    /// Random loss applied to packets arriving at the link (before the queue).
     pub loss: LossModel,
 }
 

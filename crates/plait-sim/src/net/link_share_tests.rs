@@ -1,7 +1,5 @@
 //! Tests of [`Link`] loss models and fair queuing, driven as the simulator drives a link.
 
-use std::time::Duration;
-
 use plait_proto::Time;
 
 use super::testkit::*;
@@ -28,9 +26,9 @@ fn gilbert_elliott_loss_fraction_through_the_link() {
     // 10^6 packets at 1 ms. Means 10 ms / 2.5 ms (ETOM's 1 s / 0.25 s ratio, 20 % lost)
     // give 80 000 good/bad cycles, a relative sd of ~0.4 %; with ETOM's own means 10^6 ms
     // holds only 800 cycles (sd ~4 %), see loss.rs for that case.
-    let loss = LossModel::GilbertElliott {
-        mean_good: Duration::from_millis(10),
-        mean_bad: Duration::from_micros(2500),
+    let loss = LossModel::GilbertElliottTimed {
+        mean_good_s: 0.010,
+        mean_bad_s: 0.0025,
     };
     let mut l = Link::new(
         LinkConfig {

@@ -1,10 +1,14 @@
-//! Loss at a link's input: Bernoulli and the continuous-time two-state Markov
-//! (Gilbert-Elliott) model, drawing from the link's own generator.
+//! Loss at a link's input: Bernoulli, the per-packet Gilbert-Elliott chain (the test bed's)
+//! and the continuous-time two-state Markov model (ns-2's), drawing from the link's own
+//! generator. The model is plait-topology's [`LossModel`], shared with the test bed.
 //!
 //! Owns: [`LossState`], the running state of a [`LossModel`], and the uniform / exponential
 //! draws shared with the rest of the module.
 //!
-//! Gilbert-Elliott follows ns-2's two-state Markov error model as used by seed ETOM §V-C:
+//! The per-packet chain decides as the test bed's emulator does: the packet is lost with the
+//! current state's probability (one draw), then the chain moves (one draw), starting good.
+//!
+//! The timed chain follows ns-2's two-state Markov error model as used by seed ETOM §V-C:
 //! the good state loses nothing, the bad state drops every packet, sojourns are exponential
 //! with the configured means, and the chain starts good at `Time::ZERO`. The state evolves
 //! in continuous time, lazily: on each query the chain is advanced to `now` by drawing the
@@ -12,16 +16,20 @@
 //! nearest ns and at least 1 ns so a chain always advances). A packet arriving exactly at a
 //! switching instant sees the new state.
 //!
-//! Invariants: the generator is consumed only by `drops` (one draw per Bernoulli query, one
-//! per Gilbert-Elliott state switch), so the same seed and the same arrival times give the
+//! Invariants: the generator is consumed only by `drops` (one draw per Bernoulli query, two
+//! per packet of the per-packet chain, one per state switch of the timed chain), so the same seed and the same arrival times give the
 //! same losses. Queries must come with non-decreasing `now` (earlier times see the current
 //! state).
+
+use std::time::Duration;
 
 use plait_proto::Time;
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use super::config::{LossModel, nanos};
+use plait_topology::LossModel;
+
+use super::config::nanos;
 
 /// 2^-53: turns 53 random bits into a uniform in [0, 1).
 const F53: f64 = 1.0 / (1u64 << 53) as f64;
@@ -52,7 +60,15 @@ pub(crate) enum LossState {
     Always,
     /// Independent loss with probability `p` in [0, 1].
     Bernoulli { p: f64 },
-    /// Two-state Markov chain.
+    /// Two-state chain stepped per packet.
+    PerPacket {
+        p_good_to_bad: f64,
+        p_bad_to_good: f64,
+        loss_in_good: f64,
+        loss_in_bad: f64,
+        bad: bool,
+    },
+    /// Two-state Markov chain in continuous time.
     Markov {
         mean_good_ns: u64,
         mean_bad_ns: u64,
@@ -75,10 +91,23 @@ impl LossState {
                 }
             }
             LossModel::GilbertElliott {
-                mean_good,
-                mean_bad,
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_in_good,
+                loss_in_bad,
+            } => LossState::PerPacket {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_in_good,
+                loss_in_bad,
+                bad: false,
+            },
+            LossModel::GilbertElliottTimed {
+                mean_good_s,
+                mean_bad_s,
             } => {
-                let (g, b) = (nanos(mean_good), nanos(mean_bad));
+                let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::ZERO);
+                let (g, b) = (nanos(secs(mean_good_s)), nanos(secs(mean_bad_s)));
                 if b == 0 {
                     LossState::Never
                 } else if g == 0 {
@@ -101,6 +130,21 @@ impl LossState {
             LossState::Never => false,
             LossState::Always => true,
             LossState::Bernoulli { p } => uniform01(rng) < *p,
+            LossState::PerPacket {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_in_good,
+                loss_in_bad,
+                bad,
+            } => {
+                let loss_p = if *bad { *loss_in_bad } else { *loss_in_good };
+                let lost = uniform01(rng) < loss_p;
+                let move_p = if *bad { *p_bad_to_good } else { *p_good_to_bad };
+                if uniform01(rng) < move_p {
+                    *bad = !*bad;
+                }
+                lost
+            }
             LossState::Markov {
                 mean_good_ns,
                 mean_bad_ns,
@@ -124,8 +168,6 @@ impl LossState {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use rand_core::SeedableRng;
 
     use super::*;
@@ -141,9 +183,9 @@ mod tests {
     }
 
     fn ge(good_ms: u64, bad_ms: u64) -> LossModel {
-        LossModel::GilbertElliott {
-            mean_good: Duration::from_millis(good_ms),
-            mean_bad: Duration::from_millis(bad_ms),
+        LossModel::GilbertElliottTimed {
+            mean_good_s: good_ms as f64 / 1000.0,
+            mean_bad_s: bad_ms as f64 / 1000.0,
         }
     }
 
@@ -156,6 +198,36 @@ mod tests {
             Duration::ZERO,
         );
         assert!((f - 0.1).abs() / 0.1 < 0.02, "fraction {f}");
+    }
+
+    #[test]
+    fn per_packet_chain_loses_its_stationary_fraction_in_bursts() {
+        // pi_bad = 0.01 / (0.01 + 0.09) = 0.1; bursts of mean 1 / 0.09 ≈ 11 packets.
+        let model = LossModel::GilbertElliott {
+            p_good_to_bad: 0.01,
+            p_bad_to_good: 0.09,
+            loss_in_good: 0.0,
+            loss_in_bad: 1.0,
+        };
+        let f = fraction_lost(model, 11, 1_000_000, Duration::from_millis(1));
+        assert!(
+            (f - model.stationary_loss_rate()).abs() < 0.005,
+            "fraction {f}"
+        );
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut s = LossState::new(model, &mut rng);
+        let (mut runs, mut lost, mut prev) = (0u32, 0u32, false);
+        for i in 0..100_000u64 {
+            let l = s.drops(Time::from_millis(i), &mut rng);
+            lost += u32::from(l);
+            runs += u32::from(l && !prev);
+            prev = l;
+        }
+        let mean_burst = f64::from(lost) / f64::from(runs);
+        assert!(
+            (mean_burst - 1.0 / 0.09).abs() < 1.5,
+            "mean burst {mean_burst}"
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod link_tests;
 #[cfg(test)]
 mod testkit;
 
-pub use config::{Discipline, LinkConfig, LossModel, NS2_QUEUE_LIMIT, QueueConfig, QueueLimit};
+pub use config::{Discipline, LinkConfig, NS2_QUEUE_LIMIT, QueueConfig, QueueLimit};
 pub use link::{DropCause, Dropped, Enqueue, Link, LinkStats};
+pub use plait_topology::LossModel;
 pub use schedule::{ETOM_RATIO_HI, ETOM_RATIO_LO, RateSchedule};

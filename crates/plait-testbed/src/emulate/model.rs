@@ -1,9 +1,10 @@
 //! What one direction of an emulated path does to packets besides rate limiting: a constant
 //! one-way delay and a loss model, with the seeded per-packet loss decision ([`LossState`]).
 //!
-//! Owns: [`LossModel`] (none, Bernoulli, two-state Gilbert-Elliott), [`LinkModel`] (delay,
-//! loss, seed), their validation ([`ModelError`] names the offending field) and the
-//! stationary loss rate of a model.
+//! Owns: [`LinkModel`] (delay, loss, seed), its validation ([`ModelError`] names the
+//! offending field) and the per-packet decision. The loss model itself is plait-topology's
+//! [`LossModel`], shared with the simulator; the emulator runs every kind but the timed
+//! chain, which needs each packet's time ([`check_emulable`]).
 //!
 //! Invariants: a validated model has every probability finite and in `[0, 1]` and a delay of
 //! at most [`MAX_DELAY`]; a [`LossState`] draws only from its own ChaCha8 generator seeded
@@ -16,6 +17,9 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use plait_topology::LossError;
+pub use plait_topology::LossModel;
+
 /// The longest one-way delay a [`LinkModel`] accepts (packets are held in the kernel for
 /// that long; the kernel queue holds at most 65536 of them).
 pub const MAX_DELAY: Duration = Duration::from_secs(60);
@@ -23,14 +27,15 @@ pub const MAX_DELAY: Duration = Duration::from_secs(60);
 /// A model invalid for emulation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
-    /// A probability is NaN, infinite or outside `[0, 1]`.
-    #[error("loss model field `{field}` is {value}: it must be a finite probability in [0, 1]")]
-    Probability {
-        /// The field's name, e.g. `p_good_to_bad`.
-        field: &'static str,
-        /// The value given.
-        value: f64,
-    },
+    /// A field of the loss model is out of range.
+    #[error(transparent)]
+    Loss(#[from] LossError),
+    /// The loss model needs time (ns-2's timed chain); the emulator decides per packet.
+    #[error(
+        "the test bed's emulator decides loss per packet and cannot run `gilbert_elliott_timed`; \
+         give `gilbert_elliott` with per-packet probabilities (mean burst 1 / p_bad_to_good packets)"
+    )]
+    Timed,
     /// The delay is longer than [`MAX_DELAY`].
     #[error("delay {delay:?} is longer than the maximum {MAX_DELAY:?}")]
     DelayTooLong {
@@ -39,103 +44,13 @@ pub enum ModelError {
     },
 }
 
-/// How packets are lost, decided independently per packet (Bernoulli) or by a two-state
-/// Markov chain (Gilbert-Elliott) for bursts.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum LossModel {
-    /// No packet is lost.
-    #[default]
-    None,
-    /// Every packet is lost with probability `p`, independently.
-    Bernoulli {
-        /// Loss probability per packet.
-        p: f64,
-    },
-    /// Two-state Gilbert-Elliott chain. Per packet: the packet is lost with the loss
-    /// probability of the current state, then the chain moves (good to bad with
-    /// `p_good_to_bad`, bad to good with `p_bad_to_good`). The chain starts in the good
-    /// state. With `loss_in_good = 0` and `loss_in_bad = 1` (the Gilbert model) losses come
-    /// in bursts of mean length `1 / p_bad_to_good`.
-    GilbertElliott {
-        /// Probability per packet of moving from the good state to the bad one.
-        p_good_to_bad: f64,
-        /// Probability per packet of moving from the bad state to the good one.
-        p_bad_to_good: f64,
-        /// Loss probability of a packet in the good state.
-        loss_in_good: f64,
-        /// Loss probability of a packet in the bad state.
-        loss_in_bad: f64,
-    },
-}
-
-fn check_probability(field: &'static str, value: f64) -> Result<(), ModelError> {
-    if value.is_finite() && (0.0..=1.0).contains(&value) {
-        Ok(())
-    } else {
-        Err(ModelError::Probability { field, value })
+/// Checks that `model` is valid and that the emulator can run it (not the timed chain).
+pub fn check_emulable(model: &LossModel) -> Result<(), ModelError> {
+    model.validate()?;
+    if matches!(model, LossModel::GilbertElliottTimed { .. }) {
+        return Err(ModelError::Timed);
     }
-}
-
-impl LossModel {
-    /// Checks every probability (finite, in `[0, 1]`); the error names the first bad field.
-    pub fn validate(&self) -> Result<(), ModelError> {
-        match *self {
-            LossModel::None => Ok(()),
-            LossModel::Bernoulli { p } => check_probability("p", p),
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_in_good,
-                loss_in_bad,
-            } => {
-                check_probability("p_good_to_bad", p_good_to_bad)?;
-                check_probability("p_bad_to_good", p_bad_to_good)?;
-                check_probability("loss_in_good", loss_in_good)?;
-                check_probability("loss_in_bad", loss_in_bad)
-            }
-        }
-    }
-
-    /// The long-run fraction of packets lost. For Gilbert-Elliott that is
-    /// `pi_bad * loss_in_bad + (1 - pi_bad) * loss_in_good` with
-    /// `pi_bad = p_good_to_bad / (p_good_to_bad + p_bad_to_good)`; a chain that never moves
-    /// (both transition probabilities 0) stays in its starting good state.
-    pub fn stationary_loss_rate(&self) -> f64 {
-        match *self {
-            LossModel::None => 0.0,
-            LossModel::Bernoulli { p } => p,
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_in_good,
-                loss_in_bad,
-            } => {
-                let moves = p_good_to_bad + p_bad_to_good;
-                let pi_bad = if moves > 0.0 {
-                    p_good_to_bad / moves
-                } else {
-                    0.0
-                };
-                pi_bad * loss_in_bad + (1.0 - pi_bad) * loss_in_good
-            }
-        }
-    }
-
-    /// Whether this model never loses a packet.
-    pub fn is_lossless(&self) -> bool {
-        match *self {
-            LossModel::None => true,
-            LossModel::Bernoulli { p } => p == 0.0,
-            // Starts good: lossless when the good state loses nothing and the chain never
-            // reaches a lossy bad state.
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                loss_in_good,
-                loss_in_bad,
-                ..
-            } => loss_in_good == 0.0 && (p_good_to_bad == 0.0 || loss_in_bad == 0.0),
-        }
-    }
+    Ok(())
 }
 
 /// One direction of a path: constant one-way delay, loss, and the seed of the loss
@@ -161,7 +76,7 @@ impl LinkModel {
         if self.delay > MAX_DELAY {
             return Err(ModelError::DelayTooLong { delay: self.delay });
         }
-        self.loss.validate()
+        check_emulable(&self.loss)
     }
 
     /// Whether packets go through untouched (no delay, no loss).
@@ -182,7 +97,7 @@ pub struct LossState {
 impl LossState {
     /// Validates `model` and seeds the generator with `seed`.
     pub fn new(model: &LossModel, seed: u64) -> Result<Self, ModelError> {
-        model.validate()?;
+        check_emulable(model)?;
         Ok(Self {
             model: *model,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -224,6 +139,8 @@ impl LossState {
                 }
                 lost
             }
+            // Refused by `new`.
+            LossModel::GilbertElliottTimed { .. } => false,
         }
     }
 }
@@ -269,7 +186,7 @@ mod tests {
     fn validation_names_the_field() {
         assert_eq!(
             LossModel::Bernoulli { p: 1.5 }.validate(),
-            Err(ModelError::Probability {
+            Err(LossError::Probability {
                 field: "p",
                 value: 1.5
             })
@@ -278,7 +195,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                ModelError::Probability {
+                LossError::Probability {
                     field: "p_bad_to_good",
                     ..
                 }
@@ -292,11 +209,16 @@ mod tests {
             (ge(0.1, 0.5, 0.0, 1.0000001), "loss_in_bad"),
         ] {
             match m.validate() {
-                Err(ModelError::Probability { field: f, .. }) => assert_eq!(f, field),
+                Err(LossError::Probability { field: f, .. }) => assert_eq!(f, field),
                 other => panic!("{m:?}: {other:?}"),
             }
         }
         assert!(LossState::new(&LossModel::Bernoulli { p: -0.0001 }, 1).is_err());
+        let timed = LossModel::GilbertElliottTimed {
+            mean_good_s: 1.0,
+            mean_bad_s: 0.2,
+        };
+        assert_eq!(LossState::new(&timed, 1).unwrap_err(), ModelError::Timed);
         assert_eq!(LossModel::None.validate(), Ok(()));
         assert_eq!(ge(0.0, 1.0, 0.0, 1.0).validate(), Ok(()));
         let too_long = LinkModel {

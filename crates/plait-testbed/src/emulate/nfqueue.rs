@@ -661,10 +661,9 @@ mod tests {
         let bad = model(1, LossModel::Bernoulli { p: 2.0 });
         assert!(matches!(
             run(0, &bad, &stop),
-            Err(EmulateError::Model(ModelError::Probability {
-                field: "p",
-                ..
-            }))
+            Err(EmulateError::Model(ModelError::Loss(
+                plait_topology::LossError::Probability { field: "p", .. }
+            )))
         ));
     }
 

@@ -13,7 +13,7 @@ use plait_lab::testbed::Command;
 use plait_lab::testbed::options::{
     DEFAULT_NAME, DownOptions, ExecOptions, HoldOptions, SetOptions, StatusOptions, UpOptions,
 };
-use plait_lab::testbed::settings::{Change, Dirs, Loss, Queue, Rate, SetError};
+use plait_lab::testbed::settings::{Change, Dirs, LossModel, Queue, Rate, SetError};
 use plait_lab::testbed::state::DEFAULT_ROOT;
 
 /// `plait testbed …`.
@@ -216,7 +216,7 @@ impl TestbedArgs {
 }
 
 /// Parses `P_GB,P_BG[,LOSS_GOOD,LOSS_BAD]`.
-pub fn parse_burst_loss(text: &str) -> Result<Loss, SetError> {
+pub fn parse_burst_loss(text: &str) -> Result<LossModel, SetError> {
     let bad = |message: String| SetError::Value {
         flag: "--burst-loss".into(),
         message,
@@ -239,7 +239,7 @@ pub fn parse_burst_loss(text: &str) -> Result<Loss, SetError> {
             )));
         }
     };
-    Ok(Loss::GilbertElliott {
+    Ok(LossModel::GilbertElliott {
         p_good_to_bad: gb,
         p_bad_to_good: bg,
         loss_in_good: lg,
@@ -264,8 +264,8 @@ impl SetArgs {
         let loss = match (&self.burst_loss, self.loss) {
             (Some(text), _) => Some(parse_burst_loss(text)?),
             // "--loss 0" means no loss at all (no draws), not a 0 % Bernoulli model.
-            (None, Some(0.0)) => Some(Loss::None),
-            (None, Some(p)) => Some(Loss::Bernoulli { p }),
+            (None, Some(0.0)) => Some(LossModel::None),
+            (None, Some(p)) => Some(LossModel::Bernoulli { p }),
             (None, None) => None,
         };
         let change = Change {
@@ -316,15 +316,15 @@ mod tests {
         assert_eq!(c.queue, Some(Queue::Ms(50.0)));
         assert_eq!(c.delay_ms, Some(30.0));
         assert_eq!(c.dirs, Dirs::Up);
-        assert_eq!(c.loss, Some(Loss::Bernoulli { p: 0.01 }));
+        assert_eq!(c.loss, Some(LossModel::Bernoulli { p: 0.01 }));
         let c = set("tb 0 --unshaped --blackhole on --link down --loss 0").unwrap();
         assert_eq!(c.rate, Some(Rate::Unshaped));
         assert_eq!((c.blackhole, c.link_up), (Some(true), Some(false)));
-        assert_eq!(c.loss, Some(Loss::None));
+        assert_eq!(c.loss, Some(LossModel::None));
         let c = set("tb 0 --burst-loss 0.01,0.25").unwrap();
         assert_eq!(
             c.loss,
-            Some(Loss::GilbertElliott {
+            Some(LossModel::GilbertElliott {
                 p_good_to_bad: 0.01,
                 p_bad_to_good: 0.25,
                 loss_in_good: 0.0,
@@ -333,7 +333,7 @@ mod tests {
         );
         let c = set("tb 0 --burst-loss 0.01,0.25,0.001,0.5 --dir down").unwrap();
         assert!(
-            matches!(c.loss, Some(Loss::GilbertElliott { loss_in_bad, .. }) if loss_in_bad == 0.5)
+            matches!(c.loss, Some(LossModel::GilbertElliott { loss_in_bad, .. }) if loss_in_bad == 0.5)
         );
     }
 
