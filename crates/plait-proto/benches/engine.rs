@@ -2,7 +2,7 @@
 //! filter + reorder + delivery at the receiver, and the ACK feedback back to the sender,
 //! over 3 paths, through the real `drive` loop (no encryption, no I/O).
 //!
-//! Run: `cargo bench -p plait-proto --bench engine`. Target (issue 2): under 300 ns per
+//! Run: `cargo bench -p plait-proto --bench engine`. Target: under 300 ns per
 //! packet. Criterion reports time per packet as "time" with `Throughput::Elements`.
 
 use std::hint::black_box;

@@ -1,4 +1,4 @@
-//! Two engines joined by a fake 3-path link in virtual time (issue 2's in-process test):
+//! Two engines joined by a fake 3-path link in virtual time (the in-process test):
 //! exactly-once, in-order delivery minus what the links really lost, loss-detection
 //! latency, and per-path estimators converging to the configured rates and delays.
 

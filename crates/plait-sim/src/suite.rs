@@ -1,4 +1,4 @@
-//! The scheduler suite (issue 4): every scheduler on every scenario of `scenarios/suite/`,
+//! The scheduler suite: every scheduler on every scenario of `scenarios/suite/`,
 //! over each scenario's seeds, written as docs/schedulers.md.
 //!
 //! Each scenario's own runs are replaced by one `plait` run per scheduler (reorder policy

@@ -41,7 +41,7 @@ fn same_scenario_and_seed_give_identical_json() {
 }
 
 /// One NewReno flow fills a 10 Mbit/s bottleneck to at least 95 % with a queue of one
-/// bandwidth-delay product (issue 3's model test), through World, Link and the TCP nodes.
+/// bandwidth-delay product (the model test), through World, Link and the TCP nodes.
 #[test]
 fn newreno_fills_a_10_mbit_link() {
     let rtt = Duration::from_millis(20);

@@ -1,4 +1,4 @@
-//! The seeds' qualitative results that issue 4 asks to hold (shapes, not values).
+//! The seeds' qualitative results that must hold (shapes, not values).
 
 use plait_sim::run::run_one;
 use plait_sim::scenario::Scenario;

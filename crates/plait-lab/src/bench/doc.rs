@@ -1,6 +1,6 @@
 //! `plait bench-doc`: runs every topology file of a directory (`topologies/`) several times
 //! with [`super::run`] and writes docs/benchmarks.md: per topology and mode the median and
-//! range of every metric, the issue's goals checked against the medians with the margin,
+//! range of every metric, the goals checked against the medians with the margin,
 //! the definitions, and the topology file format. Next to it, `docs/benchmarks/` gets
 //! every repetition's JSON (`results.json`) and one SVG per topology (the repetition whose
 //! plait goodput is the median).
@@ -333,7 +333,7 @@ fn pct(x: f64) -> String {
 /// A goal's verdict: met or not, and the text.
 #[derive(Debug)]
 pub struct Verdict {
-    /// The goal as the issue states it.
+    /// The goal as stated.
     pub goal: String,
     /// What was measured.
     pub measured: String,
@@ -341,7 +341,7 @@ pub struct Verdict {
     pub met: bool,
 }
 
-/// Checks the issue's goals on the sections named T1, T2 and T4.
+/// Checks the benchmark goals on the sections named T1, T2 and T4.
 pub fn goals(sections: &[Section]) -> Vec<Verdict> {
     let by = |n: &str| sections.iter().find(|s| s.file.name == n);
     let mut v = Vec::new();
@@ -731,9 +731,9 @@ Reading the bullets above with the tables below:
     mean 0.745 to 0.728), and letting the measured queue override the in-flight bound on
     the modelled backlog (suite 0.707, this scenario 18.3 to 14.4 Mbit/s).
 - **Other limits of these figures**: 15-20 s transfers include slow start and the final
-  drain; the machine has 2 cores shared with the emulators (about 10 % of a core per
-  50 Mbit/s) and with other work, and plait's two daemons and the traffic generators run on
-  the same cores.
+  drain; the machine's cores (see Machine above) are shared with the emulators (about
+  10 % of a core per 50 Mbit/s) and with other work, and plait's two daemons and the
+  traffic generators run on the same cores.
 ";
 
 const METHOD: &str = "## Method and definitions

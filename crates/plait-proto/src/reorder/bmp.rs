@@ -54,7 +54,7 @@ use std::collections::VecDeque;
 
 use super::loss_detect::LossDetector;
 use super::pacer::{ArrivalRate, Pacer, RATE_WINDOW};
-use super::repair::RepairRequests;
+use super::repair_requester::RepairRequests;
 use super::slab::{NIL, Slab, SlotQueue};
 use super::{Arrival, LossEvidence, Released, ReorderBuffer, ReorderConfig, ReorderStats};
 use crate::ids::{GlobalSeq, PathId};

@@ -29,7 +29,7 @@ mod loss_detect;
 mod mms;
 mod pacer;
 mod passthrough;
-mod repair;
+mod repair_requester;
 mod slab;
 
 pub use bmp::Bmp;

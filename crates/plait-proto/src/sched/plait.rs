@@ -55,11 +55,8 @@ use crate::time::Time;
 /// Backlog target per path: beyond it, a packet goes to the earliest path still under its
 /// target even if it arrives later (the reorder buffer holds it instead of a bottleneck
 /// queue that drops). Short, so a sender that keeps queues short (BBR) still sees the
-/// other paths' capacity when it probes: with 100 ms, BBR through the tunnel on T1 stayed
-/// on the fast path alone (0.62 of the sum); with 20 ms it reached 0.80 and cubic kept its
-/// 0.88 (`plait bench-doc`, docs/benchmarks-bbr.md and docs/benchmarks.md), and the suite
-/// mean did not drop (0.723, `plait schedulers`); 10 ms lost on the suite (0.710, the same
-/// command with this constant at 10 ms). See docs/scheduler-design.md.
+/// other paths' capacity when it probes; not shorter, or the suite loses throughput. The
+/// measurements behind the value are in docs/scheduler-design.md (rule 4).
 pub const QUEUE_TARGET: Duration = Duration::from_millis(20);
 /// The target is at least this many packet times on the path (a slow link serialises one
 /// packet for longer than any fixed target).
@@ -74,12 +71,9 @@ pub const REORDER_BUDGET: Duration = Duration::from_millis(500);
 /// The end host's TCP reads any loss as congestion and halves its window for the whole flow,
 /// so a path that drops packets it was not overrunning costs every path's throughput, far
 /// more than the one late packet; drops of an overrun queue are not charged this (the
-/// sender's own excess, which rule 4 spreads). Chosen by a sweep on the suite's random-
-/// and bursty-loss scenarios (`plait sim` on each, 10 seeds, fraction of the sum): 0 gave
-/// 0.329 / 0.409, 9 gave 0.502 / 0.450, 14 gave 0.503 / 0.454, 19 gave 0.504 / 0.459 (the
-/// smallest that takes nearly all the gain; with 9 no other scenario of `plait schedulers`
-/// moved). Charging every loss 10 timeouts instead (no shallow-queue test) cost 0.07 on
-/// bandwidth 2:1, whose losses are all drop-tail overflow. See docs/scheduler-design.md.
+/// sender's own excess, which rule 4 spreads). The value is the smallest that takes nearly
+/// all of the gain on the suite's random- and bursty-loss scenarios without moving the
+/// others; the sweep behind it is in docs/scheduler-design.md (rule 2).
 pub const LINK_LOSS_EXTRA_TIMEOUTS: f64 = 9.0;
 
 /// What plait tracks for one path.

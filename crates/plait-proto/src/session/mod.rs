@@ -14,7 +14,7 @@
 
 mod ack_tracker;
 mod receive;
-mod repair;
+mod repair_store;
 mod send_queue;
 mod transmit;
 mod types;
@@ -102,7 +102,7 @@ pub struct Session {
     lifecycle: Lifecycle,
     stats: SessionStats,
     /// Loss repair, sender side (`None`: off).
-    repair: Option<repair::RepairStore>,
+    repair: Option<repair_store::RepairStore>,
     /// Repair requests (global sequence numbers, truncated) for the peer.
     repair_requests: VecDeque<u32>,
 }
@@ -135,7 +135,10 @@ impl Session {
             lifecycle: Lifecycle::Open,
             stats: SessionStats::default(),
             repair: config.repair.then(|| {
-                repair::RepairStore::new(config.repair_store_bytes, config.reorder_config.max_hold)
+                repair_store::RepairStore::new(
+                    config.repair_store_bytes,
+                    config.reorder_config.max_hold,
+                )
             }),
             repair_requests: VecDeque::new(),
             config,
