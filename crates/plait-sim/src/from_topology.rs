@@ -5,7 +5,8 @@
 //! The mapping (each path becomes one proxy – mobile-host path of the seeds' topology):
 //! - rate: the path's wireless rate; the wired hop before it runs at 1 Gbit/s, so the
 //!   wireless hop is the only bottleneck, as the tbf is on the test bed;
-//! - RTT: half on the wired hop each way (the test bed adds half the RTT per direction);
+//! - delay: the test bed's one-way delays on the wired hop (half the RTT each way unless the
+//!   file gives them), its `up` delay on the simulator's data direction;
 //! - queue: the file's queue in bytes over [`WIRE_PACKET_BYTES`], at least one packet (the
 //!   simulator's queues count packets; the test bed's tbf counts bytes, so a rate event
 //!   makes the test bed's queue longer in time and the simulator's too, by the same factor);
@@ -69,7 +70,8 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
         let events = file.events.iter().filter(|e| e.path == i);
         paths.push(PathSpec {
             rate_kbps: p.rate_mbit * 1000.0,
-            wired_delay_ms: p.rtt_ms / 2.0,
+            wired_delay_ms: p.delay_up_ms(),
+            wired_delay_back_ms: (p.delay_down_ms() != p.delay_up_ms()).then(|| p.delay_down_ms()),
             wired_rate_mbps: 1000.0,
             wireless_delay_ms: 0.0,
             queue_packets: ((f64::from(p.queue_bytes()) / WIRE_PACKET_BYTES).round() as usize)
@@ -174,6 +176,15 @@ mod tests {
             }
         }
         assert!(n >= 5, "{n} topology files");
+    }
+
+    #[test]
+    fn asymmetric_delays_go_to_their_directions() {
+        let text = "name = \"x\"\nduration_s = 20\n\
+                    [[path]]\nrate_mbit = 10\ndelay_up_ms = 5\ndelay_down_ms = 30\n";
+        let s = scenario_from_topology(&TopologyFile::parse(text, "x.toml").unwrap()).unwrap();
+        assert_eq!(s.paths[0].wired_delay_ms, 5.0);
+        assert_eq!(s.paths[0].wired_delay_back_ms, Some(30.0));
     }
 
     #[test]

@@ -128,6 +128,10 @@ pub struct PathSpec {
     /// Proxy – base station one-way delay, ms (PET-BMP: 50).
     #[serde(default = "default_wired_delay")]
     pub wired_delay_ms: f64,
+    /// Base station – proxy one-way delay (the ACK direction), ms, when it differs from
+    /// `wired_delay_ms` (a topology file's asymmetric delays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wired_delay_back_ms: Option<f64>,
     /// Proxy – base station rate, Mbit/s (PET-BMP: 10).
     #[serde(default = "default_wired_rate")]
     pub wired_rate_mbps: f64,
@@ -353,6 +357,9 @@ impl Scenario {
             range(&f("rate_kbps"), p.rate_kbps, 1e-3, 1e8)?;
             range(&f("wired_rate_mbps"), p.wired_rate_mbps, 1e-3, 1e5)?;
             range(&f("wired_delay_ms"), p.wired_delay_ms, 0.0, 1e5)?;
+            if let Some(back) = p.wired_delay_back_ms {
+                range(&f("wired_delay_back_ms"), back, 0.0, 1e5)?;
+            }
             range(&f("wireless_delay_ms"), p.wireless_delay_ms, 0.0, 1e5)?;
             queue(&f("queue_packets"), p.queue_packets)?;
             match p.loss {

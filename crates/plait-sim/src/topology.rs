@@ -159,11 +159,11 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
 
     let mut links = Vec::new();
     for p in paths {
-        let wired = |s: &mut dyn FnMut() -> u64, w: &mut World| {
+        let wired = |delay_ms: f64, s: &mut dyn FnMut() -> u64, w: &mut World| {
             w.add_link(
                 link(
                     p.wired_rate_mbps * 1e6,
-                    ms(p.wired_delay_ms),
+                    ms(delay_ms),
                     1000,
                     false,
                     LossModel::None,
@@ -171,8 +171,9 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 s(),
             )
         };
-        let to_bs = wired(&mut next_seed, &mut world);
-        let from_bs = wired(&mut next_seed, &mut world);
+        let back_ms = p.wired_delay_back_ms.unwrap_or(p.wired_delay_ms);
+        let to_bs = wired(p.wired_delay_ms, &mut next_seed, &mut world);
+        let from_bs = wired(back_ms, &mut next_seed, &mut world);
         let wireless = |loss: LossModel| {
             link(
                 p.rate_kbps * 1e3,

@@ -167,8 +167,10 @@ pub struct PathSpec {
     pub rate_mbit: Option<f64>,
     /// tbf queue limit, bytes (only used when shaped).
     pub queue_bytes: u32,
-    /// One-way delay added in each direction (zero: none).
-    pub delay: Duration,
+    /// One-way delay added client → server (zero: none).
+    pub delay_up: Duration,
+    /// One-way delay added server → client (zero: none).
+    pub delay_down: Duration,
     /// Loss client → server.
     pub loss_up: LossModel,
     /// Loss server → client.
@@ -187,7 +189,8 @@ impl PathSpec {
             family: Family::V4,
             rate_mbit: None,
             queue_bytes: Self::DEFAULT_QUEUE_BYTES,
-            delay: Duration::ZERO,
+            delay_up: Duration::ZERO,
+            delay_down: Duration::ZERO,
             loss_up: LossModel::None,
             loss_down: LossModel::None,
             seed: 0,
@@ -216,7 +219,17 @@ impl PathSpec {
 
     /// This path with `one_way` added delay in each direction.
     pub fn delay(mut self, one_way: Duration) -> PathSpec {
-        self.delay = one_way;
+        self.delay_up = one_way;
+        self.delay_down = one_way;
+        self
+    }
+
+    /// This path with a one-way delay of `one_way` in direction `dir` only.
+    pub fn delay_in(mut self, dir: Direction, one_way: Duration) -> PathSpec {
+        match dir {
+            Direction::Up => self.delay_up = one_way,
+            Direction::Down => self.delay_down = one_way,
+        }
         self
     }
 
@@ -251,12 +264,12 @@ impl PathSpec {
     pub fn link_model(&self, dir: Direction) -> LinkModel {
         match dir {
             Direction::Up => LinkModel {
-                delay: self.delay,
+                delay: self.delay_up,
                 loss: self.loss_up,
                 seed: self.seed,
             },
             Direction::Down => LinkModel {
-                delay: self.delay,
+                delay: self.delay_down,
                 loss: self.loss_down,
                 seed: self.seed.wrapping_add(1),
             },
@@ -282,11 +295,12 @@ impl PathSpec {
                 self.queue_bytes
             )));
         }
-        if self.delay > MAX_DELAY {
-            return Err(TestbedError::Spec(format!(
-                "{what}: one-way delay {:?} is above the maximum {MAX_DELAY:?}",
-                self.delay
-            )));
+        for delay in [self.delay_up, self.delay_down] {
+            if delay > MAX_DELAY {
+                return Err(TestbedError::Spec(format!(
+                    "{what}: one-way delay {delay:?} is above the maximum {MAX_DELAY:?}"
+                )));
+            }
         }
         for (dir, model) in [("loss_up", &self.loss_up), ("loss_down", &self.loss_down)] {
             model

@@ -1,5 +1,5 @@
-//! Topology files (`topologies/*.toml`): paths with rate, base RTT, queue and
-//! loss, timed path events (blackhole, carrier loss, rate change), and the transfer's
+//! Topology files (`topologies/*.toml`): paths with rate, base RTT (or a one-way delay
+//! per direction), queue and loss, timed path events (blackhole, carrier loss, rate change), and the transfer's
 //! duration. The format is documented in docs/benchmarks.md ("Topology files"); an example:
 //!
 //! ```toml
@@ -82,8 +82,16 @@ pub struct TopologyFile {
 pub struct PathFile {
     /// Rate in each direction, Mbit/s (tbf on the router).
     pub rate_mbit: f64,
-    /// Base round-trip time, ms (half added each way by the router's emulators).
-    pub rtt_ms: f64,
+    /// Base round-trip time, ms (half added each way by the router's emulators); or give
+    /// `delay_up_ms` and `delay_down_ms` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_ms: Option<f64>,
+    /// One-way delay client → server, ms (with `delay_down_ms`, instead of `rtt_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_up_ms: Option<f64>,
+    /// One-way delay server → client, ms (with `delay_up_ms`, instead of `rtt_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_down_ms: Option<f64>,
     /// tbf queue limit as time at the path's rate, ms (default [`DEFAULT_QUEUE_MS`]).
     #[serde(default)]
     pub queue_ms: Option<f64>,
@@ -261,11 +269,37 @@ impl TopologyFile {
                     ),
                 ));
             }
-            if !(p.rtt_ms.is_finite() && (0.0..=MAX_RTT_MS).contains(&p.rtt_ms)) {
-                return Err(err(
-                    f("rtt_ms"),
-                    format!("{} must be between 0 and {MAX_RTT_MS}", p.rtt_ms),
-                ));
+            match (p.rtt_ms, p.delay_up_ms, p.delay_down_ms) {
+                (Some(rtt), None, None) => {
+                    if !(rtt.is_finite() && (0.0..=MAX_RTT_MS).contains(&rtt)) {
+                        return Err(err(
+                            f("rtt_ms"),
+                            format!("{rtt} must be between 0 and {MAX_RTT_MS}"),
+                        ));
+                    }
+                }
+                (None, Some(up), Some(down)) => {
+                    for (name, v) in [("delay_up_ms", up), ("delay_down_ms", down)] {
+                        if !(v.is_finite() && (0.0..=MAX_RTT_MS / 2.0).contains(&v)) {
+                            return Err(err(
+                                f(name),
+                                format!("{v} must be between 0 and {}", MAX_RTT_MS / 2.0),
+                            ));
+                        }
+                    }
+                }
+                (Some(_), _, _) => {
+                    return Err(err(
+                        f("rtt_ms"),
+                        "give rtt_ms or delay_up_ms and delay_down_ms, not both".into(),
+                    ));
+                }
+                (None, _, _) => {
+                    return Err(err(
+                        f("rtt_ms"),
+                        "missing: give rtt_ms, or delay_up_ms and delay_down_ms".into(),
+                    ));
+                }
             }
             match (p.queue_ms, p.queue_bytes) {
                 (Some(_), Some(_)) => {
@@ -486,7 +520,8 @@ impl TopologyFile {
         let mut best = 0;
         for (i, p) in self.paths.iter().enumerate().skip(1) {
             let b = &self.paths[best];
-            if p.rate_mbit > b.rate_mbit || (p.rate_mbit == b.rate_mbit && p.rtt_ms < b.rtt_ms) {
+            if p.rate_mbit > b.rate_mbit || (p.rate_mbit == b.rate_mbit && p.rtt_ms() < b.rtt_ms())
+            {
                 best = i;
             }
         }
@@ -504,6 +539,22 @@ impl TopologyFile {
 }
 
 impl PathFile {
+    /// The base round-trip time, ms: `rtt_ms`, or the two one-way delays added.
+    pub fn rtt_ms(&self) -> f64 {
+        self.rtt_ms
+            .unwrap_or_else(|| self.delay_up_ms.unwrap_or(0.0) + self.delay_down_ms.unwrap_or(0.0))
+    }
+
+    /// The one-way delay client → server, ms (half the RTT unless given).
+    pub fn delay_up_ms(&self) -> f64 {
+        self.delay_up_ms.unwrap_or_else(|| self.rtt_ms() / 2.0)
+    }
+
+    /// The one-way delay server → client, ms (half the RTT unless given).
+    pub fn delay_down_ms(&self) -> f64 {
+        self.delay_down_ms.unwrap_or_else(|| self.rtt_ms() / 2.0)
+    }
+
     /// The tbf queue limit in bytes.
     pub fn queue_bytes(&self) -> u32 {
         match (self.queue_bytes, self.queue_ms) {
@@ -536,7 +587,7 @@ impl PathFile {
 
     /// `20 Mbit/s @ 20 ms` plus its loss, if any.
     pub fn summary(&self) -> String {
-        let mut s = format!("{} Mbit/s @ {} ms", self.rate_mbit, self.rtt_ms);
+        let mut s = format!("{} Mbit/s @ {} ms", self.rate_mbit, self.rtt_ms());
         let rate = self.loss_model().stationary_loss_rate();
         if rate > 0.0 {
             let dir = match self.loss_direction {
@@ -631,6 +682,19 @@ to_s = 10
     }
 
     #[test]
+    fn one_way_delays_may_differ() {
+        let text = T1.replacen("rtt_ms = 20", "delay_up_ms = 5\ndelay_down_ms = 25", 1);
+        let t = TopologyFile::parse(&text, "x.toml").unwrap();
+        let p = &t.paths[0];
+        assert_eq!(
+            (p.delay_up_ms(), p.delay_down_ms(), p.rtt_ms()),
+            (5.0, 25.0, 30.0)
+        );
+        let q = &t.paths[1];
+        assert_eq!((q.delay_up_ms(), q.delay_down_ms()), (50.0, 50.0));
+    }
+
+    #[test]
     fn rate_events_change_the_mean_capacity() {
         let text = T1.replace("kind = \"blackhole\"", "kind = \"rate\"\nrate_mbit = 5");
         let t = TopologyFile::parse(&text, "x.toml").unwrap();
@@ -657,6 +721,13 @@ to_s = 10
             ("rate_mbit = 20", "rate_mbit = \"fast\"", "rate_mbit"),
             ("rate_mbit = 20", "rate = 20", "unknown field `rate`"),
             ("rtt_ms = 20", "rtt_ms = -1", "path[0].rtt_ms"),
+            ("rtt_ms = 20", "", "`path[0].rtt_ms`: missing"),
+            ("rtt_ms = 20", "rtt_ms = 20\ndelay_up_ms = 5", "not both"),
+            (
+                "rtt_ms = 20",
+                "delay_up_ms = 5\ndelay_down_ms = 1500",
+                "path[0].delay_down_ms",
+            ),
             (
                 "queue_ms = 100",
                 "queue_ms = 100\nqueue_bytes = 9000",

@@ -63,7 +63,8 @@ pub fn demo(args: DemoOptions) -> Result<()> {
     for (i, p) in file.paths.iter().enumerate() {
         println!(
             "  link {i}: {:>2} Mbit/s, {:>3} ms round trip",
-            p.rate_mbit, p.rtt_ms
+            p.rate_mbit,
+            p.rtt_ms()
         );
     }
     println!("  both links together: {} Mbit/s\n", file.total_mbit());

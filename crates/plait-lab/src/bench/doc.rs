@@ -774,8 +774,9 @@ const METHOD: &str = "## Method and definitions
 
 const FORMAT: &str = r#"## Topology files
 
-`plait bench FILE` and `plait bench-doc` read TOML files like `topologies/T4.toml`. Unknown
-fields are refused, and every error names the field (`path[1].rate_mbit: …`) or the line.
+`plait bench FILE`, `plait bench-doc`, `plait testbed up FILE` and the simulator
+(`plait sim FILE`) read TOML files like `topologies/T4.toml`. Unknown fields are refused,
+and every error names the field (`path[1].rate_mbit: …`) or the line.
 
 ```toml
 name = "T4"                 # 1-32 of A-Z a-z 0-9 - _; names the JSON and SVG files
@@ -784,7 +785,9 @@ duration_s = 20             # how long the sender writes (2 to 600)
 
 [[path]]                    # path 0; 1 to 8 paths, rates summing to at most 100 Mbit/s
 rate_mbit = 20              # tbf rate, each direction (above 0, at most 100)
-rtt_ms = 20                 # base RTT: half added in each direction (0 to 2000)
+rtt_ms = 20                 # base RTT: half added in each direction (0 to 2000) ...
+# delay_up_ms = 5           # ... or one-way delays, client to server and back
+# delay_down_ms = 15        #   (0 to 1000 each); not both
 queue_ms = 100              # tbf queue as time at the rate (default 100) ...
 # queue_bytes = 250000      # ... or in bytes (at least 3000); not both
 # loss = 0.1                # random loss per packet, 0 to below 1

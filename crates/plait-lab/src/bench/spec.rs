@@ -7,6 +7,10 @@ use std::time::Duration;
 use plait_testbed::{Direction, PathSpec, TopologySpec};
 use plait_topology::{LossDirection, TopologyFile};
 
+fn ms(v: f64) -> Duration {
+    Duration::try_from_secs_f64(v / 1000.0).unwrap_or(Duration::ZERO)
+}
+
 /// The test bed spec (IPv4 paths) under namespace prefix `prefix`, loss seeded by
 /// `seed`.
 pub fn testbed_spec(file: &TopologyFile, prefix: &str, seed: u64) -> TopologySpec {
@@ -18,7 +22,8 @@ pub fn testbed_spec(file: &TopologyFile, prefix: &str, seed: u64) -> TopologySpe
             let mut s = PathSpec::v4()
                 .rate(p.rate_mbit)
                 .queue(p.queue_bytes())
-                .rtt(Duration::from_secs_f64(p.rtt_ms / 1000.0))
+                .delay_in(Direction::Up, ms(p.delay_up_ms()))
+                .delay_in(Direction::Down, ms(p.delay_down_ms()))
                 .seed(seed.wrapping_add(2 * i as u64));
             let m = p.loss_model();
             match p.loss_direction {
@@ -47,7 +52,8 @@ mod tests {
         let spec = testbed_spec(&t, "pbn", 1);
         spec.validate().unwrap();
         let p = &spec.clients[0].paths[1];
-        assert_eq!(p.delay, Duration::from_millis(50));
+        assert_eq!(p.delay_up, Duration::from_millis(50));
+        assert_eq!(p.delay_down, Duration::from_millis(50));
         assert_eq!(p.queue_bytes, 125_000);
         assert_eq!(p.loss_up, LossModel::Bernoulli { p: 0.1 });
         assert_eq!(p.loss_down, LossModel::None);
