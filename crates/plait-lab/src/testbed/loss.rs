@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use plait_topology::LossModel;
+use plait_topology::{LossError, LossModel};
 
 use super::error::SetError;
 
@@ -18,41 +18,38 @@ pub fn validate(model: &LossModel, flag: &str) -> Result<(), SetError> {
         flag: flag.to_owned(),
         message,
     };
-    match *model {
-        LossModel::None => Ok(()),
-        LossModel::Bernoulli { p } => {
-            if p.is_finite() && (0.0..1.0).contains(&p) {
-                Ok(())
-            } else {
-                Err(bad(format!("{p} must be a probability from 0 to below 1")))
-            }
+    if let LossModel::Bernoulli { p } = *model {
+        // Stricter than the model's own check: a path that loses everything is a blackhole.
+        if !(p.is_finite() && (0.0..1.0).contains(&p)) {
+            return Err(bad(format!("{p} must be a probability from 0 to below 1")));
         }
-        LossModel::GilbertElliott {
-            p_good_to_bad,
-            p_bad_to_good,
-            loss_in_good,
-            loss_in_bad,
-        } => {
-            for (name, v) in [
-                ("P_GB", p_good_to_bad),
-                ("P_BG", p_bad_to_good),
-                ("LOSS_GOOD", loss_in_good),
-                ("LOSS_BAD", loss_in_bad),
-            ] {
-                if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                    return Err(bad(format!(
-                        "{name} = {v} must be a probability from 0 to 1"
-                    )));
-                }
-            }
-            if model.stationary_loss_rate() >= 1.0 {
-                return Err(bad("this chain loses every packet in the long run".into()));
-            }
-            Ok(())
-        }
+    }
+    model.validate().map_err(|e| match e {
+        LossError::Probability { field, value } => bad(format!(
+            "{} = {value} must be a probability from 0 to 1",
+            option_name(field)
+        )),
+        other => bad(other.to_string()),
+    })?;
+    match model {
         LossModel::GilbertElliottTimed { .. } => Err(bad(
             "the emulator decides loss per packet; give per-packet probabilities".into(),
         )),
+        _ if model.stationary_loss_rate() >= 1.0 => {
+            Err(bad("this chain loses every packet in the long run".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The name `--burst-loss P_GB,P_BG,LOSS_GOOD,LOSS_BAD` gives a model field.
+fn option_name(field: &str) -> &str {
+    match field {
+        "p_good_to_bad" => "P_GB",
+        "p_bad_to_good" => "P_BG",
+        "loss_in_good" => "LOSS_GOOD",
+        "loss_in_bad" => "LOSS_BAD",
+        other => other,
     }
 }
 
