@@ -79,6 +79,9 @@ impl PlaitGateway {
     }
 
     pub(crate) fn on_wakeup(&mut self, now: Time, out: &mut Outbox) {
+        // Drive after every input, as the tunnel's endpoints do after every datagram and
+        // every inner packet (docs/protocol.md#drive): the same cadence as what ships.
+        let mut drove = false;
         while let Some(pkt) = self.inbox.pop_front() {
             match &pkt.body {
                 Body::Plait { path, bytes } => {
@@ -98,7 +101,15 @@ impl PlaitGateway {
                     }
                 }
             }
+            self.drive(now, out);
+            drove = true;
         }
+        if !drove {
+            self.drive(now, out);
+        }
+    }
+
+    fn drive(&mut self, now: Time, out: &mut Outbox) {
         let mut io = GatewayIo {
             out,
             path_flows: &self.path_flows,
