@@ -1,5 +1,10 @@
 //! Session configuration: every tunable of the engine, with sane defaults and validation.
 //!
+//! This is the one place the engine's defaults are written: [`Config::default`] is what
+//! the tunnel runs, and [`EngineSettings`] are the knobs a user may turn (the tunnel's
+//! `[engine]` section, a simulator run). The tunnel and the simulator both build their
+//! sessions with [`Config::for_session`], so the simulator measures what ships.
+//!
 //! Invariant: a [`Config`] that passed [`Config::validate`] cannot make the engine panic or
 //! grow without bound; every bound here is a hard one.
 
@@ -7,8 +12,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::path::LivenessConfig;
-use crate::reorder::{ReorderConfig, ReorderKind};
+use crate::path::{LivenessConfig, MIN_PAIR_BYTES};
+use crate::reorder::{DEFAULT_MAX_HOLD, ReorderConfig, ReorderKind};
 use crate::sched::SchedulerKind;
 use crate::wire::HEADER_LEN;
 
@@ -16,6 +21,30 @@ use crate::wire::HEADER_LEN;
 pub const MIN_DATAGRAM_SIZE: usize = 576;
 /// Largest datagram (the largest UDP payload over IPv4).
 pub const MAX_DATAGRAM_SIZE: usize = 65_507;
+
+/// The engine knobs a user may turn; everything else is [`Config::default`]'s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineSettings {
+    /// Which scheduler places outgoing packets (default `plait`).
+    pub scheduler: SchedulerKind,
+    /// Which reorder policy restores incoming order (default `bmp`).
+    pub reorder: ReorderKind,
+    /// Longest a packet waits in the reorder buffer (default [`DEFAULT_MAX_HOLD`]).
+    pub max_hold: Duration,
+    /// Loss repair (docs/protocol.md#repair), default on.
+    pub repair: bool,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            scheduler: SchedulerKind::Plait,
+            reorder: ReorderKind::Bmp,
+            max_hold: DEFAULT_MAX_HOLD,
+            repair: true,
+        }
+    }
+}
 
 /// Everything a [`crate::Session`] needs to know before it starts.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,18 +88,20 @@ pub struct Config {
     /// Payload bytes of recent inner packets kept for repair (they are also kept at most
     /// `reorder_config.max_hold`).
     pub repair_store_bytes: usize,
-    /// Packet pairs whose second datagram is smaller give no rate sample (0: all count, as
-    /// in seed PET-BMP; real hosts want [`crate::path::MIN_PAIR_BYTES`]).
+    /// Packet pairs whose second datagram is smaller give no rate sample (default
+    /// [`MIN_PAIR_BYTES`], which real hosts need; 0 counts all, as in seed PET-BMP).
     pub min_pair_bytes: usize,
 }
 
 impl Default for Config {
+    /// What the tunnel runs: [`EngineSettings::default`] and the bounds and timers below.
     fn default() -> Self {
+        let settings = EngineSettings::default();
         Config {
             session_id: 0,
             seed: 0,
-            scheduler: SchedulerKind::Edpf,
-            reorder: ReorderKind::Bmp,
+            scheduler: settings.scheduler,
+            reorder: settings.reorder,
             reorder_config: ReorderConfig::default(),
             max_datagram_size: 1400,
             send_queue_packets: 1024,
@@ -81,9 +112,9 @@ impl Default for Config {
             liveness: LivenessConfig::default(),
             dedup_window: 1 << 16,
             trust_hints: false,
-            repair: false,
+            repair: settings.repair,
             repair_store_bytes: 4 << 20,
-            min_pair_bytes: 0,
+            min_pair_bytes: MIN_PAIR_BYTES,
         }
     }
 }
@@ -121,6 +152,27 @@ fn check(
 }
 
 impl Config {
+    /// The configuration of one session: `settings` on top of [`Config::default`], with the
+    /// session's id, its random seed and the largest datagram the paths carry.
+    pub fn for_session(
+        session_id: u32,
+        seed: u64,
+        max_datagram_size: usize,
+        settings: &EngineSettings,
+    ) -> Config {
+        let mut c = Config {
+            session_id,
+            seed,
+            scheduler: settings.scheduler,
+            reorder: settings.reorder,
+            max_datagram_size,
+            repair: settings.repair,
+            ..Config::default()
+        };
+        c.reorder_config.max_hold = settings.max_hold;
+        c
+    }
+
     /// Largest inner packet this configuration carries (datagram less header and the
     /// largest DATA frame overhead: type, 4-byte seq, 8-byte varint, 4-byte length varint).
     pub fn max_inner_packet(&self) -> usize {

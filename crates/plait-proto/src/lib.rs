@@ -25,7 +25,7 @@ pub mod session;
 pub mod time;
 pub mod wire;
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, EngineSettings};
 pub use drive::{Io, drive};
 pub use ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
 pub use session::{

@@ -40,11 +40,14 @@ fn three_paths() -> Vec<LinkSpec> {
     ]
 }
 
+/// The shipped configuration with `scheduler` and without loss repair: these tests count a
+/// packet the link dropped as lost for good (the repair tests turn it on themselves).
 fn config(scheduler: SchedulerKind) -> Config {
     Config {
         session_id: 7,
         scheduler,
         reorder: ReorderKind::Bmp,
+        repair: false,
         ..Config::default()
     }
 }

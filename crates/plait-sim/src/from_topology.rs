@@ -123,7 +123,8 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                 scheduler: scheduler.map(Into::into),
                 reorder: scheduler.map(|_| "bmp".into()),
                 perfect_knowledge: false,
-                repair,
+                repair: scheduler.map(|_| repair),
+                min_pair_bytes: None,
                 paper_kbps: None,
                 note: None,
             })

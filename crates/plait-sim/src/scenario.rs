@@ -9,6 +9,9 @@
 //! the field; unknown fields are errors (`deny_unknown_fields`), so a typo never silently
 //! falls back to a default.
 
+use plait_proto::EngineSettings;
+use plait_proto::reorder::ReorderKind;
+use plait_proto::sched::SchedulerKind;
 use plait_topology::LossModel;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -255,15 +258,43 @@ pub struct RunSpec {
     /// Schedulers see the exact configured rates and delays (EDPF "with perfect knowledge").
     #[serde(default)]
     pub perfect_knowledge: bool,
-    /// plait's loss repair (docs/protocol.md#repair) on both engines (mode `plait`).
-    #[serde(default)]
-    pub repair: bool,
+    /// plait's loss repair (docs/protocol.md#repair) on both engines (mode `plait`);
+    /// absent: the engine's default (on, as the tunnel runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<bool>,
+    /// Smallest second datagram of a packet pair that gives a rate sample (mode `plait`);
+    /// absent: the engine's default. The seeds' reproductions set 0 (seed PET-BMP counts
+    /// every pair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_pair_bytes: Option<usize>,
     /// The paper's value for this row (kbit/s), for the reproduction table.
     #[serde(default)]
     pub paper_kbps: Option<f64>,
     /// Why this row differs from the paper, printed under the reproduction table.
     #[serde(default)]
     pub note: Option<String>,
+}
+
+impl RunSpec {
+    /// The engine settings of this run: what it names, the engine's defaults (what the
+    /// tunnel runs) for the rest. Names were checked by [`Scenario::validate`].
+    pub fn engine_settings(&self) -> EngineSettings {
+        let d = EngineSettings::default();
+        EngineSettings {
+            scheduler: self
+                .scheduler
+                .as_deref()
+                .and_then(SchedulerKind::from_name)
+                .unwrap_or(d.scheduler),
+            reorder: self
+                .reorder
+                .as_deref()
+                .and_then(ReorderKind::from_name)
+                .unwrap_or(d.reorder),
+            repair: self.repair.unwrap_or(d.repair),
+            max_hold: d.max_hold,
+        }
+    }
 }
 
 /// How the main transfer uses the paths.
@@ -417,24 +448,30 @@ impl Scenario {
         }
         for (i, r) in self.runs.iter().enumerate() {
             if r.mode == Mode::Plait {
-                let sched = r.scheduler.as_deref().unwrap_or("edpf");
-                if plait_proto::sched::SchedulerKind::from_name(sched).is_none() {
+                if let Some(sched) = r.scheduler.as_deref()
+                    && plait_proto::sched::SchedulerKind::from_name(sched).is_none()
+                {
                     return Err(invalid(
                         format!("runs[{i}].scheduler"),
                         format!("unknown scheduler {sched:?}"),
                     ));
                 }
-                let reorder = r.reorder.as_deref().unwrap_or("bmp");
-                if plait_proto::reorder::ReorderKind::from_name(reorder).is_none() {
+                if let Some(reorder) = r.reorder.as_deref()
+                    && plait_proto::reorder::ReorderKind::from_name(reorder).is_none()
+                {
                     return Err(invalid(
                         format!("runs[{i}].reorder"),
                         format!("unknown reorder policy {reorder:?}"),
                     ));
                 }
-            } else if r.scheduler.is_some() || r.reorder.is_some() {
+            } else if r.scheduler.is_some()
+                || r.reorder.is_some()
+                || r.repair.is_some()
+                || r.min_pair_bytes.is_some()
+            {
                 return Err(invalid(
                     format!("runs[{i}]"),
-                    "scheduler and reorder apply only to mode = \"plait\"",
+                    "scheduler, reorder, repair and min_pair_bytes apply only to mode = \"plait\"",
                 ));
             }
         }

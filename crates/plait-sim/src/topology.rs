@@ -18,8 +18,6 @@
 use std::time::Duration;
 
 use plait_proto::path::PathHints;
-use plait_proto::reorder::ReorderKind;
-use plait_proto::sched::SchedulerKind;
 use plait_proto::{Config, PathId, Session, Time};
 
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
@@ -324,22 +322,20 @@ pub fn tcp_config(scenario: &Scenario) -> TcpConfig {
 
 /// The two engines of a plait run: same configuration, proxy and mobile host.
 fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session) {
-    let scheduler = SchedulerKind::from_name(run.scheduler.as_deref().unwrap_or("edpf"))
-        .unwrap_or(SchedulerKind::Edpf);
-    let reorder =
-        ReorderKind::from_name(run.reorder.as_deref().unwrap_or("bmp")).unwrap_or(ReorderKind::Bmp);
+    let settings = run.engine_settings();
     let inner_max = scenario.tcp.packet_size + TCP_HEADER;
     let make = |component: u64| {
         let config = Config {
-            session_id: 1,
-            seed: component_seed(seed, 1000 + component),
-            scheduler,
-            reorder,
-            max_datagram_size: (inner_max as usize + 64)
-                .max(plait_proto::config::MIN_DATAGRAM_SIZE),
             trust_hints: run.perfect_knowledge,
-            repair: run.repair,
-            ..Config::default()
+            min_pair_bytes: run
+                .min_pair_bytes
+                .unwrap_or(Config::default().min_pair_bytes),
+            ..Config::for_session(
+                1,
+                component_seed(seed, 1000 + component),
+                (inner_max as usize + 64).max(plait_proto::config::MIN_DATAGRAM_SIZE),
+                &settings,
+            )
         };
         let mut session = Session::new(config).expect("the simulator's engine config is valid");
         // Hints: the wireless rate in datagram bytes per second (a full-size datagram's

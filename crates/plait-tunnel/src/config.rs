@@ -16,8 +16,10 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ipnet::IpNet;
+use plait_proto::EngineSettings;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use serde::Deserialize;
@@ -32,8 +34,8 @@ pub const DEFAULT_PORT: u16 = 7744;
 pub const DEFAULT_PATH_MTU: u16 = 1500;
 /// Default TUN device name.
 pub const DEFAULT_TUN_NAME: &str = "plait0";
-/// Default `engine.max_hold_ms`.
-pub const DEFAULT_MAX_HOLD_MS: u64 = 1000;
+/// Default `engine.max_hold_ms` (the engine's own default).
+pub const DEFAULT_MAX_HOLD_MS: u64 = plait_proto::reorder::DEFAULT_MAX_HOLD.as_millis() as u64;
 /// Default status socket of `plait client`.
 pub const DEFAULT_CLIENT_STATUS_SOCKET: &str = "/run/plait/client.sock";
 /// Default status socket of `plait server`.
@@ -68,7 +70,7 @@ pub struct ClientConfig {
     /// Tunnel device settings.
     pub tun: TunConfig,
     /// Engine settings.
-    pub engine: EngineConfig,
+    pub engine: EngineSettings,
     /// Status socket and metrics.
     pub control: ControlConfig,
     /// Prefixes to route into the tunnel (`--route`); empty = none.
@@ -106,7 +108,7 @@ pub struct ServerConfig {
     /// Tunnel device settings.
     pub tun: TunConfig,
     /// Engine settings (every client's session).
-    pub engine: EngineConfig,
+    pub engine: EngineSettings,
     /// Status socket and metrics.
     pub control: ControlConfig,
     /// Masquerade traffic from the tunnel out of this interface (`--nat IFACE`).
@@ -141,19 +143,6 @@ pub struct TunConfig {
     pub mtu: Option<u16>,
 }
 
-/// `[engine]`: the plait-proto knobs a user may want.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineConfig {
-    /// Scheduler name (default `plait`); one of `plait_proto::sched::SchedulerKind::ALL`.
-    pub scheduler: plait_proto::sched::SchedulerKind,
-    /// Reorder policy (default `bmp`).
-    pub reorder: plait_proto::reorder::ReorderKind,
-    /// Longest a packet may wait in the reorder buffer, ms (default 1000).
-    pub max_hold_ms: u64,
-    /// Loss repair (docs/protocol.md#repair), default on.
-    pub repair: bool,
-}
-
 /// `[control]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlConfig {
@@ -170,18 +159,6 @@ impl Default for TunConfig {
             name: DEFAULT_TUN_NAME.to_owned(),
             addresses: Vec::new(),
             mtu: None,
-        }
-    }
-}
-
-impl Default for EngineConfig {
-    /// Scheduler `plait`, reorder `bmp`, `max_hold_ms` 1000.
-    fn default() -> EngineConfig {
-        EngineConfig {
-            scheduler: SchedulerKind::Plait,
-            reorder: ReorderKind::Bmp,
-            max_hold_ms: DEFAULT_MAX_HOLD_MS,
-            repair: true,
         }
     }
 }
@@ -879,8 +856,8 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    fn engine(&self, raw: Option<S<RawEngine>>) -> Result<EngineConfig, ConfigError> {
-        let mut engine = EngineConfig::default();
+    fn engine(&self, raw: Option<S<RawEngine>>) -> Result<EngineSettings, ConfigError> {
+        let mut engine = EngineSettings::default();
         let Some(raw) = raw else {
             return Ok(engine);
         };
@@ -914,7 +891,8 @@ impl<'a> Ctx<'a> {
             })?;
         }
         if let Some(v) = &raw.max_hold_ms {
-            engine.max_hold_ms = self.int_in("engine.max_hold_ms", v, 1, MAX_HOLD_MS)? as u64;
+            engine.max_hold =
+                Duration::from_millis(self.int_in("engine.max_hold_ms", v, 1, MAX_HOLD_MS)? as u64);
         }
         if let Some(v) = raw.repair {
             engine.repair = v;
@@ -1409,7 +1387,7 @@ allowed_ips = ["10.77.0.2/32"]
         assert_eq!(c.paths[1].server, "198.51.100.1:7744".parse().unwrap());
         assert_eq!(c.paths[1].bind, Some("0.0.0.0:0".parse().unwrap()));
         assert_eq!(c.tun.addresses.len(), 2);
-        assert_eq!(c.engine, EngineConfig::default());
+        assert_eq!(c.engine, EngineSettings::default());
         assert_eq!(c.control, ControlConfig::client_default());
         assert!(c.route.is_empty());
         assert!(c.preshared_key.is_some());
@@ -1421,7 +1399,7 @@ allowed_ips = ["10.77.0.2/32"]
         assert_eq!(s.clients.len(), 2);
         assert_eq!(s.listen, vec!["0.0.0.0:7744".parse().unwrap()]);
         assert_eq!(s.path_mtu, DEFAULT_PATH_MTU);
-        assert_eq!(s.engine, EngineConfig::default());
+        assert_eq!(s.engine, EngineSettings::default());
         assert_eq!(s.control, ControlConfig::server_default());
         assert_eq!(s.nat, None);
     }
@@ -1471,7 +1449,7 @@ allowed_ips = ["10.77.0.2/32"]
         );
         assert_eq!(c.engine.scheduler, SchedulerKind::Plait);
         assert_eq!(c.engine.reorder, ReorderKind::Bmp);
-        assert_eq!(c.engine.max_hold_ms, 1000);
+        assert_eq!(c.engine.max_hold, Duration::from_millis(1000));
         assert_eq!(
             c.control.status_socket,
             PathBuf::from("/run/plait/client.sock")
@@ -1497,7 +1475,7 @@ allowed_ips = ["10.77.0.2/32"]
         assert_eq!(s.path_mtu, 1500);
         assert_eq!(s.nat, None);
         assert_eq!(s.tun.name, "plait0");
-        assert_eq!(s.engine, EngineConfig::default());
+        assert_eq!(s.engine, EngineSettings::default());
         assert_eq!(
             s.control.status_socket,
             PathBuf::from("/run/plait/server.sock")
@@ -1512,10 +1490,10 @@ allowed_ips = ["10.77.0.2/32"]
         assert_eq!(tun.name, "plait0");
         assert!(tun.addresses.is_empty());
         assert_eq!(tun.mtu, None);
-        let engine = EngineConfig::default();
+        let engine = EngineSettings::default();
         assert_eq!(engine.scheduler.name(), "plait");
         assert_eq!(engine.reorder.name(), "bmp");
-        assert_eq!(engine.max_hold_ms, 1000);
+        assert_eq!(engine.max_hold, Duration::from_millis(1000));
     }
 
     #[test]
@@ -1554,7 +1532,7 @@ rate_mbit = 5
         assert_eq!(c.tun.mtu, Some(1400));
         assert_eq!(c.engine.scheduler, SchedulerKind::MinRtt);
         assert_eq!(c.engine.reorder, ReorderKind::None);
-        assert_eq!(c.engine.max_hold_ms, 250);
+        assert_eq!(c.engine.max_hold, Duration::from_millis(250));
         assert_eq!(
             c.control.status_socket,
             PathBuf::from("/etc/plait/run/c.sock")
@@ -1964,7 +1942,10 @@ rate_mbit = 5
         }
         for good in [1u64, 10_000] {
             let text = format!("{}[engine]\nmax_hold_ms = {good}\n", min_client());
-            assert_eq!(client_ok(&text).engine.max_hold_ms, good);
+            assert_eq!(
+                client_ok(&text).engine.max_hold,
+                Duration::from_millis(good)
+            );
         }
     }
 

@@ -15,8 +15,8 @@ pub const PAIR_EWMA_NEW: f64 = 0.8;
 const MIN_DISPERSION: Duration = Duration::from_micros(20);
 
 /// On real hosts a pair whose second datagram is smaller than this should give no sample
-/// (`Config::min_pair_bytes`; the tunnel sets it, the simulator's exact clocks do not need
-/// it): its serialisation time at any real bottleneck is far below the receiver's timing
+/// (`Config::min_pair_bytes`, on by default; the seeds' reproductions turn it off, as
+/// seed PET-BMP counts every pair): its serialisation time at any real bottleneck is far below the receiver's timing
 /// noise (interrupt coalescing, scheduling), so `L2 / dispersion` measures the noise.
 /// Measured on the tunnel: 40-byte probe pairs through a 40 Mbit/s path read as 0.005 to
 /// 0.1 Mbit/s, and the scheduler then starved the path. Packet trains always apply it.

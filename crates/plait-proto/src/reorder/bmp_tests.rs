@@ -32,9 +32,11 @@ fn payload(seq: u64) -> Vec<u8> {
     vec![seq as u8; 20]
 }
 
+/// No release pacing, and a 2 ms hold margin so the deadline arithmetic below is exact.
 fn no_pacing() -> ReorderConfig {
     ReorderConfig {
         pacing: None,
+        hold_margin: Duration::from_millis(2),
         ..ReorderConfig::default()
     }
 }

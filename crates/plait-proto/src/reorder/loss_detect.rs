@@ -287,6 +287,7 @@ mod tests {
     fn detector() -> LossDetector {
         LossDetector::new(&ReorderConfig {
             max_hold: Duration::from_millis(500),
+            hold_margin: Duration::from_millis(2),
             ..ReorderConfig::default()
         })
     }

@@ -5,16 +5,16 @@
 //! device, route and NAT changes, status socket file), so an error at any step, a signal
 //! or a normal exit leaves the host as it was.
 
+use plait_proto::EngineSettings;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use thiserror::Error;
 use tracing::info;
 
 use super::run_loop;
-use crate::config::{ClientConfig, ControlConfig, EngineConfig, ServerConfig, TunConfig};
+use crate::config::{ClientConfig, ControlConfig, ServerConfig, TunConfig};
 use crate::control::metrics::MetricsServer;
 use crate::control::status::StatusServer;
 use crate::control::{ControlError, SharedSnapshot, StatusSnapshot};
@@ -56,17 +56,13 @@ pub enum DaemonError {
     Loop(std::io::Error),
 }
 
-fn engine_params(e: &EngineConfig, max_datagram_size: usize) -> EngineParams {
+fn engine_params(e: &EngineSettings, max_datagram_size: usize) -> EngineParams {
     EngineParams {
-        scheduler: e.scheduler,
-        reorder: e.reorder,
-        max_hold: Duration::from_millis(e.max_hold_ms),
+        settings: e.clone(),
         max_datagram_size,
-        repair: e.repair,
     }
 }
 
-/// TUN MTU: the configured one, which must fit, or the largest that fits.
 fn tun_mtu(tun: &TunConfig, engine: &EngineParams, why: &str) -> Result<u16, DaemonError> {
     let fits = engine.tun_mtu();
     let mtu = tun.mtu.map_or(fits, usize::from);
@@ -129,7 +125,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         sockets.push(s);
     }
     let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
-    info!(tun = %tun.name(), mtu, max_datagram, scheduler = engine.scheduler.name(), reorder = engine.reorder.name(), "tunnel device up");
+    info!(tun = %tun.name(), mtu, max_datagram, scheduler = engine.settings.scheduler.name(), reorder = engine.settings.reorder.name(), "tunnel device up");
     let mut net = NetConfig::new();
     if !cfg.route.is_empty() {
         net.route_into_tunnel(tun.name(), &cfg.route, DEFAULT_FWMARK, DEFAULT_TABLE)?;
@@ -180,7 +176,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         sockets.push(s);
     }
     let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
-    info!(tun = %tun.name(), mtu, max_datagram, clients = cfg.clients.len(), scheduler = engine.scheduler.name(), "tunnel device up");
+    info!(tun = %tun.name(), mtu, max_datagram, clients = cfg.clients.len(), scheduler = engine.settings.scheduler.name(), "tunnel device up");
     let mut net = NetConfig::new();
     for c in &cfg.clients {
         for net_prefix in &c.allowed_ips {

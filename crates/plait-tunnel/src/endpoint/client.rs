@@ -357,7 +357,7 @@ impl ClientEndpoint {
             now,
             "server",
             &self.params.server_public_key.to_base64(),
-            self.params.engine.scheduler.name(),
+            self.params.engine.settings.scheduler.name(),
         );
         for p in &mut s.paths {
             if p.remote.is_none() {
@@ -380,8 +380,6 @@ impl ClientEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plait_proto::reorder::ReorderKind;
-    use plait_proto::sched::SchedulerKind;
 
     struct Count(usize);
 
@@ -406,11 +404,8 @@ mod tests {
                 rate_hint: None,
             }],
             engine: EngineParams {
-                scheduler: SchedulerKind::Plait,
-                reorder: ReorderKind::Bmp,
-                max_hold: std::time::Duration::from_secs(1),
+                settings: plait_proto::EngineSettings::default(),
                 max_datagram_size: 1400,
-                repair: true,
             },
         });
         c.last_timestamp = u64::MAX;

@@ -28,9 +28,7 @@ pub use client::{ClientEndpoint, ClientParams, ClientPath};
 pub use inner::addresses as inner_addresses;
 pub use server::{ServerEndpoint, ServerParams, ServerPeer};
 
-use plait_proto::Time;
-use plait_proto::reorder::ReorderKind;
-use plait_proto::sched::SchedulerKind;
+use plait_proto::{EngineSettings, Time};
 
 /// The time as an endpoint sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,42 +72,17 @@ pub trait Outputs {
 /// Engine settings shared by every session an endpoint makes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineParams {
-    /// Scheduler.
-    pub scheduler: SchedulerKind,
-    /// Reorder policy.
-    pub reorder: ReorderKind,
-    /// Reorder buffer's longest hold.
-    pub max_hold: Duration,
+    /// What the user chose (`[engine]`); the rest is the engine's defaults.
+    pub settings: EngineSettings,
     /// Largest engine datagram (path MTU less outer IP, UDP and [`crate::message::DATA_OVERHEAD`]).
     pub max_datagram_size: usize,
-    /// Loss repair (docs/protocol.md#repair).
-    pub repair: bool,
 }
 
-/// Slack on every reorder-buffer hole deadline. Real hosts see far more timing jitter than
-/// the simulator (interrupt coalescing, scheduling, shapers releasing in bursts): with the
-/// engine's 2 ms default, 0.2 to 0.4 % of the packets of a 70 Mbit/s transfer over two
-/// shaped paths arrived after their hole had been given up (and reached TCP out of order):
-/// the `late` count printed by `cargo test --release -p plait --test tunnel_netns --
-/// --nocapture tcp_50mb`; with 10 ms it printed 0.
-pub const TUNNEL_HOLD_MARGIN: Duration = Duration::from_millis(10);
-
 impl EngineParams {
-    /// The engine configuration for one session.
+    /// The engine configuration for one session (the simulator builds its sessions the
+    /// same way, `plait_proto::Config::for_session`).
     pub fn session_config(&self, session_id: u32, seed: u64) -> plait_proto::Config {
-        let mut c = plait_proto::Config {
-            session_id,
-            seed,
-            scheduler: self.scheduler,
-            reorder: self.reorder,
-            max_datagram_size: self.max_datagram_size,
-            ..plait_proto::Config::default()
-        };
-        c.reorder_config.max_hold = self.max_hold;
-        c.reorder_config.hold_margin = TUNNEL_HOLD_MARGIN;
-        c.repair = self.repair;
-        c.min_pair_bytes = plait_proto::path::MIN_PAIR_BYTES;
-        c
+        plait_proto::Config::for_session(session_id, seed, self.max_datagram_size, &self.settings)
     }
 
     /// The largest inner packet (the TUN device's MTU).

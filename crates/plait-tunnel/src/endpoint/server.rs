@@ -404,7 +404,7 @@ impl ServerEndpoint {
                     now,
                     &p.config.name,
                     &p.public_b64,
-                    self.engine.scheduler.name(),
+                    self.engine.settings.scheduler.name(),
                 )
             })
             .collect()

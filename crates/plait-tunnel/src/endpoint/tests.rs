@@ -1,13 +1,13 @@
 //! Both endpoints over an in-memory network with virtual time: handshake, traffic both
 //! ways on every path, refusals without reply, roaming, rekeying, restarts.
 
+use plait_proto::EngineSettings;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::Time;
-use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 
 use super::*;
@@ -25,11 +25,11 @@ fn engine() -> EngineParams {
 
 fn engine_with(scheduler: SchedulerKind) -> EngineParams {
     EngineParams {
-        scheduler,
-        reorder: ReorderKind::Bmp,
-        max_hold: Duration::from_secs(1),
+        settings: EngineSettings {
+            scheduler,
+            ..EngineSettings::default()
+        },
         max_datagram_size: 1400,
-        repair: true,
     }
 }
 

@@ -13,8 +13,9 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use ipnet::IpNet;
+use plait_proto::EngineSettings;
 use plait_proto::sched::SchedulerKind;
-use plait_tunnel::config::{self, EngineConfig};
+use plait_tunnel::config;
 use plait_tunnel::control::{render, status};
 use plait_tunnel::keys::Key;
 use tracing_subscriber::EnvFilter;
@@ -96,7 +97,7 @@ fn init_logging(level: &str) -> Result<()> {
     Ok(())
 }
 
-fn apply_engine(e: &mut EngineConfig, scheduler: &Option<String>) -> Result<()> {
+fn apply_engine(e: &mut EngineSettings, scheduler: &Option<String>) -> Result<()> {
     if let Some(name) = scheduler {
         e.scheduler = SchedulerKind::from_name(name).with_context(|| {
             let names: Vec<_> = SchedulerKind::ALL.iter().map(|k| k.name()).collect();
@@ -109,7 +110,7 @@ fn apply_engine(e: &mut EngineConfig, scheduler: &Option<String>) -> Result<()> 
 fn apply_common(
     d: &DaemonArgs,
     tun: &mut config::TunConfig,
-    engine: &mut EngineConfig,
+    engine: &mut EngineSettings,
     control: &mut config::ControlConfig,
 ) -> Result<()> {
     if let Some(name) = &d.tun {
