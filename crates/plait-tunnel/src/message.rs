@@ -54,6 +54,13 @@ pub const DATA_HEADER_LEN: usize = 16;
 /// Bytes a data message adds to the engine datagram it carries.
 pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
 
+/// Offset of the first index (the sender's in handshake messages, the receiver's in data).
+pub const INDEX_OFFSET: usize = 4;
+/// Offset of the response's receiver index.
+pub const RESPONSE_RECEIVER_OFFSET: usize = 8;
+/// Offset of a data message's nonce counter.
+pub const COUNTER_OFFSET: usize = 8;
+
 /// A datagram that is not a plait tunnel message.
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
 pub enum MessageError {
@@ -81,19 +88,19 @@ pub enum MessageError {
 /// A parsed message header; the payload stays in the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Message {
-    /// Type 1: `noise` is `buf[8..]`.
+    /// Type 1: `noise` is `buf[INITIATION_HEADER_LEN..]`.
     Initiation {
         /// The client's index for this handshake (the server sends it back as receiver).
         sender: u32,
     },
-    /// Type 2: `noise` is `buf[12..]`.
+    /// Type 2: `noise` is `buf[RESPONSE_HEADER_LEN..]`.
     Response {
         /// The server's index for the new keys.
         sender: u32,
         /// The client's index from the initiation.
         receiver: u32,
     },
-    /// Type 4: the sealed engine datagram is `buf[16..]`.
+    /// Type 4: the sealed engine datagram is `buf[DATA_HEADER_LEN..]`.
     Data {
         /// The receiving side's index of the keys that sealed it.
         receiver: u32,
@@ -120,16 +127,16 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
             len: buf.len(),
         });
     }
-    if buf[1..4] != [0, 0, 0] {
+    if buf[1..INDEX_OFFSET] != [0, 0, 0] {
         return Err(MessageError::UnknownType(kind));
     }
     match kind {
         TYPE_INITIATION if buf.len() == INITIATION_LEN => Ok(Message::Initiation {
-            sender: u32_at(buf, 4),
+            sender: u32_at(buf, INDEX_OFFSET),
         }),
         TYPE_RESPONSE if buf.len() == RESPONSE_LEN => Ok(Message::Response {
-            sender: u32_at(buf, 4),
-            receiver: u32_at(buf, 8),
+            sender: u32_at(buf, INDEX_OFFSET),
+            receiver: u32_at(buf, RESPONSE_RECEIVER_OFFSET),
         }),
         TYPE_INITIATION | TYPE_RESPONSE => Err(MessageError::WrongSize {
             kind,
@@ -137,9 +144,9 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
         }),
         TYPE_DATA if buf.len() >= DATA_OVERHEAD => {
             let mut c = [0u8; 8];
-            c.copy_from_slice(&buf[8..16]);
+            c.copy_from_slice(&buf[COUNTER_OFFSET..COUNTER_OFFSET + 8]);
             Ok(Message::Data {
-                receiver: u32_at(buf, 4),
+                receiver: u32_at(buf, INDEX_OFFSET),
                 counter: u64::from_le_bytes(c),
             })
         }
@@ -154,24 +161,25 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
 /// Writes a data header into `buf[..DATA_HEADER_LEN]`.
 pub fn write_data_header(buf: &mut [u8; DATA_HEADER_LEN], receiver: u32, counter: u64) {
     buf[0] = TYPE_DATA;
-    buf[1..4].fill(0);
-    buf[4..8].copy_from_slice(&receiver.to_le_bytes());
-    buf[8..16].copy_from_slice(&counter.to_le_bytes());
+    buf[1..INDEX_OFFSET].fill(0);
+    buf[INDEX_OFFSET..INDEX_OFFSET + 4].copy_from_slice(&receiver.to_le_bytes());
+    buf[COUNTER_OFFSET..COUNTER_OFFSET + 8].copy_from_slice(&counter.to_le_bytes());
 }
 
 /// Writes the fixed part of an initiation (type and sender index) into `buf[..8]`.
 pub fn write_initiation_header(buf: &mut [u8], sender: u32) {
     buf[0] = TYPE_INITIATION;
-    buf[1..4].fill(0);
-    buf[4..8].copy_from_slice(&sender.to_le_bytes());
+    buf[1..INDEX_OFFSET].fill(0);
+    buf[INDEX_OFFSET..INDEX_OFFSET + 4].copy_from_slice(&sender.to_le_bytes());
 }
 
 /// Writes the fixed part of a response into `buf[..12]`.
 pub fn write_response_header(buf: &mut [u8], sender: u32, receiver: u32) {
     buf[0] = TYPE_RESPONSE;
-    buf[1..4].fill(0);
-    buf[4..8].copy_from_slice(&sender.to_le_bytes());
-    buf[8..12].copy_from_slice(&receiver.to_le_bytes());
+    buf[1..INDEX_OFFSET].fill(0);
+    buf[INDEX_OFFSET..INDEX_OFFSET + 4].copy_from_slice(&sender.to_le_bytes());
+    buf[RESPONSE_RECEIVER_OFFSET..RESPONSE_RECEIVER_OFFSET + 4]
+        .copy_from_slice(&receiver.to_le_bytes());
 }
 
 #[cfg(test)]

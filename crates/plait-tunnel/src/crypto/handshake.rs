@@ -29,9 +29,9 @@ use thiserror::Error;
 use crate::crypto::aead::KEY_LEN;
 use crate::keys::Key;
 use crate::message::{
-    INITIATION_HEADER_LEN, INITIATION_LEN, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN,
-    NOISE_RESPONSE_LEN, RESPONSE_HEADER_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
-    write_initiation_header, write_response_header,
+    INDEX_OFFSET, INITIATION_HEADER_LEN, INITIATION_LEN, INITIATION_PAYLOAD_LEN,
+    NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN, RESPONSE_HEADER_LEN, RESPONSE_LEN,
+    RESPONSE_PAYLOAD_LEN, write_initiation_header, write_response_header,
 };
 
 /// The Noise protocol name.
@@ -352,7 +352,7 @@ impl ReceivedInitiation {
         let (header, noise) = msg.split_at(INITIATION_HEADER_LEN);
         let prologue = prologue(header)?;
         let mut index = [0u8; 4];
-        index.copy_from_slice(&header[4..8]);
+        index.copy_from_slice(&header[INDEX_OFFSET..INDEX_OFFSET + 4]);
         // The psk is only mixed in with message 2; a placeholder lets snow build the state,
         // and `respond` sets the client's real one once we know who the client is.
         let mut state = builder(&prologue)?

@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::path::PathHints;
-use plait_proto::wire::Header;
 use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
@@ -322,11 +321,15 @@ impl ServerEndpoint {
             }
         };
         // Authenticated: the engine header names the path; learn or follow its endpoint.
-        let Ok((header, _)) = Header::decode(&msg[DATA_HEADER_LEN..DATA_HEADER_LEN + len]) else {
+        // Only the path byte is read here: the engine decodes the datagram once.
+        let Some(datagram) = msg.get(DATA_HEADER_LEN..DATA_HEADER_LEN + len) else {
             self.drops.malformed += 1;
             return;
         };
-        let path = header.path;
+        let Ok(path) = plait_proto::wire::path_of(datagram) else {
+            self.drops.malformed += 1;
+            return;
+        };
         if let Some(session) = peer.link.session.as_mut()
             && !session.path_ids().any(|id| id == path)
         {

@@ -195,7 +195,11 @@ impl World {
             if self.forge_responses {
                 // Right size, right receiver index (it is in the clear), garbage inside.
                 let mut forged = vec![0x5a; crate::message::RESPONSE_LEN];
-                let receiver = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
+                let Ok(crate::message::Message::Initiation { sender: receiver }) =
+                    crate::message::parse(&bytes)
+                else {
+                    panic!("not an initiation");
+                };
                 crate::message::write_response_header(&mut forged, 0x4141_4141, receiver);
                 let mut cap = Capture::default();
                 self.client
