@@ -82,17 +82,17 @@ impl ClientEndpoint {
     /// A client that will handshake on its first timeout.
     pub fn new(params: ClientParams) -> ClientEndpoint {
         let names = params.paths.iter().map(|p| p.name.clone()).collect();
-        let mut link = Link::new(None, names);
+        // Zero is avoided so that a session id in a capture is visibly chosen.
+        let mut link = Link::new(None, names, (random_u64() as u32).max(1));
         for (i, p) in params.paths.iter().enumerate() {
-            if let Some(slot) = link.endpoints.get_mut(i) {
-                *slot = Some(super::link::PathEndpoint {
+            link.fix_endpoint(
+                i,
+                super::link::PathEndpoint {
                     socket: i,
                     remote: p.server,
-                });
-            }
+                },
+            );
         }
-        // Zero is avoided so that a session id in a capture is visibly chosen.
-        link.session_id = (random_u64() as u32).max(1);
         ClientEndpoint {
             params,
             link,
@@ -108,7 +108,7 @@ impl ClientEndpoint {
 
     /// Whether a handshake has completed and the keys are usable.
     pub fn is_established(&self, now: Time) -> bool {
-        self.link.current.as_ref().is_some_and(|k| k.is_usable(now))
+        self.link.current_keys().is_some_and(|k| k.is_usable(now))
     }
 
     /// A datagram arrived on path `path` from `from`.
@@ -184,16 +184,16 @@ impl ClientEndpoint {
         self.attempts = 0;
         self.last_rx = Some(now.mono);
         let fresh = flags & FLAG_FRESH_SESSION != 0;
-        if self.link.session.is_none() || fresh {
-            if self.link.session.is_some() {
+        if !self.link.has_session() || fresh {
+            if self.link.has_session() {
                 warn!("server lost our session (restarted?): starting a new engine session");
             }
             self.start_session(now.mono);
         }
         info!(
             server = %from,
-            handshakes = self.link.handshakes,
-            session = format_args!("{:08x}", self.link.session_id),
+            handshakes = self.link.handshakes(),
+            session = format_args!("{:08x}", self.link.session_id()),
             "handshake complete"
         );
         self.link.drive(now.mono, out);
@@ -203,7 +203,7 @@ impl ClientEndpoint {
         let config = self
             .params
             .engine
-            .session_config(self.link.session_id, random_u64());
+            .session_config(self.link.session_id(), random_u64());
         let mut session = match Session::new(config) {
             Ok(s) => s,
             Err(e) => {
@@ -222,7 +222,8 @@ impl ClientEndpoint {
                 warn!(path = %p.name, error = %e, "path not added");
             }
         }
-        self.link.session = Some(session);
+        let session_id = self.link.session_id();
+        self.link.start_session(session, session_id);
     }
 
     /// An inner packet read from the TUN device.
@@ -243,8 +244,7 @@ impl ClientEndpoint {
     fn handshake_due(&self, now: Time) -> bool {
         let wanted_now = self
             .link
-            .current
-            .as_ref()
+            .current_keys()
             .is_some_and(|k| k.needs_rekey(now) || !k.is_usable(now));
         now >= self.next_handshake() || (wanted_now && now >= self.earliest_retry())
     }
@@ -252,7 +252,7 @@ impl ClientEndpoint {
     /// When the next initiation goes out: when keys are wanted (none yet, or due for a
     /// rekey) and the last attempt has had its time.
     fn next_handshake(&self) -> Time {
-        let wanted = self.link.current.as_ref().map_or(Time::ZERO, |k| {
+        let wanted = self.link.current_keys().map_or(Time::ZERO, |k| {
             let rekey = k.created + REKEY_AFTER_TIME;
             self.last_rx
                 .map_or(rekey, |rx| rekey.min(rx + REHANDSHAKE_AFTER_SILENCE))
@@ -281,7 +281,7 @@ impl ClientEndpoint {
         self.last_timestamp = timestamp;
         let index = random_u64() as u32;
         let payload = InitiationPayload {
-            session_id: self.link.session_id,
+            session_id: self.link.session_id(),
             timestamp,
         };
         let mut msg = [0u8; INITIATION_LEN];
@@ -373,7 +373,7 @@ impl ClientEndpoint {
 
     /// Inner packets refused, datagrams unsent, sources spoofed.
     pub fn link_counters(&self) -> super::link::LinkCounters {
-        self.link.counters
+        self.link.counters()
     }
 }
 

@@ -14,7 +14,8 @@
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
-use plait_proto::session::{Delivery, Event, SendError};
+use plait_proto::path::PathHints;
+use plait_proto::session::{Delivery, Event, PathError, SendError};
 use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
@@ -47,24 +48,26 @@ pub struct LinkCounters {
     pub refused: u64,
 }
 
-/// One peer's state.
+/// One peer's state. Every field is private: the key rotation, the pending fresh session
+/// and the path endpoints change only through the methods below, which keep the
+/// invariants of the module docs.
 #[derive(Debug)]
 pub struct Link {
-    pub session: Option<Session>,
-    pub session_id: u32,
-    pub current: Option<Keypair>,
-    pub previous: Option<Keypair>,
-    pub next: Option<Keypair>,
+    session: Option<Session>,
+    session_id: u32,
+    current: Option<Keypair>,
+    previous: Option<Keypair>,
+    next: Option<Keypair>,
     /// Server side: the engine session id to start afresh when `next` is confirmed, if
     /// the handshake that made `next` named a session the server does not have (it was
     /// answered with `FLAG_FRESH_SESSION`). Set and cleared with `next`.
-    pub next_session: Option<u32>,
-    pub endpoints: [Option<PathEndpoint>; MAX_PATHS],
-    pub handshakes: u64,
-    pub counters: LinkCounters,
+    next_session: Option<u32>,
+    endpoints: [Option<PathEndpoint>; MAX_PATHS],
+    handshakes: u64,
+    counters: LinkCounters,
     /// Inner source prefixes the peer may use (server side); `None` = any (client side).
-    pub allowed_sources: Option<Vec<IpNet>>,
-    pub path_names: Vec<String>,
+    allowed_sources: Option<Vec<IpNet>>,
+    path_names: Vec<String>,
     /// Sealing buffer: a data header, the datagram, the tag.
     scratch: Vec<u8>,
     /// The engine's own buffer for `poll_transmit` / `poll_delivery`.
@@ -99,10 +102,16 @@ pub enum DataDrop {
 }
 
 impl Link {
-    pub fn new(allowed_sources: Option<Vec<IpNet>>, path_names: Vec<String>) -> Link {
+    /// A link with no keys and no engine session yet; `session_id` names the engine
+    /// session it will run (the client's choice; the server learns it from a handshake).
+    pub fn new(
+        allowed_sources: Option<Vec<IpNet>>,
+        path_names: Vec<String>,
+        session_id: u32,
+    ) -> Link {
         Link {
             session: None,
-            session_id: 0,
+            session_id,
             current: None,
             previous: None,
             next: None,
@@ -117,6 +126,87 @@ impl Link {
             log_refused: LogLimiter::new(1.0),
             log_roam: LogLimiter::new(1.0),
         }
+    }
+
+    /// The engine session id this link runs (or will run).
+    pub fn session_id(&self) -> u32 {
+        self.session_id
+    }
+
+    /// Whether an engine session runs.
+    pub fn has_session(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// The keys that seal, if any.
+    pub fn current_keys(&self) -> Option<&Keypair> {
+        self.current.as_ref()
+    }
+
+    /// When each keypair held reaches the reject limit (timers).
+    pub fn key_expiries(&self) -> impl Iterator<Item = Time> + '_ {
+        [&self.current, &self.previous, &self.next]
+            .into_iter()
+            .flatten()
+            .map(|k| k.created + crate::crypto::keypair::REJECT_AFTER_TIME)
+    }
+
+    /// Completed handshakes.
+    pub fn handshakes(&self) -> u64 {
+        self.handshakes
+    }
+
+    /// Counters beyond the engine's.
+    pub fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+
+    /// Fixes path `i`'s endpoint (the client knows its paths from its configuration).
+    pub fn fix_endpoint(&mut self, i: usize, endpoint: PathEndpoint) {
+        if let Some(slot) = self.endpoints.get_mut(i) {
+            *slot = Some(endpoint);
+        }
+    }
+
+    /// Server side: keys from an answered handshake wait in `next` until the peer's first
+    /// data message under them confirms them; so does the fresh engine session the
+    /// handshake asked for, if any. Returns the index of the `next` keys they replace.
+    pub fn stage_next(&mut self, keys: Keypair, fresh_session: Option<u32>) -> Option<u32> {
+        let replaced = self.next.take().map(|k| k.local_index);
+        self.next = Some(keys);
+        self.next_session = fresh_session;
+        replaced
+    }
+
+    /// Runs `session` (with id `session_id`) from now on, replacing any other; the path
+    /// endpoints of a server-side link are learned anew (`forget_endpoints`). Returns
+    /// whether a session was replaced.
+    pub fn start_session(&mut self, session: Session, session_id: u32) -> bool {
+        let replaced = self.session.replace(session).is_some();
+        self.session_id = session_id;
+        replaced
+    }
+
+    /// Drops the engine session (its peer has left it).
+    pub fn drop_session(&mut self) {
+        self.session = None;
+    }
+
+    /// Forgets every path endpoint (a fresh session learns them again).
+    pub fn forget_endpoints(&mut self) {
+        self.endpoints = [None; MAX_PATHS];
+    }
+
+    /// Adds `path` to the engine session if it is new; `Ok(true)` if it was added.
+    pub fn ensure_path(&mut self, now: Time, path: PathId) -> Result<bool, PathError> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(false);
+        };
+        if session.path_ids().any(|id| id == path) {
+            return Ok(false);
+        }
+        session.add_path(now, path, PathHints::default())?;
+        Ok(true)
     }
 
     /// Installs confirmed keys as current (the old current becomes previous).

@@ -27,7 +27,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ipnet::IpNet;
-use plait_proto::path::PathHints;
 use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
@@ -115,7 +114,7 @@ impl ServerEndpoint {
                     public_b64: config.public_key.to_base64(),
                     last_timestamp: None,
                     last_initiation: None,
-                    link: Link::new(Some(config.allowed_ips.clone()), Vec::new()),
+                    link: Link::new(Some(config.allowed_ips.clone()), Vec::new(), 0),
                     log_answered: LogLimiter::new(1.0),
                     config,
                 }
@@ -225,7 +224,7 @@ impl ServerEndpoint {
         let timestamp = init.payload.timestamp;
         // Fresh until a handshake naming this session id is confirmed: every initiation
         // answered before then says so, whichever of the responses reaches the client.
-        let fresh = peer.link.session.is_none() || peer.link.session_id != session_id;
+        let fresh = !peer.link.has_session() || peer.link.session_id() != session_id;
         let mut msg = [0u8; RESPONSE_LEN];
         let psk = peer.config.preshared_key.clone();
         let flags = if fresh { FLAG_FRESH_SESSION } else { 0 };
@@ -241,11 +240,10 @@ impl ServerEndpoint {
         // The new keys wait in `next` until the client's first data message confirms
         // them (it proves the client holds them: no key-compromise impersonation, and no
         // effect from a replayed initiation). So does the fresh engine session, if any.
-        if let Some(old) = peer.link.next.take() {
-            self.indices.remove(&old.local_index);
+        let staged = Keypair::new(&keys, local_index, sender, t, false);
+        if let Some(old) = peer.link.stage_next(staged, fresh.then_some(session_id)) {
+            self.indices.remove(&old);
         }
-        peer.link.next = Some(Keypair::new(&keys, local_index, sender, t, false));
-        peer.link.next_session = fresh.then_some(session_id);
         self.indices.insert(local_index, p);
         if let Some(suppressed) = peer.log_answered.check(t) {
             info!(peer = %peer.config.name, %from, session = format_args!("{session_id:08x}"), fresh, suppressed, "handshake answered");
@@ -257,21 +255,19 @@ impl ServerEndpoint {
     /// for a fresh engine session: it replaces the old one (if any), and the path
     /// endpoints are learned anew.
     fn start_fresh_session(engine: &EngineParams, peer: &mut Peer, session_id: u32) {
-        peer.link.endpoints = [None; plait_proto::MAX_PATHS];
+        peer.link.forget_endpoints();
         match Session::new(engine.session_config(session_id, random_u64())) {
             Ok(s) => {
-                if peer.link.session.is_some() {
+                if peer.link.start_session(s, session_id) {
                     info!(peer = %peer.config.name, session = format_args!("{session_id:08x}"), "client started a new session");
                 }
-                peer.link.session = Some(s);
-                peer.link.session_id = session_id;
             }
             Err(e) => {
                 // The daemon validated the configuration; this is a bug, not an input. The
                 // old session is dropped all the same (the client has left it), so the
                 // next initiation asks for a fresh one again.
                 warn!(error = %e, "engine configuration refused");
-                peer.link.session = None;
+                peer.link.drop_session();
             }
         }
     }
@@ -330,15 +326,12 @@ impl ServerEndpoint {
             self.drops.malformed += 1;
             return;
         };
-        if let Some(session) = peer.link.session.as_mut()
-            && !session.path_ids().any(|id| id == path)
-        {
-            match session.add_path(now, path, PathHints::default()) {
-                Ok(()) => info!(peer = %peer.config.name, %path, %from, "new path"),
-                Err(e) => {
-                    debug!(error = %e, "path refused");
-                    return;
-                }
+        match peer.link.ensure_path(now, path) {
+            Ok(true) => info!(peer = %peer.config.name, %path, %from, "new path"),
+            Ok(false) => {}
+            Err(e) => {
+                debug!(error = %e, "path refused");
+                return;
             }
         }
         peer.link.learn_endpoint(now, path, socket, from);
@@ -377,12 +370,7 @@ impl ServerEndpoint {
 
     /// When [`ServerEndpoint::handle_timeout`] should be called next.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let keys = self.peers.iter().flat_map(|p| {
-            [&p.link.current, &p.link.previous, &p.link.next]
-                .into_iter()
-                .flatten()
-                .map(|k| k.created + crate::crypto::keypair::REJECT_AFTER_TIME)
-        });
+        let keys = self.peers.iter().flat_map(|p| p.link.key_expiries());
         self.peers
             .iter()
             .filter_map(|p| p.link.poll_timeout())
@@ -393,7 +381,7 @@ impl ServerEndpoint {
     /// Datagrams dropped before any session, and inner packets refused.
     pub fn drops(&self) -> DropCounters {
         let mut d = self.drops;
-        d.spoofed_source = self.peers.iter().map(|p| p.link.counters.spoofed).sum();
+        d.spoofed_source = self.peers.iter().map(|p| p.link.counters().spoofed).sum();
         d
     }
 
@@ -401,7 +389,7 @@ impl ServerEndpoint {
     pub fn status(&self, now: Time) -> Vec<SessionStatus> {
         self.peers
             .iter()
-            .filter(|p| p.link.session.is_some())
+            .filter(|p| p.link.has_session())
             .map(|p| {
                 p.link.status(
                     now,
