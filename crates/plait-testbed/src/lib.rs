@@ -12,6 +12,8 @@
 //!   UDP echo and RTT prober; interface byte counters sampled from inside a namespace.
 //! - [`emulate`]: one-way delay and random or bursty (Gilbert-Elliott) loss per path and
 //!   direction, by holding packets in an NFQUEUE and giving late verdicts in batches.
+//! - [`worker`]: the background-thread type every helper thread here uses (stop flag,
+//!   joined on drop).
 //! - [`cmd`]: running external commands (`ip`, `tc`, `nft`, `ethtool`, `sysctl`) with
 //!   errors that name the command and carry its stderr.
 //!
@@ -29,6 +31,7 @@ pub mod emulate;
 pub mod netns;
 pub mod topology;
 pub mod traffic;
+pub mod worker;
 
 pub use netns::{ChildGuard, Namespace, cleanup_stale};
 pub use topology::{ClientSite, Direction, Family, PathLink, PathSpec, Topology, TopologySpec};

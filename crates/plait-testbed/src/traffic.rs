@@ -30,12 +30,12 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ring::digest::{Context, SHA256};
 
 use crate::netns::Namespace;
+use crate::worker::Worker;
 use crate::{Result, TestbedError};
 
 /// Width of a goodput sample window.
@@ -547,8 +547,9 @@ impl SinkReport {
 pub struct TcpSink {
     local: SocketAddr,
     report: mpsc::Receiver<Result<SinkReport>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<()>>>,
+    /// Polls its stop flag between non-blocking accepts and reads, so dropping the sink
+    /// frees the port within [`POLL`].
+    worker: Worker<Result<()>>,
 }
 
 impl TcpSink {
@@ -594,8 +595,8 @@ impl TcpSink {
         let local = match ready_rx.recv_timeout(BIND_TIMEOUT) {
             Ok(r) => r?,
             Err(_) => {
-                return Err(thread_failure(
-                    thread,
+                return Err(worker_failure(
+                    Worker::new(stop, thread),
                     format!("TCP sink on {bind} did not start"),
                 ));
             }
@@ -603,8 +604,7 @@ impl TcpSink {
         Ok(TcpSink {
             local,
             report,
-            stop,
-            thread: Some(thread),
+            worker: Worker::new(stop, thread),
         })
     }
 
@@ -614,28 +614,17 @@ impl TcpSink {
     }
 
     /// Waits up to `timeout` for the transfer to end and returns what was received.
-    pub fn wait(mut self, timeout: Duration) -> Result<SinkReport> {
+    pub fn wait(self, timeout: Duration) -> Result<SinkReport> {
         match self.report.recv_timeout(timeout) {
             Ok(r) => r,
             Err(mpsc::RecvTimeoutError::Timeout) => Err(TestbedError::Timeout {
                 what: format!("TCP sink on {} to finish", self.local),
                 after: timeout,
             }),
-            Err(mpsc::RecvTimeoutError::Disconnected) => match self.thread.take() {
-                Some(t) => Err(thread_failure(t, format!("TCP sink on {}", self.local))),
-                None => Err(TestbedError::Thread(format!("TCP sink on {}", self.local))),
-            },
-        }
-    }
-}
-
-impl Drop for TcpSink {
-    /// Stops the sink and waits for its thread, so the port is free again when this
-    /// returns (the thread polls the stop flag between non-blocking accepts and reads).
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(worker_failure(
+                self.worker,
+                format!("TCP sink on {}", self.local),
+            )),
         }
     }
 }
@@ -650,21 +639,14 @@ fn listen(proto: StreamProto, bind: SocketAddr) -> std::io::Result<TcpListener> 
 }
 
 /// The error for a worker thread that ended without reporting.
-fn thread_failure<T>(thread: JoinHandle<Result<T>>, what: String) -> TestbedError {
-    if !thread.is_finished() {
+fn worker_failure<T>(worker: Worker<Result<T>>, what: String) -> TestbedError {
+    if !worker.is_finished() {
         return TestbedError::Thread(format!("{what}: no answer"));
     }
-    match thread.join() {
+    match worker.join() {
         Ok(Err(e)) => e,
         Ok(Ok(_)) => TestbedError::Thread(format!("{what}: ended without a report")),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_default();
-            TestbedError::Thread(format!("{what}: panicked: {msg}"))
-        }
+        Err(panic) => TestbedError::Thread(format!("{what}: {panic}")),
     }
 }
 
@@ -863,8 +845,8 @@ impl UdpReport {
 #[derive(Debug)]
 pub struct UdpSink {
     local: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<Result<UdpReport>>>>,
+    /// Reads with a [`POLL`] timeout, checking its stop flag between reads.
+    worker: Worker<Result<Result<UdpReport>>>,
 }
 
 impl UdpSink {
@@ -931,8 +913,7 @@ impl UdpSink {
         };
         Ok(UdpSink {
             local,
-            stop,
-            thread: Some(thread),
+            worker: Worker::new(stop, thread),
         })
     }
 
@@ -942,27 +923,11 @@ impl UdpSink {
     }
 
     /// Stops counting (within about 50 ms) and returns the counts.
-    pub fn stop(mut self) -> Result<UdpReport> {
-        self.stop.store(true, Ordering::Release);
-        match self.thread.take() {
-            Some(t) => match t.join() {
-                Ok(r) => r?,
-                Err(_) => Err(TestbedError::Thread(format!(
-                    "UDP sink on {} panicked",
-                    self.local
-                ))),
-            },
-            None => Err(TestbedError::Thread(format!(
-                "UDP sink on {} already stopped",
-                self.local
-            ))),
-        }
-    }
-}
-
-impl Drop for UdpSink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+    pub fn stop(self) -> Result<UdpReport> {
+        let local = self.local;
+        self.worker
+            .stop()
+            .map_err(|p| TestbedError::Thread(format!("UDP sink on {local}: {p}")))??
     }
 }
 
@@ -970,8 +935,8 @@ impl Drop for UdpSink {
 #[derive(Debug)]
 pub struct UdpEcho {
     local: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<()>>>,
+    /// Reads with a [`POLL`] timeout, checking its stop flag between reads.
+    _worker: Worker<Result<()>>,
 }
 
 impl UdpEcho {
@@ -1013,23 +978,13 @@ impl UdpEcho {
         };
         Ok(UdpEcho {
             local,
-            stop,
-            thread: Some(thread),
+            _worker: Worker::new(stop, thread),
         })
     }
 
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
-    }
-}
-
-impl Drop for UdpEcho {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -1094,8 +1049,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// each round-trip time, until stopped.
 #[derive(Debug)]
 pub struct RttProbe {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<Result<ProbeReport>>>>,
+    /// Checks its stop flag every probe interval.
+    worker: Worker<Result<Result<ProbeReport>>>,
 }
 
 impl RttProbe {
@@ -1163,30 +1118,15 @@ impl RttProbe {
             })
         })?;
         Ok(RttProbe {
-            stop,
-            thread: Some(thread),
+            worker: Worker::new(stop, thread),
         })
     }
 
     /// Stops probing and returns what was measured.
-    pub fn stop(mut self) -> Result<ProbeReport> {
-        self.stop.store(true, Ordering::Release);
-        match self.thread.take() {
-            Some(t) => match t.join() {
-                Ok(r) => r?,
-                Err(_) => Err(TestbedError::Thread("RTT probe panicked".into())),
-            },
-            None => Err(TestbedError::Thread("RTT probe already stopped".into())),
-        }
-    }
-}
-
-impl Drop for RttProbe {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    pub fn stop(self) -> Result<ProbeReport> {
+        self.worker
+            .stop()
+            .map_err(|p| TestbedError::Thread(format!("RTT probe: {p}")))??
     }
 }
 
@@ -1221,8 +1161,8 @@ pub fn parse_net_dev(text: &str, dev: &str) -> Option<(u64, u64)> {
 /// stopped.
 #[derive(Debug)]
 pub struct CounterSampler {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<Result<Vec<CounterSample>>>>>,
+    /// Checks its stop flag every sampling interval.
+    worker: Worker<Result<Result<Vec<CounterSample>>>>,
 }
 
 impl CounterSampler {
@@ -1276,32 +1216,15 @@ impl CounterSampler {
             }
         }
         Ok(CounterSampler {
-            stop,
-            thread: Some(thread),
+            worker: Worker::new(stop, thread),
         })
     }
 
     /// Stops sampling (after at most one interval) and returns the samples, oldest first.
-    pub fn stop(mut self) -> Result<Vec<CounterSample>> {
-        self.stop.store(true, Ordering::Release);
-        match self.thread.take() {
-            Some(t) => match t.join() {
-                Ok(r) => r?,
-                Err(_) => Err(TestbedError::Thread("counter sampler panicked".into())),
-            },
-            None => Err(TestbedError::Thread(
-                "counter sampler already stopped".into(),
-            )),
-        }
-    }
-}
-
-impl Drop for CounterSampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    pub fn stop(self) -> Result<Vec<CounterSample>> {
+        self.worker
+            .stop()
+            .map_err(|p| TestbedError::Thread(format!("counter sampler: {p}")))??
     }
 }
 

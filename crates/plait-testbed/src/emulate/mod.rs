@@ -28,13 +28,14 @@ mod testnet;
 
 use std::fs::File;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sched::{CloneFlags, setns};
+
+use crate::worker::Worker;
 
 pub use model::{LinkModel, LossModel, LossState, MAX_DELAY, ModelError};
 pub use nfqueue::{
@@ -133,9 +134,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct Emulator {
     queue: u16,
-    stop: Arc<AtomicBool>,
     model: Arc<ModelSlot>,
-    thread: Option<JoinHandle<Result<EmulatorStats, EmulateError>>>,
+    /// Checks its stop flag every round of the loop (at most about 10 ms).
+    worker: Worker<Result<EmulatorStats, EmulateError>>,
 }
 
 impl Emulator {
@@ -160,21 +161,21 @@ impl Emulator {
                 })
             })
             .map_err(|e| EmulateError::Thread(e.to_string()))?;
-        let mut this = Self {
+        let this = Self {
             queue,
-            stop,
             model: slot,
-            thread: Some(thread),
+            worker: Worker::new(stop, thread),
         };
         match ready_rx.recv_timeout(READY_TIMEOUT) {
             Ok(()) => Ok(this),
             // The thread ended before binding: its result says why.
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(this
-                .join()
-                .err()
-                .unwrap_or_else(|| EmulateError::Thread("ended before binding".into()))),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(match this.worker.join() {
+                Ok(Err(e)) => e,
+                Ok(Ok(_)) => EmulateError::Thread("ended before binding".into()),
+                Err(p) => EmulateError::Thread(p.to_string()),
+            }),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                this.stop.store(true, Ordering::Release);
+                this.worker.request_stop();
                 Err(EmulateError::Thread(format!(
                     "queue {queue} not bound within {READY_TIMEOUT:?}"
                 )))
@@ -195,7 +196,7 @@ impl Emulator {
     /// thread has ended (it stopped on an error).
     pub fn set_model(&self, model: LinkModel) -> Result<(), EmulateError> {
         model.validate()?;
-        if self.thread.as_ref().is_none_or(JoinHandle::is_finished) {
+        if self.worker.is_finished() {
             return Err(EmulateError::Thread(format!(
                 "the emulator of queue {} is no longer running",
                 self.queue
@@ -212,27 +213,10 @@ impl Emulator {
     }
 
     /// Stops the emulator (every held packet is accepted) and returns its statistics.
-    pub fn stop(mut self) -> Result<EmulatorStats, EmulateError> {
-        self.stop.store(true, Ordering::Release);
-        self.join()
-    }
-
-    fn join(&mut self) -> Result<EmulatorStats, EmulateError> {
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| EmulateError::Thread("panicked".into()))?,
-            None => Err(EmulateError::Thread("already stopped".into())),
-        }
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    pub fn stop(self) -> Result<EmulatorStats, EmulateError> {
+        self.worker
+            .stop()
+            .map_err(|p| EmulateError::Thread(p.to_string()))?
     }
 }
 
