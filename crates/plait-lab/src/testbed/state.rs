@@ -271,17 +271,6 @@ pub fn list(root: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// State letter and start time from `/proc/PID/stat` text. The command name (field 2) is
-/// in parentheses and may contain anything, so fields are counted after the last `)`.
-pub fn parse_stat(text: &str) -> Option<(char, u64)> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // Field 3 is the state; the start time is field 22, i.e. 19 further on.
-    let start = fields.nth(18)?.parse().ok()?;
-    Some((state, start))
-}
-
 /// Whether a NUL-separated command line is `PROGRAM testbed [OPTIONS] hold …` (a holder;
 /// `up` puts `--state-dir DIR` between the two words).
 pub fn is_holder_cmdline(cmdline: &[u8]) -> bool {
@@ -292,15 +281,14 @@ pub fn is_holder_cmdline(cmdline: &[u8]) -> bool {
             .is_some_and(|rest| rest.contains(&b"hold".as_slice()))
 }
 
-/// The start time of process `pid` if it is running (not a zombie).
+/// The start time of process `pid` if it is running (not a zombie), from its
+/// `/proc/PID/stat` (through procfs).
 pub fn process_start(pid: u32) -> Option<u64> {
-    if pid == 0 || i32::try_from(pid).is_err() {
-        return None;
-    }
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    match parse_stat(&text)? {
-        ('Z' | 'X' | 'x', _) => None,
-        (_, start) => Some(start),
+    let pid = i32::try_from(pid).ok().filter(|&p| p > 0)?;
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    match stat.state {
+        'Z' | 'X' | 'x' => None,
+        _ => Some(stat.starttime),
     }
 }
 
@@ -401,12 +389,11 @@ mod tests {
     }
 
     #[test]
-    fn proc_stat_and_cmdline_parse() {
-        let stat = "4711 (plait (x) y) S 1 4711 4711 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 \
-                    4 0 987654 12345678 500";
-        assert_eq!(parse_stat(stat), Some(('S', 987654)));
-        assert_eq!(parse_stat("garbage"), None);
-        assert_eq!(parse_stat("1 (x) R 1 2"), None);
+    fn process_start_and_cmdline() {
+        let me = process_start(std::process::id()).expect("this process runs");
+        assert_eq!(process_start(std::process::id()), Some(me), "stable");
+        assert_eq!(process_start(0), None);
+        assert_eq!(process_start(u32::MAX), None);
         assert!(is_holder_cmdline(
             b"/usr/bin/plait\0testbed\0hold\0T1.toml\0--name\0tb\0"
         ));

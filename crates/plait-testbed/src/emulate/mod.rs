@@ -10,7 +10,7 @@
 //! - [`nfqueue`]: the emulator loop [`run`], its [`EmulatorStats`], and the iptables rule
 //!   that feeds it. [`Emulator::set_model`] changes the delay and loss of a running
 //!   emulator.
-//! - `netlink`: the nfnetlink_queue protocol on a plain netlink socket (safe Rust).
+//! - `nfqueue_socket`: the nfnetlink_queue protocol on a plain netlink socket (safe Rust).
 //!
 //! Invariants: every packet the emulator reads gets exactly one verdict; when it stops
 //! (through its stop flag, or an error after the queue was bound) it accepts every packet it
@@ -20,8 +20,8 @@
 //! model restarts them from its seed).
 
 pub mod model;
-mod netlink;
 pub mod nfqueue;
+mod nfqueue_socket;
 
 #[cfg(test)]
 mod testnet;

@@ -40,7 +40,7 @@ use nix::time::{ClockId, clock_gettime};
 
 use super::EmulateError;
 use super::model::{LinkModel, LossState, ModelError};
-use super::netlink::{PacketMeta, QueueSocket, wait_readable};
+use super::nfqueue_socket::{PacketMeta, QueueSocket, wait_readable};
 
 /// Minimum time between two rounds of work of a busy emulator with a non-zero delay.
 pub const BATCH_INTERVAL: Duration = Duration::from_micros(500);

@@ -324,12 +324,10 @@ impl Probe {
         }
     }
 
-    /// The `q` quantile (0..=1) of the measured round trips.
+    /// The `q` quantile (0..=1, nearest rank) of the measured round trips.
     pub(crate) fn quantile(&self, q: f64) -> Duration {
         let mut v: Vec<Duration> = self.rtts.iter().flatten().copied().collect();
-        assert!(!v.is_empty(), "no echo came back");
         v.sort();
-        let i = ((v.len() - 1) as f64 * q).round() as usize;
-        v[i]
+        crate::traffic::quantile_sorted(&v, q).expect("no echo came back")
     }
 }
