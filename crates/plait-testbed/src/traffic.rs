@@ -112,7 +112,7 @@ fn mbit(bytes: u64, over: Duration) -> f64 {
     }
 }
 
-/// Time bounds of a TCP transfer.
+/// Time bounds of a TCP transfer, and whether its ends check the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpOptions {
     /// Connecting (sender) or waiting for the connection (sink).
@@ -121,6 +121,11 @@ pub struct TcpOptions {
     pub stall_timeout: Duration,
     /// Longest whole transfer.
     pub total_timeout: Duration,
+    /// Hash what is sent and received (default). Off, the sender writes one block of the
+    /// payload again and again and neither end hashes: the generators then cost as little
+    /// CPU as possible (a benchmark of the CPU use of what carries the bytes), and the
+    /// reports carry no digest.
+    pub digest: bool,
 }
 
 impl Default for TcpOptions {
@@ -129,6 +134,7 @@ impl Default for TcpOptions {
             connect_timeout: Duration::from_secs(10),
             stall_timeout: Duration::from_secs(20),
             total_timeout: Duration::from_secs(120),
+            digest: true,
         }
     }
 }
@@ -138,8 +144,8 @@ impl Default for TcpOptions {
 pub struct SendReport {
     /// Bytes written.
     pub bytes: u64,
-    /// SHA-256 of the bytes written.
-    pub sha256: Digest,
+    /// SHA-256 of the bytes written (`None` with [`TcpOptions::digest`] off).
+    pub sha256: Option<Digest>,
     /// From connecting until the receiver closed after reading everything.
     pub duration: Duration,
 }
@@ -283,8 +289,11 @@ fn send_stream(dst: SocketAddr, seed: u64, opts: &SendOptions) -> Result<SendRep
         Some(SendLimit::Bytes(b)) => (b, None),
         Some(SendLimit::For(d)) => (u64::MAX, Some(started + d)),
     };
-    let mut ctx = Context::new(&SHA256);
+    let mut ctx = t.digest.then(|| Context::new(&SHA256));
     let mut buf = vec![0u8; BLOCK];
+    if !t.digest {
+        payload_block(seed, 0, &mut buf);
+    }
     let mut sent = 0u64;
     let mut index = 0u64;
     while sent < max_bytes {
@@ -299,7 +308,9 @@ fn send_stream(dst: SocketAddr, seed: u64, opts: &SendOptions) -> Result<SendRep
             });
         }
         let n = usize::try_from((max_bytes - sent).min(BLOCK as u64)).unwrap_or(BLOCK);
-        payload_block(seed, index, &mut buf[..n]);
+        if t.digest {
+            payload_block(seed, index, &mut buf[..n]);
+        }
         // Own write loop with short timeouts, so a cancel or a stall is noticed promptly.
         let mut off = 0;
         let mut progress = Instant::now();
@@ -330,7 +341,9 @@ fn send_stream(dst: SocketAddr, seed: u64, opts: &SendOptions) -> Result<SendRep
                 }
             }
         }
-        ctx.update(&buf[..n]);
+        if let Some(ctx) = ctx.as_mut() {
+            ctx.update(&buf[..n]);
+        }
         sent += n as u64;
         index += 1;
     }
@@ -367,7 +380,7 @@ fn send_stream(dst: SocketAddr, seed: u64, opts: &SendOptions) -> Result<SendRep
     }
     Ok(SendReport {
         bytes: sent,
-        sha256: finish(ctx),
+        sha256: ctx.map(finish),
         duration: started.elapsed(),
     })
 }
@@ -429,7 +442,7 @@ fn send_inner(dst: SocketAddr, bytes: u64, seed: u64, opts: TcpOptions) -> Resul
     }
     Ok(SendReport {
         bytes: sent,
-        sha256: finish(ctx),
+        sha256: Some(finish(ctx)),
         duration: started.elapsed(),
     })
 }
@@ -504,8 +517,8 @@ pub struct SinkReport {
     pub accepted: Instant,
     /// Bytes received.
     pub bytes: u64,
-    /// SHA-256 of the bytes received.
-    pub sha256: Digest,
+    /// SHA-256 of the bytes received (`None` with [`TcpOptions::digest`] off).
+    pub sha256: Option<Digest>,
     /// From the accept until the sender closed.
     pub elapsed: Duration,
     /// Goodput per [`SAMPLE_INTERVAL`] window.
@@ -684,7 +697,7 @@ fn sink_inner(listener: &TcpListener, opts: TcpOptions, stop: &AtomicBool) -> Re
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(POLL)))
         .map_err(|e| TestbedError::io("configuring the accepted connection", e))?;
-    let mut ctx = Context::new(&SHA256);
+    let mut ctx = opts.digest.then(|| Context::new(&SHA256));
     let mut sampler = Sampler::new(SAMPLE_INTERVAL);
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0u64;
@@ -698,7 +711,9 @@ fn sink_inner(listener: &TcpListener, opts: TcpOptions, stop: &AtomicBool) -> Re
             Ok(n) => {
                 longest_gap = longest_gap.max(now - last_data);
                 last_data = now;
-                ctx.update(&buf[..n]);
+                if let Some(ctx) = ctx.as_mut() {
+                    ctx.update(&buf[..n]);
+                }
                 total += n as u64;
                 sampler.record(now - accepted, n as u64);
             }
@@ -737,7 +752,7 @@ fn sink_inner(listener: &TcpListener, opts: TcpOptions, stop: &AtomicBool) -> Re
     Ok(SinkReport {
         accepted,
         bytes: total,
-        sha256: finish(ctx),
+        sha256: ctx.map(finish),
         elapsed,
         samples: sampler.finish(elapsed),
         longest_gap,
@@ -1287,7 +1302,7 @@ mod tests {
         let report = SinkReport {
             accepted: Instant::now(),
             bytes: 13,
-            sha256: [0; 32],
+            sha256: Some([0; 32]),
             elapsed: ms(470),
             samples,
             longest_gap: ms(350),
@@ -1326,7 +1341,7 @@ mod tests {
     fn reports_compute_goodput() {
         let r = SendReport {
             bytes: 50_000_000,
-            sha256: [0; 32],
+            sha256: Some([0; 32]),
             duration: Duration::from_secs(5),
         };
         assert!((r.goodput_mbit() - 80.0).abs() < 1e-9);

@@ -424,7 +424,9 @@ pub fn mode_result(m: &Measured<'_>) -> ModeResult {
         error: None,
         bytes_sent: m.sent.bytes,
         bytes_received: m.got.bytes,
-        intact: m.sent.bytes == m.got.bytes && m.sent.sha256 == m.got.sha256,
+        intact: m.sent.bytes == m.got.bytes
+            && m.sent.sha256.is_some()
+            && m.sent.sha256 == m.got.sha256,
         elapsed_s: secs(m.got.elapsed),
         goodput_mbit,
         of_sum: if total > 0.0 {
@@ -591,7 +593,7 @@ mod tests {
         let got = SinkReport {
             accepted: t0 + Duration::from_millis(20),
             bytes: 0,
-            sha256: [0; 32],
+            sha256: Some([0; 32]),
             elapsed: Duration::from_millis(300),
             samples: (1..=3)
                 .map(|i| plait_testbed::GoodputSample {

@@ -287,6 +287,7 @@ fn run_mode(
         connect_timeout: Duration::from_secs(10),
         stall_timeout: Duration::from_secs(30),
         total_timeout: duration + Duration::from_secs(90),
+        digest: true,
     };
     opts.say(&format!(
         "  {}: {} for {:.0} s",

@@ -37,23 +37,17 @@
 pub(crate) mod harness;
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
+use plait_testbed::traffic::TcpOptions;
 use plait_testbed::{
-    Family, Namespace, PathSpec, Topology, TopologySpec, UdpSink, cleanup_stale, have_root,
-    udp_blast,
+    Family, Namespace, PathSpec, SendLimit, SendOptions, StreamProto, TcpSink, Topology,
+    TopologySpec, UdpSink, cleanup_stale, have_root, tcp_send_opts, udp_blast,
 };
-
-use nix::sys::socket::{setsockopt, sockopt};
 
 use harness::{Tunnel, TunnelOptions};
 
@@ -73,8 +67,6 @@ const TUN: &str = "plaitb0";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest time a TCP flow may make no progress.
 const STALL_TIMEOUT: Duration = Duration::from_secs(20);
-/// The sender's write size, bytes.
-const WRITE_SIZE: usize = 128 * 1024;
 /// Most paths `--paths` accepts.
 pub const MAX_PATHS: u8 = 4;
 /// Longest measured transfer, seconds.
@@ -398,9 +390,10 @@ impl Net {
     }
 }
 
-/// One TCP flow from `from` to a receiver on `dst` in `to`: the sender writes for `run`,
-/// half-closes and waits for the receiver to close. No digests: the receiver only counts,
-/// so the generators cost as little CPU as possible.
+/// One TCP flow from `from` to a receiver on `dst` in `to`, with the test bed's own
+/// generator and sink: the sender writes for `run` (congestion control `cc`), half-closes
+/// and waits for the receiver to close. No digests: both ends only count, so the
+/// generators cost as little CPU as possible.
 fn tcp_flow(
     from: &Namespace,
     to: &Namespace,
@@ -408,143 +401,35 @@ fn tcp_flow(
     run: Duration,
     cc: &str,
 ) -> Result<Flow> {
-    let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = Arc::clone(&stop);
-    let receiver = to.spawn_thread("bench-tcp-sink", move || {
-        receive(dst, &ready_tx, &stop2).map_err(|e| format!("{e:#}"))
-    })?;
-    let finish = |stop_it: bool| -> Result<Flow> {
-        if stop_it {
-            stop.store(true, Ordering::Release);
-        }
-        match receiver.join() {
-            Ok(Ok(Ok(flow))) => Ok(flow),
-            Ok(Ok(Err(e))) => Err(anyhow!("receiver: {e}")),
-            Ok(Err(e)) => Err(anyhow!("receiver: {e}")),
-            Err(_) => Err(anyhow!("receiver thread panicked")),
-        }
+    let tcp = TcpOptions {
+        connect_timeout: CONNECT_TIMEOUT,
+        stall_timeout: STALL_TIMEOUT,
+        total_timeout: run + CONNECT_TIMEOUT + STALL_TIMEOUT,
+        digest: false,
     };
-    match ready_rx.recv_timeout(CONNECT_TIMEOUT) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => bail!("receiver on {dst}: {e}"),
-        Err(_) => {
-            let e = finish(true).err();
-            bail!("receiver on {dst} did not start: {e:?}");
-        }
-    }
-    let sent = from
-        .run_in(move || send(dst, run, cc))
-        .map_err(anyhow::Error::from)
-        .and_then(|r| r);
-    let sent = match sent {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = finish(true);
-            return Err(e.context(format!("sending to {dst}")));
-        }
+    let sink = TcpSink::start_with(to, dst, tcp).with_context(|| format!("receiver on {dst}"))?;
+    let send = SendOptions {
+        tcp,
+        proto: StreamProto::Tcp,
+        limit: Some(SendLimit::For(run)),
+        congestion: Some(cc.to_owned()),
+        cancel: None,
     };
-    let flow = finish(false)?;
-    if flow.bytes != sent {
-        bail!("TCP to {dst}: sent {sent} bytes, received {}", flow.bytes);
-    }
-    Ok(flow)
-}
-
-/// The sender of [`tcp_flow`]; returns the bytes written.
-fn send(dst: SocketAddr, run: Duration, cc: &str) -> Result<u64> {
-    let mut s = TcpStream::connect_timeout(&dst, CONNECT_TIMEOUT)
-        .with_context(|| format!("connecting to {dst}"))?;
-    // Before any data: the whole flow runs with this congestion control.
-    setsockopt(&s, sockopt::TcpCongestion, &OsString::from(cc))
-        .with_context(|| format!("setting TCP congestion control {cc}"))?;
-    s.set_write_timeout(Some(STALL_TIMEOUT))?;
-    let mut buf = vec![0u8; WRITE_SIZE];
-    plait_testbed::traffic::payload_block(u64::from(dst.port()), 0, &mut buf);
-    let started = Instant::now();
-    let mut sent = 0u64;
-    while started.elapsed() < run {
-        s.write_all(&buf)
-            .with_context(|| format!("writing after {sent} bytes"))?;
-        sent += buf.len() as u64;
-    }
-    s.shutdown(Shutdown::Write)?;
-    s.set_read_timeout(Some(STALL_TIMEOUT))?;
-    let mut scratch = [0u8; 256];
-    loop {
-        match s.read(&mut scratch) {
-            Ok(0) => return Ok(sent),
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e).context("waiting for the receiver to close"),
-        }
-    }
-}
-
-/// The receiver of [`tcp_flow`]: accepts one connection and counts it to the end.
-fn receive(
-    bind: SocketAddr,
-    ready: &mpsc::SyncSender<Result<(), String>>,
-    stop: &AtomicBool,
-) -> Result<Flow> {
-    let listener = match TcpListener::bind(bind).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
-        Ok(l) => {
-            let _ = ready.send(Ok(()));
-            l
-        }
-        Err(e) => {
-            let _ = ready.send(Err(format!("binding {bind}: {e}")));
-            bail!("binding {bind}: {e}");
-        }
-    };
-    let deadline = Instant::now() + CONNECT_TIMEOUT;
-    let mut stream = loop {
-        match listener.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                if stop.load(Ordering::Acquire) {
-                    bail!("stopped before a connection came");
-                }
-                if Instant::now() >= deadline {
-                    bail!("no connection to {bind} within {CONNECT_TIMEOUT:?}");
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(e) => return Err(e).context(format!("accepting on {bind}")),
-        }
-    };
-    let accepted = Instant::now();
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut bytes = 0u64;
-    let mut last = accepted;
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                bytes += n as u64;
-                last = Instant::now();
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
-            {
-                if stop.load(Ordering::Acquire) {
-                    bail!("stopped after {bytes} bytes");
-                }
-                if last.elapsed() > STALL_TIMEOUT {
-                    bail!("no data on {bind} for {STALL_TIMEOUT:?} after {bytes} bytes");
-                }
-            }
-            Err(e) => return Err(e).context(format!("reading on {bind} after {bytes} bytes")),
-        }
+    let sent = tcp_send_opts(from, dst, u64::from(dst.port()), send)
+        .with_context(|| format!("sending to {dst}"))?;
+    let got = sink
+        .wait(STALL_TIMEOUT)
+        .with_context(|| format!("receiver on {dst}"))?;
+    if got.bytes != sent.bytes {
+        bail!(
+            "TCP to {dst}: sent {} bytes, received {}",
+            sent.bytes,
+            got.bytes
+        );
     }
     Ok(Flow {
-        bytes,
-        elapsed: accepted.elapsed(),
+        bytes: got.bytes,
+        elapsed: got.elapsed,
     })
 }
 
