@@ -43,17 +43,11 @@ pub(crate) fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Runs a set-up command with the crate's runner; a failure fails the test with its stderr.
 fn run(program: &str, args: &[&str]) {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = crate::cmd::run(program, args) {
+        panic!("{e}");
+    }
 }
 
 /// The namespaces of one test; deleted on drop.
