@@ -8,7 +8,8 @@
 //! - Every link and node has one wake-up in the [`EventQueue`]; after any input a component
 //!   is rescheduled at its next event. A node that received packets wakes at the same
 //!   instant, after everything else due then, so packets arriving together are handled in
-//!   one batch (as the daemon's batched reads will).
+//!   one wake-up, as the daemon reads a batch of datagrams (a plait gateway still drives its
+//!   engine after each of them, as the daemon's endpoints do).
 //!
 //! Invariants: time never goes backwards; ties are broken by insertion order; nothing here
 //! reads a clock or a global RNG, so a run is a pure function of its inputs.
