@@ -1,8 +1,8 @@
 //! A client's file: its keys, routes and `[[path]]` tables.
 
-use super::context::PortRule;
-use super::leaves::family;
+use super::leaves::{family, mtu_u16};
 use super::raw::*;
+use super::values::Prefix;
 use super::*;
 
 impl Ctx<'_> {
@@ -15,7 +15,7 @@ impl Ctx<'_> {
                 "missing: the server's public key (base64, `plait pubkey` of its private key)",
             ));
         };
-        let server_public_key = self.key("server_public_key", spk)?;
+        let server_public_key = spk.get_ref().0.clone();
         if server_public_key == private_key.public() {
             return Err(self.at(
                 "server_public_key",
@@ -30,7 +30,12 @@ impl Ctx<'_> {
             raw.preshared_key_file,
         )?;
         let route = match &raw.route {
-            Some(list) => self.prefixes("route", list)?,
+            Some(list) => list
+                .get_ref()
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Ok(self.element::<Prefix>(&format!("route[{i}]"), v)?.0))
+                .collect::<Result<_, ConfigError>>()?,
             None => Vec::new(),
         };
         Ok(ClientConfig {
@@ -96,11 +101,7 @@ impl Ctx<'_> {
                 "missing: the server's address for this path, e.g. \"198.51.100.1:7744\"",
             ));
         };
-        let server = self.socket_addr(
-            &field("server"),
-            server_raw,
-            PortRule::Default(DEFAULT_PORT),
-        )?;
+        let server = server_raw.get_ref().0;
         if server.ip().is_unspecified() {
             return Err(self.at(
                 &field("server"),
@@ -110,7 +111,7 @@ impl Ctx<'_> {
         }
         let bind = match &raw.bind {
             Some(v) => {
-                let bind = self.socket_addr(&field("bind"), v, PortRule::AnyAllowed)?;
+                let bind = v.get_ref().0;
                 if bind.is_ipv4() != server.is_ipv4() {
                     return Err(self.at(
                         &field("bind"),
@@ -127,28 +128,11 @@ impl Ctx<'_> {
             }
             None => None,
         };
-        let device = match &raw.device {
-            Some(v) => Some(self.iface_name(&field("device"), v)?),
-            None => None,
-        };
-        let mtu = match &raw.mtu {
-            Some(v) => self.int_in(&field("mtu"), v, MIN_IPV6_MTU, 65535)? as u16,
-            None => DEFAULT_PATH_MTU,
-        };
-        let rate_mbit = match &raw.rate_mbit {
-            Some(v) => {
-                let rate = *v.get_ref();
-                if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE_MBIT) {
-                    return Err(self.at(
-                        &field("rate_mbit"),
-                        v,
-                        format!("must be a number above 0 and at most {MAX_RATE_MBIT}, got {rate}"),
-                    ));
-                }
-                Some(rate)
-            }
-            None => None,
-        };
+        let device = raw.device.map(|v| v.into_inner().0);
+        let mtu = raw
+            .mtu
+            .map_or(DEFAULT_PATH_MTU, |v| mtu_u16(v.into_inner().0));
+        let rate_mbit = raw.rate_mbit.map(|v| v.into_inner().0);
         Ok(PathConfig {
             name,
             server,

@@ -13,17 +13,6 @@ pub(super) struct Ctx<'a> {
     pub(super) dir: &'a Path,
 }
 
-/// How a socket address field treats a bare IP and port 0.
-#[derive(Clone, Copy)]
-pub(super) enum PortRule {
-    /// A bare IP means this port; port 0 is refused.
-    Default(u16),
-    /// A bare IP means port 0; port 0 (any) is allowed.
-    AnyAllowed,
-    /// The port must be written and nonzero.
-    Required,
-}
-
 impl<'a> Ctx<'a> {
     pub(super) fn new(text: &'a str, origin: &'a Path) -> Ctx<'a> {
         Ctx {

@@ -25,6 +25,7 @@ mod server;
 mod tables;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -34,8 +35,6 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::EngineSettings;
-use plait_proto::reorder::ReorderKind;
-use plait_proto::sched::SchedulerKind;
 use serde::de::DeserializeOwned;
 
 use crate::keys::Key;
@@ -59,17 +58,11 @@ pub const DEFAULT_SERVER_STATUS_SOCKET: &str = "/run/plait/server.sock";
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:7744";
 
 /// Smallest path MTU (outer packets) and smallest IPv6 MTU (RFC 8200).
-const MIN_IPV6_MTU: i64 = 1280;
+pub(super) const MIN_IPV6_MTU: i64 = 1280;
 /// Smallest TUN MTU for IPv4-only tunnels (RFC 791's "every host must accept").
-const MIN_IPV4_MTU: i64 = 576;
-/// Longest interface name Linux accepts (`IFNAMSIZ` - 1).
-const MAX_IFNAME: usize = 15;
-/// Longest path or client name.
-const MAX_NAME: usize = 32;
+pub(super) const MIN_IPV4_MTU: i64 = 576;
 /// Longest `engine.max_hold_ms`.
-const MAX_HOLD_MS: i64 = 10_000;
-/// Largest `rate_mbit` hint (100 Gbit/s).
-const MAX_RATE_MBIT: f64 = 100_000.0;
+pub(super) const MAX_HOLD_MS: i64 = 10_000;
 /// Longest Unix socket path (`sun_path` is 108 bytes with the terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
 

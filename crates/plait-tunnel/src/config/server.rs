@@ -1,8 +1,8 @@
 //! A server's file: its keys, listen addresses and `[[client]]` tables.
 
-use super::context::PortRule;
-use super::leaves::overlap;
+use super::leaves::{mtu_u16, overlap};
 use super::raw::*;
+use super::values::{PeerAddr, Prefix};
 use super::*;
 
 impl Ctx<'_> {
@@ -16,7 +16,7 @@ impl Ctx<'_> {
                 let mut out: Vec<SocketAddr> = Vec::new();
                 for (i, v) in list.get_ref().iter().enumerate() {
                     let field = format!("listen[{i}]");
-                    let addr = self.socket_addr(&field, v, PortRule::Default(DEFAULT_PORT))?;
+                    let addr = self.element::<PeerAddr>(&field, v)?.0;
                     if let Some(j) = out.iter().position(|a| *a == addr) {
                         return Err(self.at(
                             &field,
@@ -30,14 +30,10 @@ impl Ctx<'_> {
             }
             None => vec![DEFAULT_LISTEN.parse().expect("valid default")],
         };
-        let path_mtu = match &raw.path_mtu {
-            Some(v) => self.int_in("path_mtu", v, MIN_IPV6_MTU, 65535)? as u16,
-            None => DEFAULT_PATH_MTU,
-        };
-        let nat = match &raw.nat {
-            Some(v) => Some(self.iface_name("nat", v)?),
-            None => None,
-        };
+        let path_mtu = raw
+            .path_mtu
+            .map_or(DEFAULT_PATH_MTU, |v| mtu_u16(v.into_inner().0));
+        let nat = raw.nat.map(|v| v.into_inner().0);
         let tun = self.tun(raw.tun)?;
         let engine = self.engine(raw.engine)?;
         let control = self.control(raw.control, DEFAULT_SERVER_STATUS_SOCKET)?;
@@ -93,7 +89,7 @@ impl Ctx<'_> {
                     "missing: the client's public key (base64)",
                 ));
             };
-            let public_key = self.key(&field("public_key"), pk)?;
+            let public_key = pk.get_ref().0.clone();
             if public_key == *server_public {
                 return Err(self.at(
                     &field("public_key"),
@@ -134,7 +130,15 @@ impl Ctx<'_> {
                     "at least one prefix is required",
                 ));
             }
-            let allowed_ips = self.prefixes(&field("allowed_ips"), ips)?;
+            let allowed_ips = ips
+                .get_ref()
+                .iter()
+                .enumerate()
+                .map(|(k, v)| {
+                    let field = format!("{prefix}.allowed_ips[{k}]");
+                    Ok(self.element::<Prefix>(&field, v)?.0)
+                })
+                .collect::<Result<Vec<IpNet>, ConfigError>>()?;
             for (k, net) in allowed_ips.iter().enumerate() {
                 for (j, other) in clients.iter().enumerate() {
                     if let Some((l, theirs)) = other

@@ -1,8 +1,8 @@
 //! The tables both roles have: `[tun]`, `[engine]`, `[control]`.
 
-use super::context::PortRule;
-use super::leaves::family;
+use super::leaves::{family, mtu_u16};
 use super::raw::*;
+use super::values::TunAddress;
 use super::*;
 
 impl Ctx<'_> {
@@ -16,10 +16,10 @@ impl Ctx<'_> {
         };
         let table = raw.span();
         let raw = raw.into_inner();
-        let name = match &raw.name {
-            Some(v) => self.iface_name("tun.name", v)?,
-            None => DEFAULT_TUN_NAME.to_owned(),
-        };
+        let name = raw
+            .name
+            .as_ref()
+            .map_or_else(|| DEFAULT_TUN_NAME.to_owned(), |v| v.get_ref().0.clone());
         let Some(list) = &raw.addresses else {
             return Err(self.invalid(
                 "tun.addresses",
@@ -36,29 +36,7 @@ impl Ctx<'_> {
             if i >= 2 {
                 return Err(self.at(&field, v, "at most two addresses: one IPv4 and one IPv6"));
             }
-            let text = v.get_ref().as_str();
-            let net: IpNet = match text.parse() {
-                Ok(net) => net,
-                Err(_) if text.parse::<IpAddr>().is_ok() => {
-                    return Err(self.at(
-                        &field,
-                        v,
-                        format!(
-                            "`{text}` needs a prefix length, e.g. \"{text}/24\" or \"{text}/64\""
-                        ),
-                    ));
-                }
-                Err(_) => {
-                    return Err(self.at(
-                        &field,
-                        v,
-                        format!(
-                            "`{text}` is not an address with prefix length, \
-                             e.g. \"10.77.0.2/24\" or \"fd77::2/64\""
-                        ),
-                    ));
-                }
-            };
+            let net = self.element::<TunAddress>(&field, v)?.0;
             if addresses
                 .iter()
                 .any(|a| a.addr().is_ipv4() == net.addr().is_ipv4())
@@ -77,7 +55,7 @@ impl Ctx<'_> {
         let has_v6 = addresses.iter().any(|a| a.addr().is_ipv6());
         let mtu = match &raw.mtu {
             Some(v) => {
-                let mtu = self.int_in("tun.mtu", v, MIN_IPV4_MTU, 65535)?;
+                let mtu = v.get_ref().0;
                 if has_v6 && mtu < MIN_IPV6_MTU {
                     return Err(self.at(
                         "tun.mtu",
@@ -88,7 +66,7 @@ impl Ctx<'_> {
                         ),
                     ));
                 }
-                Some(mtu as u16)
+                Some(mtu_u16(mtu))
             }
             None => None,
         };
@@ -105,37 +83,14 @@ impl Ctx<'_> {
             return Ok(engine);
         };
         let raw = raw.into_inner();
-        if let Some(v) = &raw.scheduler {
-            engine.scheduler = SchedulerKind::from_name(v.get_ref()).ok_or_else(|| {
-                let names: Vec<&str> = SchedulerKind::ALL.iter().map(|k| k.name()).collect();
-                self.at(
-                    "engine.scheduler",
-                    v,
-                    format!(
-                        "unknown scheduler `{}`; one of: {}",
-                        v.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            })?;
+        if let Some(v) = raw.scheduler {
+            engine.scheduler = v.into_inner().0;
         }
-        if let Some(v) = &raw.reorder {
-            engine.reorder = ReorderKind::from_name(v.get_ref()).ok_or_else(|| {
-                let names: Vec<&str> = ReorderKind::ALL.iter().map(|k| k.name()).collect();
-                self.at(
-                    "engine.reorder",
-                    v,
-                    format!(
-                        "unknown reorder policy `{}`; one of: {}",
-                        v.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            })?;
+        if let Some(v) = raw.reorder {
+            engine.reorder = v.into_inner().0;
         }
-        if let Some(v) = &raw.max_hold_ms {
-            engine.max_hold =
-                Duration::from_millis(self.int_in("engine.max_hold_ms", v, 1, MAX_HOLD_MS)? as u64);
+        if let Some(v) = raw.max_hold_ms {
+            engine.max_hold = Duration::from_millis(v.into_inner().0.unsigned_abs());
         }
         if let Some(v) = raw.repair {
             engine.repair = v;
@@ -174,7 +129,7 @@ impl Ctx<'_> {
             control.status_socket = path;
         }
         if let Some(v) = &raw.metrics {
-            control.metrics = Some(self.socket_addr("control.metrics", v, PortRule::Required)?);
+            control.metrics = Some(v.get_ref().0);
         }
         Ok(control)
     }

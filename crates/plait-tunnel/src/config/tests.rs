@@ -1,6 +1,9 @@
 //! The configuration's checks, one by one, against the reference docs/tunnel-config.md
 //! and the examples in docs/examples/.
 
+use plait_proto::reorder::ReorderKind;
+use plait_proto::sched::SchedulerKind;
+
 use super::position::line_column;
 use super::*;
 
