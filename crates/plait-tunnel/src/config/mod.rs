@@ -7,14 +7,14 @@
 //! [`ConfigError::Invalid`] names the file, the field by its TOML path (`path[1].server`,
 //! `client[0].allowed_ips[2]`) and, when the value is in the file, its line and column.
 //!
-//! Parsing is two-step: serde fills private `Raw*` structs ([`raw`]) whose leaves are
-//! [`toml::Spanned`] (so every value keeps its position), typed by [`values`] (each
+//! Parsing is two-step: serde fills private `Raw*` structs (`raw`) whose leaves are
+//! [`toml::Spanned`] (so every value keeps its position), typed by `values` (each
 //! single-value check is one `try_from` newtype there, and toml places its error), and
 //! which deny unknown fields; then plain code checks what involves several fields or the
-//! file system and builds the public types: [`context`] (the checking context and toml's
-//! own errors), [`client`] and [`server`] (each role's tables), [`tables`] (`[tun]`,
-//! `[engine]`, `[control]`), [`leaves`] (keys inline or in a file, required names, list
-//! elements) and [`position`] (line, column and field path of an error).
+//! file system and builds the public types: `context` (the checking context and toml's
+//! own errors), `client` and `server` (each role's tables), `tables` (`[tun]`,
+//! `[engine]`, `[control]`), `leaves` (keys inline or in a file, required names, list
+//! elements) and `position` (line, column and field path of an error).
 //! Relative file names (key files, the status socket) are taken relative to the config
 //! file's directory.
 
