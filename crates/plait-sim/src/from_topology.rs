@@ -10,9 +10,10 @@
 //! - queue: the file's queue in bytes over [`WIRE_PACKET_BYTES`], at least one packet (the
 //!   simulator's queues count packets; the test bed's tbf counts bytes, so a rate event
 //!   makes the test bed's queue longer in time and the simulator's too, by the same factor);
-//! - loss: on the data direction. The test bed's transfer runs client → server (`up`), the
-//!   simulator's server → mobile host; `both` and `up` put the model on the simulator's data
-//!   direction, `down` (the ACK direction only) is refused: the simulator has no loss there;
+//! - loss: on the data direction only. The test bed's transfer runs client → server (`up`),
+//!   the simulator's server → mobile host; `both` and `up` put the model on the simulator's
+//!   data direction (with `both`, the ACKs' losses of the test bed are not modelled), and
+//!   `down` (the ACK direction alone) is refused: the simulator has no loss there;
 //! - events: `blackhole` and `link_down` become outages (the simulator does not tell carrier
 //!   loss from silence), `rate` events become rate dips;
 //! - the transfer: one NewReno flow (1460-byte segments, window 3000, no delayed ACKs)
