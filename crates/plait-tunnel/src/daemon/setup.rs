@@ -60,6 +60,7 @@ fn engine_params(e: &EngineSettings, max_datagram_size: usize) -> EngineParams {
     EngineParams {
         settings: e.clone(),
         max_datagram_size,
+        seed: None,
     }
 }
 

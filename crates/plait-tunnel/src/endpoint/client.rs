@@ -22,7 +22,7 @@ use plait_proto::{PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::link::Link;
-use super::{EngineParams, Now, Outputs, random_u64};
+use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
 use crate::crypto::keypair::{Keypair, REKEY_AFTER_TIME, REKEY_TIMEOUT};
@@ -69,6 +69,7 @@ pub struct ClientParams {
 pub struct ClientEndpoint {
     params: ClientParams,
     link: Link,
+    random: Random,
     handshake: Option<(Initiation, Time)>,
     last_initiation: Option<Time>,
     last_timestamp: u64,
@@ -82,8 +83,9 @@ impl ClientEndpoint {
     /// A client that will handshake on its first timeout.
     pub fn new(params: ClientParams) -> ClientEndpoint {
         let names = params.paths.iter().map(|p| p.name.clone()).collect();
+        let mut random = Random::from_seed(params.engine.seed);
         // Zero is avoided so that a session id in a capture is visibly chosen.
-        let mut link = Link::new(None, names, (random_u64() as u32).max(1));
+        let mut link = Link::new(None, names, (random.next_u64() as u32).max(1));
         for (i, p) in params.paths.iter().enumerate() {
             link.fix_endpoint(
                 i,
@@ -96,6 +98,7 @@ impl ClientEndpoint {
         ClientEndpoint {
             params,
             link,
+            random,
             handshake: None,
             last_initiation: None,
             last_timestamp: 0,
@@ -203,7 +206,7 @@ impl ClientEndpoint {
         let config = self
             .params
             .engine
-            .session_config(self.link.session_id(), random_u64());
+            .session_config(self.link.session_id(), self.random.next_u64());
         let mut session = match Session::new(config) {
             Ok(s) => s,
             Err(e) => {
@@ -279,7 +282,7 @@ impl ClientEndpoint {
         // at u64::MAX (year 2554) they cannot, and the server refuses them as replays.
         let timestamp = now.wall_ns.max(self.last_timestamp.saturating_add(1));
         self.last_timestamp = timestamp;
-        let index = random_u64() as u32;
+        let index = self.random.next_u64() as u32;
         let payload = InitiationPayload {
             session_id: self.link.session_id(),
             timestamp,
@@ -406,6 +409,7 @@ mod tests {
             engine: EngineParams {
                 settings: plait_proto::EngineSettings::default(),
                 max_datagram_size: 1400,
+                seed: Some(1),
             },
         });
         c.last_timestamp = u64::MAX;

@@ -29,6 +29,8 @@ pub use inner::addresses as inner_addresses;
 pub use server::{ServerEndpoint, ServerParams, ServerPeer};
 
 use plait_proto::{EngineSettings, Time};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
 
 /// The time as an endpoint sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +78,8 @@ pub struct EngineParams {
     pub settings: EngineSettings,
     /// Largest engine datagram (path MTU less outer IP, UDP and [`crate::message::DATA_OVERHEAD`]).
     pub max_datagram_size: usize,
+    /// Seed of the endpoint's random choices ([`Random`]); `None`: the OS generator.
+    pub seed: Option<u64>,
 }
 
 impl EngineParams {
@@ -105,16 +109,41 @@ pub fn max_datagram_for(path_mtu: u16, addr: &SocketAddr) -> usize {
         .saturating_sub(outer_ip_udp_overhead(addr) + crate::message::DATA_OVERHEAD)
 }
 
-/// Random numbers for indices, session ids and engine seeds (the OS generator; the
-/// engine itself stays seeded and deterministic).
-pub(crate) fn random_u64() -> u64 {
-    use ring::rand::SecureRandom;
-    let mut b = [0u8; 8];
-    // SystemRandom fails only if the OS generator is unavailable, which the handshake
-    // (snow, same generator) would also hit; fall back to a fixed value rather than
-    // panic: indices are not secrets, and keys never come from here.
-    if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
-        return 0x706c_6169_7400_0001;
+/// Where an endpoint's random choices come from: key indices, session ids and engine
+/// seeds (never keys: those are snow's). The daemon uses the OS generator; the simulator
+/// and tests seed one, so their runs repeat exactly.
+#[derive(Debug)]
+pub enum Random {
+    /// The operating system's generator.
+    Os,
+    /// A ChaCha8 generator with this seed.
+    Seeded(Box<ChaCha8Rng>),
+}
+
+impl Random {
+    /// The generator `seed` asks for: seeded, or the OS's for `None`.
+    pub fn from_seed(seed: Option<u64>) -> Random {
+        match seed {
+            Some(s) => Random::Seeded(Box::new(ChaCha8Rng::seed_from_u64(s))),
+            None => Random::Os,
+        }
     }
-    u64::from_le_bytes(b)
+
+    /// The next random number.
+    pub fn next_u64(&mut self) -> u64 {
+        match self {
+            Random::Seeded(rng) => rng.next_u64(),
+            Random::Os => {
+                use ring::rand::SecureRandom;
+                let mut b = [0u8; 8];
+                // SystemRandom fails only if the OS generator is unavailable, which the
+                // handshake (snow, same generator) would also hit; fall back to a fixed
+                // value rather than panic: indices are not secrets.
+                if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
+                    return 0x706c_6169_7400_0001;
+                }
+                u64::from_le_bytes(b)
+            }
+        }
+    }
 }

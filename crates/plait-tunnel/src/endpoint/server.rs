@@ -31,7 +31,7 @@ use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
 use super::link::{DataDrop, Link, Opened};
-use super::{EngineParams, Now, Outputs, random_u64};
+use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
 use crate::crypto::keypair::Keypair;
@@ -89,6 +89,7 @@ struct Peer {
 pub struct ServerEndpoint {
     private_key: Key,
     engine: EngineParams,
+    random: Random,
     peers: Vec<Peer>,
     /// Local key index -> peer.
     indices: BTreeMap<u32, usize>,
@@ -123,6 +124,7 @@ impl ServerEndpoint {
         routes.sort_by_key(|(n, _)| std::cmp::Reverse(n.prefix_len()));
         ServerEndpoint {
             private_key: params.private_key,
+            random: Random::from_seed(params.engine.seed),
             engine: params.engine,
             peers,
             indices: BTreeMap::new(),
@@ -208,7 +210,7 @@ impl ServerEndpoint {
             return;
         }
         let Some(local_index) = (0..INDEX_TRIES)
-            .map(|_| random_u64() as u32)
+            .map(|_| self.random.next_u64() as u32)
             .find(|i| !self.indices.contains_key(i))
         else {
             if let Some(suppressed) = self.log_drop.check(t) {
@@ -254,9 +256,14 @@ impl ServerEndpoint {
     /// The client's first data message under new keys confirmed a handshake that asked
     /// for a fresh engine session: it replaces the old one (if any), and the path
     /// endpoints are learned anew.
-    fn start_fresh_session(engine: &EngineParams, peer: &mut Peer, session_id: u32) {
+    fn start_fresh_session(
+        engine: &EngineParams,
+        random: &mut Random,
+        peer: &mut Peer,
+        session_id: u32,
+    ) {
         peer.link.forget_endpoints();
-        match Session::new(engine.session_config(session_id, random_u64())) {
+        match Session::new(engine.session_config(session_id, random.next_u64())) {
             Ok(s) => {
                 if peer.link.start_session(s, session_id) {
                     info!(peer = %peer.config.name, session = format_args!("{session_id:08x}"), "client started a new session");
@@ -299,7 +306,7 @@ impl ServerEndpoint {
                     self.indices.remove(&old);
                 }
                 if confirmed && let Some(session_id) = fresh_session {
-                    Self::start_fresh_session(&self.engine, peer, session_id);
+                    Self::start_fresh_session(&self.engine, &mut self.random, peer, session_id);
                 }
                 len
             }

@@ -30,6 +30,7 @@ fn engine_with(scheduler: SchedulerKind) -> EngineParams {
             ..EngineSettings::default()
         },
         max_datagram_size: 1400,
+        seed: None,
     }
 }
 
@@ -667,4 +668,15 @@ fn tampered_response_index_is_refused() {
     w.traffic(20, 0);
     assert_eq!(tags(&w.server_tun), (0..20).collect::<Vec<_>>());
     assert_eq!(tags(&w.client_tun), (0..20).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_seeded_random_source_repeats_and_the_os_one_varies() {
+    let draw = |seed| {
+        let mut r = super::Random::from_seed(seed);
+        [r.next_u64(), r.next_u64(), r.next_u64()]
+    };
+    assert_eq!(draw(Some(7)), draw(Some(7)));
+    assert_ne!(draw(Some(7)), draw(Some(8)));
+    assert_ne!(draw(None), draw(None));
 }
