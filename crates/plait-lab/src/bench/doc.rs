@@ -718,8 +718,10 @@ Reading the bullets above with the tables below:
     lightly loaded forms few trains. Fixed: a delivery rate 20 % above the median now
     raises the stale runs to it (nothing delivers faster than its capacity). In the
     simulator plait went from 16.6 to 18.3 Mbit/s (MPTCP's default scheduler in the same
-    engine: 18.7; one TCP flow per path: 21.0), measured with 170- and 85-packet queues;
-    the file's own conversion (167 and 83 packets of 1500 bytes) gives plait 18.2. On the test bed with cubic T5 did not
+    engine: 18.7; one TCP flow per path: 21.0), measured with 170- and 85-packet queues
+    and the engine's earlier simulator defaults; `plait sim topologies/T5.toml` (167 and
+    83 packets of 1500 bytes, the engine as the tunnel ships it) gives plait 17.7, MPTCP's
+    default scheduler 18.1 and one TCP flow per path 21.0. On the test bed with cubic T5 did not
     move (median 0.826 of the sum before the fix, 0.823 after, `plait bench-doc`), so
     there the second cause dominates.
   - When path 1 drops to 2 Mbit/s, its 100 ms queue (sized in bytes) becomes 500 ms:
