@@ -13,7 +13,7 @@
 //! so the output is deterministic.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use plait_topology::TopologyFile;
+use plait_topology::{SpecError, TopologyFile};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -37,8 +37,14 @@ pub fn load_variants(text: &str) -> Result<Vec<Variant>, ScenarioError> {
         .parse()
         .map_err(|e: toml::de::Error| ScenarioError::Parse(e.to_string()))?;
     if from_topology::is_topology_file(&doc) {
-        let file = TopologyFile::parse(text, "the topology file")
-            .map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        let file = TopologyFile::parse(text, "").map_err(|e| match e {
+            SpecError::Field { field, message, .. } => ScenarioError::Invalid {
+                field,
+                problem: message,
+            },
+            SpecError::Toml { message, .. } => ScenarioError::Parse(message),
+            other => ScenarioError::Parse(other.to_string()),
+        })?;
         return Ok(vec![Variant {
             label: String::new(),
             scenario: from_topology::scenario_from_topology(&file)?,
@@ -335,5 +341,18 @@ values = [20, 50]
         assert!(v[3].label.contains("tcp.window=50"));
         let bad = text.replace("paths[1].wired_delay_ms", "paths[7].nope");
         assert!(load_variants(&bad).is_err());
+    }
+
+    #[test]
+    fn a_topology_file_is_one_variant_and_its_errors_name_the_field() {
+        let text = "name = \"t\"\nduration_s = 10\n[[path]]\nrate_mbit = 5\nrtt_ms = 20\n";
+        let v = load_variants(text).unwrap();
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].scenario.paths[0].rate_kbps, 5000.0);
+        let e = load_variants(&text.replace("rate_mbit = 5", "rate_mbit = 0")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "path[0].rate_mbit: 0 must be above 0 and at most 100"
+        );
     }
 }
