@@ -2,6 +2,9 @@
 //! required names, and two helpers of the cross-field checks.
 
 use super::raw::S;
+use tracing::warn;
+
+use super::secrets::readable_by_others;
 use super::values::{KeyText, Label, MAX_NAME};
 use super::*;
 
@@ -38,12 +41,20 @@ impl Ctx<'_> {
                 &f,
                 format!("give either `{name}` or `{name}_file`, not both"),
             )),
-            (Some(v), None) => Ok(Some(v.into_inner().0)),
+            (Some(v), None) => {
+                if let Some(warning) = readable_by_others(self.file, &format!("`{name}`")) {
+                    warn!("{warning}");
+                }
+                Ok(Some(v.into_inner().0))
+            }
             (None, Some(f)) => {
                 if f.get_ref().is_empty() {
                     return Err(self.at(&file_field, &f, "must not be empty"));
                 }
                 let path = self.dir.join(f.get_ref());
+                if let Some(warning) = readable_by_others(&path, &format!("`{name}`")) {
+                    warn!("{warning}");
+                }
                 Key::read_file(&path)
                     .map(Some)
                     .map_err(|e| self.at(&file_field, &f, e.to_string()))

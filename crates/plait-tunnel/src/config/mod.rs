@@ -23,6 +23,7 @@ mod context;
 mod leaves;
 mod position;
 mod raw;
+mod secrets;
 mod server;
 mod tables;
 #[cfg(test)]
@@ -190,6 +191,8 @@ impl ControlConfig {
         }
     }
 }
+
+pub use secrets::readable_by_others;
 
 /// Why a config file was not accepted.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
-use tracing::info;
+use tracing::{info, warn};
 
 use super::run_loop;
 use crate::config::{ClientConfig, ControlConfig, ServerConfig, TunConfig};
@@ -89,6 +89,14 @@ fn control(
         Some(addr) => {
             let m = MetricsServer::start(addr, Arc::clone(&snapshot))?;
             info!(addr = %m.local_addr(), "Prometheus metrics at /metrics");
+            if !addr.ip().is_loopback() {
+                warn!(
+                    %addr,
+                    "the metrics endpoint is not on a loopback address: anyone who can reach \
+                     it can read the tunnel's peers, paths and traffic; bind 127.0.0.1 or ::1 \
+                     unless that is intended"
+                );
+            }
             Some(m)
         }
         None => None,
