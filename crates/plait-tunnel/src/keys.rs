@@ -10,6 +10,8 @@
 //! - [`Key::from_base64`] and [`Key::read_file`] accept exactly 32 bytes of canonical
 //!   standard base64 and reject the all-zero key (a placeholder, never a real key).
 //! - A key's bytes never appear in `Debug` output: private keys must not reach logs.
+//! - A key's bytes are wiped when it is dropped (`zeroize`), so a freed private key does
+//!   not linger in memory (copies the OS or snow made are theirs).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,12 @@ pub const KEY_LEN: usize = 32;
 /// WireGuard does.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key([u8; KEY_LEN]);
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
 
 /// Why a key could not be made, decoded or read.
 #[derive(Debug, thiserror::Error)]
