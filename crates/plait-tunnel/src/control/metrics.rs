@@ -25,8 +25,9 @@
 //! Invariants: a gauge whose snapshot value is `None` (or not finite) is omitted rather
 //! than reported as 0; a metric family with no samples is omitted entirely; every drop
 //! reason is always present (counters should exist from zero). The HTTP side reads at
-//! most 8 KiB of request head with a 1 s timeout, serves one connection at a time on its
-//! own thread, and always closes the connection after one response.
+//! most 8 KiB of request head with a 1 s timeout, serves each connection on a thread of
+//! its own (at most `accept::MAX_CONNECTIONS` at once), and always closes the connection
+//! after one response.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -61,8 +62,6 @@ const IO_TIMEOUT: Duration = Duration::from_secs(1);
 const DRAIN_TIME: Duration = Duration::from_millis(200);
 /// After responding, how many bytes (at most) to drain.
 const DRAIN_BYTES: usize = 64 * 1024;
-/// Pause after a failed `accept` (e.g. out of file descriptors) so the thread does not spin.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// The numeric value of a path state for `plait_path_state`: 0 `down`, 1 `probing`,
 /// 2 `degraded`, 3 `active`; `None` for anything else (the sample is then omitted).
@@ -407,24 +406,12 @@ fn reachable_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// The accept loop: one connection at a time until `stop` is set.
+/// The accept loop: each connection on its own thread until `stop` is set.
 fn serve(listener: &TcpListener, snapshot: &SharedSnapshot, stop: &AtomicBool) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        match conn {
-            Ok(stream) => {
-                if let Err(e) = handle(&stream, snapshot) {
-                    tracing::debug!(error = %e, "metrics request failed");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics accept failed");
-                thread::sleep(ACCEPT_BACKOFF);
-            }
-        }
-    }
+    let snapshot = Arc::clone(snapshot);
+    super::accept::serve_concurrently(listener.incoming(), stop, "metrics", move |s| {
+        handle(&s, &snapshot)
+    });
 }
 
 /// What the request head turned out to be.
@@ -790,6 +777,18 @@ mod tests {
         response
             .split_once("\r\n\r\n")
             .expect("a complete response")
+    }
+
+    #[test]
+    fn idle_connections_do_not_block_a_scrape() {
+        let (server, _snap) = start();
+        let addr = server.local_addr();
+        // Served one at a time, 20 idle connections would hold a scrape for 20 s, past
+        // `fetch`'s 5 s timeout; served concurrently, none of them delays it.
+        let idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let response = fetch(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+        drop(idle);
     }
 
     #[test]

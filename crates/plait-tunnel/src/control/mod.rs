@@ -10,9 +10,11 @@
 //! Invariants: the event loop is the only writer of the [`SharedSnapshot`]; the servers
 //! here only lock it long enough to clone it, never block the loop on a client, and each
 //! runs on its own background thread that stops (and cleans up) when the server is
-//! dropped. A poisoned snapshot mutex is recovered, not propagated: a stale snapshot is
+//! dropped; every connection is served on a thread of its own, a bounded number at once
+//! (`accept`), so an idle client delays nobody. A poisoned snapshot mutex is recovered, not propagated: a stale snapshot is
 //! better than a dead control socket.
 
+mod accept;
 pub mod metrics;
 pub mod render;
 pub mod snapshot;

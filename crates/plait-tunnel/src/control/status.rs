@@ -6,10 +6,11 @@
 //! line and closes. Any other request gets a one-line `{"error": "..."}` object.
 //!
 //! Invariants:
-//! - The server owns one background thread that accepts and serves connections one at a
-//!   time. Serving only clones the snapshot, and every connection has 1 s read and write
-//!   timeouts and a 64-byte request bound, so a stuck or hostile client delays others by
-//!   at most a couple of seconds and can never block the event loop.
+//! - The server owns one background thread that accepts connections and serves each on a
+//!   thread of its own, a bounded number at once (`control::accept`). Serving only clones
+//!   the snapshot, and every connection has 1 s read and write timeouts and a 64-byte
+//!   request bound, so a stuck or hostile client delays nobody else and can never block
+//!   the event loop.
 //! - The socket file is mode 0600 (status names peers and their addresses). Its parent
 //!   directory is created with mode 0755 if missing.
 //! - Starting over a stale socket file (nobody accepting) replaces it; starting over a
@@ -42,8 +43,6 @@ const SERVER_IO_TIMEOUT: Duration = Duration::from_secs(1);
 const CLIENT_IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest reply the client accepts, bytes.
 const MAX_REPLY: u64 = 16 << 20;
-/// Pause after a failed `accept` (e.g. out of file descriptors) so the thread does not spin.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Serves `plait status` on a Unix socket from a background thread.
 #[derive(Debug)]
@@ -258,24 +257,12 @@ fn secure_socket_file(path: &Path) -> io::Result<(u64, u64)> {
     Ok((meta.dev(), meta.ino()))
 }
 
-/// The accept loop: one connection at a time until `stop` is set.
+/// The accept loop: each connection on its own thread until `stop` is set.
 fn serve(listener: &UnixListener, snapshot: &SharedSnapshot, stop: &AtomicBool) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        match conn {
-            Ok(stream) => {
-                if let Err(e) = handle(&stream, snapshot) {
-                    tracing::debug!(error = %e, "status request failed");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "status socket accept failed");
-                thread::sleep(ACCEPT_BACKOFF);
-            }
-        }
-    }
+    let snapshot = Arc::clone(snapshot);
+    super::accept::serve_concurrently(listener.incoming(), stop, "status", move |s| {
+        handle(&s, &snapshot)
+    });
 }
 
 /// Serves one connection: read the request line, write the reply line, close.
@@ -446,6 +433,20 @@ mod tests {
         assert_eq!(query(&path).unwrap(), sample());
         assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
         drop(stuck);
+    }
+
+    #[test]
+    fn idle_clients_do_not_block_a_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plait.sock");
+        let _server = StatusServer::start(&path, shared(sample())).unwrap();
+        // Served one at a time, 20 silent clients would hold a query for 20 s, past the
+        // client's 5 s timeout; served concurrently, none of them delays it.
+        let idle: Vec<UnixStream> = (0..20)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        assert_eq!(query(&path).unwrap(), sample());
+        drop(idle);
     }
 
     #[test]
