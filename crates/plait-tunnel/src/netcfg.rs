@@ -197,6 +197,10 @@ pub enum Step {
         apply: Cmd,
         /// The command that reverts it.
         undo: Cmd,
+        /// Run `undo` until it fails before applying: the change is one the kernel keeps
+        /// duplicates of (a policy rule), so what a killed predecessor left is replaced,
+        /// never doubled.
+        replace_leftovers: bool,
     },
     /// Set a sysctl (dotted key) to `value`. Skipped if it already has that value;
     /// otherwise undone by writing back the value read before.
@@ -210,7 +214,21 @@ pub enum Step {
 
 impl Step {
     fn run(apply: Cmd, undo: Cmd) -> Step {
-        Step::Run { apply, undo }
+        Step::Run {
+            apply,
+            undo,
+            replace_leftovers: false,
+        }
+    }
+
+    /// A change the kernel would duplicate: leftovers are removed first (see
+    /// `replace_leftovers` of [`Step::Run`]).
+    fn run_replacing(apply: Cmd, undo: Cmd) -> Step {
+        Step::Run {
+            apply,
+            undo,
+            replace_leftovers: true,
+        }
     }
 
     fn sysctl(key: &str, value: &str) -> Step {
@@ -344,7 +362,7 @@ pub fn plan_route_into_tunnel(
                 &[f, "rule", verb, "not", "fwmark", &mark, "table", &table],
             )
         };
-        steps.push(Step::run(rule("add"), rule("del")));
+        steps.push(Step::run_replacing(rule("add"), rule("del")));
         if family.iter().any(|p| p.prefix_len() == 0) {
             let suppress = |verb| {
                 Cmd::new(
@@ -360,7 +378,7 @@ pub fn plan_route_into_tunnel(
                     ],
                 )
             };
-            steps.push(Step::run(suppress("add"), suppress("del")));
+            steps.push(Step::run_replacing(suppress("add"), suppress("del")));
         }
         if v4 {
             steps.push(Step::sysctl("net.ipv4.conf.all.src_valid_mark", "1"));
@@ -570,7 +588,22 @@ impl NetConfig {
 
     fn apply_step(&self, step: &Step) -> Result<Option<Done>, NetCfgError> {
         match step {
-            Step::Run { apply, undo } => {
+            Step::Run {
+                apply,
+                undo,
+                replace_leftovers,
+            } => {
+                if *replace_leftovers {
+                    for _ in 0..MAX_LEFTOVERS {
+                        if self.run(undo).is_err() {
+                            break;
+                        }
+                        tracing::warn!(
+                            "netcfg: removed a leftover of an earlier run: {}",
+                            self.cmd_line(undo)
+                        );
+                    }
+                }
                 let line = self.cmd_line(apply);
                 tracing::info!("netcfg: {line}");
                 self.run(apply)?;
@@ -717,6 +750,10 @@ impl NetConfig {
         })
     }
 }
+
+/// Most leftovers of one rule removed before it is added again (a loop bound: a killed
+/// daemon leaves one per run).
+const MAX_LEFTOVERS: usize = 64;
 
 impl Drop for NetConfig {
     fn drop(&mut self) {
@@ -895,7 +932,7 @@ mod tests {
         let tun_nets = nets(&["10.7.0.1/24", "fd07::1/64"]);
         let steps = plan_nat("plait0", "eth0", &tun_nets).unwrap();
         assert_eq!(steps.len(), 3);
-        let Step::Run { apply, undo } = &steps[0] else {
+        let Step::Run { apply, undo, .. } = &steps[0] else {
             panic!("first step is not the nft script: {steps:?}")
         };
         assert_eq!(apply.args, ["-f", "-"]);
@@ -941,7 +978,7 @@ mod tests {
     #[test]
     fn nat_v4_only_leaves_v6_forwarding_alone() {
         let steps = plan_nat("tun-1", "ens3", &nets(&["10.7.0.1/24", "10.7.0.0/24"])).unwrap();
-        let Step::Run { apply, undo } = &steps[0] else {
+        let Step::Run { apply, undo, .. } = &steps[0] else {
             panic!("{steps:?}")
         };
         let script = apply.stdin.as_deref().unwrap();
@@ -1100,6 +1137,41 @@ mod tests {
                     eprintln!("could not delete network namespace {}: {e}", self.name);
                 }
             }
+        }
+
+        #[test]
+        fn a_restart_replaces_the_rules_a_killed_run_left() {
+            let Some(ns) = Netns::create("restart") else {
+                return;
+            };
+            let fwmark_rules = || {
+                ns.exec(&["ip", "-4", "rule", "show"])
+                    .lines()
+                    .filter(|l| l.contains("fwmark 0x706c lookup 28780"))
+                    .count()
+            };
+            let route = |nc: &mut NetConfig| {
+                nc.route_into_tunnel(DEV, &nets(&["0.0.0.0/0"]), DEFAULT_FWMARK, DEFAULT_TABLE)
+                    .unwrap();
+            };
+            let mut first = NetConfig::in_netns(&ns.name);
+            route(&mut first);
+            assert_eq!(fwmark_rules(), 1);
+            // kill -9: nothing is undone, and the TUN device (with its routes) goes away
+            // with the process; the policy rules stay.
+            std::mem::forget(first);
+            ns.exec(&["ip", "link", "del", DEV]);
+            ns.exec(&["ip", "tuntap", "add", DEV, "mode", "tun"]);
+            ns.exec(&["ip", "link", "set", DEV, "up"]);
+            let mut second = NetConfig::in_netns(&ns.name);
+            route(&mut second);
+            assert_eq!(
+                fwmark_rules(),
+                1,
+                "the leftover rule is replaced, not doubled"
+            );
+            second.undo();
+            assert_eq!(fwmark_rules(), 0, "a clean stop removes it");
         }
 
         #[test]
