@@ -7,43 +7,34 @@
 //! [`ConfigError::Invalid`] names the file, the field by its TOML path (`path[1].server`,
 //! `client[0].allowed_ips[2]`) and, when the value is in the file, its line and column.
 //!
-//! Parsing is two-step: serde fills private `Raw*` structs (`raw`) whose leaves are
-//! [`toml::Spanned`] (so every value keeps its position), typed by `values` (each
-//! single-value check is one `try_from` newtype there, and toml places its error), and
-//! which deny unknown fields; then plain code checks what involves several fields or the
-//! file system and builds the public types: `context` (the checking context and toml's
-//! own errors), `client` and `server` (each role's tables), `tables` (`[tun]`,
-//! `[engine]`, `[control]`), `leaves` (keys inline or in a file, required names, list
-//! elements) and `position` (line, column and field path of an error).
+//! Reading is two steps. serde reads the text into the private `file` structs, which
+//! say which fields exist, which are required and their defaults; each value's type
+//! (`values`) checks it as it is read, and toml places any error. Then `check` does
+//! what involves several values or the file system and builds the public types. `error`
+//! turns either step's error into a [`ConfigError`] with its position and field path.
 //! Relative file names (key files, the status socket) are taken relative to the config
 //! file's directory.
 
-mod client;
-mod context;
-mod leaves;
-mod position;
-mod raw;
+mod check;
+mod error;
+mod file;
 mod secrets;
-mod server;
-mod tables;
 #[cfg(test)]
 mod tests;
 mod values;
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::ops::Range;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::EngineSettings;
-use serde::de::DeserializeOwned;
 
 use crate::keys::Key;
 
-use context::Ctx;
-use raw::{RawClient, RawServer};
+use error::Doc;
+
+pub use error::ConfigError;
+pub use secrets::readable_by_others;
 
 /// Default UDP port of a plait server.
 pub const DEFAULT_PORT: u16 = 7744;
@@ -61,11 +52,11 @@ pub const DEFAULT_SERVER_STATUS_SOCKET: &str = "/run/plait/server.sock";
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:7744";
 
 /// Smallest path MTU (outer packets) and smallest IPv6 MTU (RFC 8200).
-pub(super) const MIN_IPV6_MTU: i64 = 1280;
+const MIN_IPV6_MTU: u16 = 1280;
 /// Smallest TUN MTU for IPv4-only tunnels (RFC 791's "every host must accept").
-pub(super) const MIN_IPV4_MTU: i64 = 576;
+const MIN_IPV4_MTU: u16 = 576;
 /// Longest `engine.max_hold_ms`.
-pub(super) const MAX_HOLD_MS: i64 = 10_000;
+const MAX_HOLD_MS: u64 = 10_000;
 /// Longest Unix socket path (`sun_path` is 108 bytes with the terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
 
@@ -192,64 +183,6 @@ impl ControlConfig {
     }
 }
 
-pub use secrets::readable_by_others;
-
-/// Why a config file was not accepted.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read {}: {source}", .path.display())]
-    Io {
-        /// The config file.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file was read but is not a valid config. Displayed as
-    /// `{file}:{line}:{column}: {field}: {message}`, or `{file}: {field}: {message}` when the
-    /// problem has no position (a required field is missing at the top level).
-    #[error("{}{}: {field}: {message}", .file.display(), position(.line, .column))]
-    Invalid {
-        /// The config file (as given to `load_*`/`parse_*`).
-        file: PathBuf,
-        /// 1-based line of the offending value, key or table header.
-        line: Option<usize>,
-        /// 1-based column (in characters) of the same.
-        column: Option<usize>,
-        /// The field's TOML path, e.g. `path[1].server`; `(syntax)` for a TOML syntax error.
-        field: String,
-        /// What is wrong, and what would be right.
-        message: String,
-    },
-}
-
-impl ConfigError {
-    /// The offending field's TOML path (`None` for [`ConfigError::Io`]).
-    pub fn field(&self) -> Option<&str> {
-        match self {
-            ConfigError::Io { .. } => None,
-            ConfigError::Invalid { field, .. } => Some(field),
-        }
-    }
-
-    /// The 1-based line of the offending value, if it has one.
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            ConfigError::Io { .. } => None,
-            ConfigError::Invalid { line, .. } => *line,
-        }
-    }
-}
-
-fn position(line: &Option<usize>, column: &Option<usize>) -> String {
-    match (line, column) {
-        (Some(line), Some(column)) => format!(":{line}:{column}"),
-        (Some(line), None) => format!(":{line}"),
-        _ => String::new(),
-    }
-}
-
 /// Reads and checks a client config file.
 pub fn load_client(path: &Path) -> Result<ClientConfig, ConfigError> {
     parse_client(&read(path)?, path)
@@ -258,9 +191,8 @@ pub fn load_client(path: &Path) -> Result<ClientConfig, ConfigError> {
 /// Checks a client config; `origin` is the file it came from (for messages and for
 /// resolving relative key file names).
 pub fn parse_client(text: &str, origin: &Path) -> Result<ClientConfig, ConfigError> {
-    let cx = Ctx::new(text, origin);
-    let raw: RawClient = cx.deserialize()?;
-    cx.client(raw)
+    let doc = Doc::new(text, origin);
+    doc.client(doc.read()?)
 }
 
 /// Reads and checks a server config file.
@@ -271,9 +203,8 @@ pub fn load_server(path: &Path) -> Result<ServerConfig, ConfigError> {
 /// Checks a server config; `origin` is the file it came from (for messages and for
 /// resolving relative key file names).
 pub fn parse_server(text: &str, origin: &Path) -> Result<ServerConfig, ConfigError> {
-    let cx = Ctx::new(text, origin);
-    let raw: RawServer = cx.deserialize()?;
-    cx.server(raw)
+    let doc = Doc::new(text, origin);
+    doc.server(doc.read()?)
 }
 
 fn read(path: &Path) -> Result<String, ConfigError> {

@@ -3,8 +3,9 @@
 
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
+use std::time::Duration;
 
-use super::position::line_column;
+use super::error::line_column;
 use super::*;
 
 const CLIENT_EXAMPLE: &str = include_str!("../../../../docs/examples/client.toml");

@@ -1,133 +1,150 @@
 //! Values checked as serde reads them: each newtype's `TryFrom` is the one check of its
-//! kind, and its error (with the value's position, from toml) names what is wrong.
+//! kind, and its error (placed by toml at the value) says what is wrong and what is right.
+//!
+//! Invariant: a value of one of these types passed its check; nothing here looks at another
+//! field or at the file system. List elements are read as text and checked by the same
+//! `TryFrom` afterwards, because toml places an element's error at the whole array.
 
+use std::fmt::Display;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
-use serde::Deserialize;
+use serde::de::{Deserialize, Deserializer, Error};
 
 use super::{DEFAULT_PORT, MAX_HOLD_MS, MIN_IPV4_MTU, MIN_IPV6_MTU};
 use crate::keys::Key;
 
+/// `value! { /// doc  Name(Inner) from Raw = |raw| check }` declares `Name(Inner)`, which
+/// serde reads as a `Raw` and keeps only if `check` returns `Ok(inner)`; `Err(message)`
+/// becomes toml's error at the value. This is serde's `try_from`, spelled once.
+macro_rules! value {
+    ($(#[doc = $doc:literal])* $name:ident($inner:ty) from $raw:ty = $check:expr) => {
+        $(#[doc = $doc])*
+        #[derive(Debug)]
+        pub(super) struct $name(pub(super) $inner);
+
+        impl TryFrom<$raw> for $name {
+            type Error = String;
+
+            fn try_from(raw: $raw) -> Result<$name, String> {
+                let check: fn($raw) -> Result<$inner, String> = $check;
+                check(raw).map($name)
+            }
+        }
+
+        impl From<$name> for $inner {
+            fn from(value: $name) -> $inner {
+                value.0
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                $name::try_from(<$raw>::deserialize(d)?).map_err(D::Error::custom)
+            }
+        }
+    };
+}
+
 /// Longest interface name Linux accepts (`IFNAMSIZ` - 1).
 const MAX_IFNAME: usize = 15;
+/// Longest path or client name.
+pub(super) const MAX_NAME: usize = 32;
+/// Largest `rate_mbit` hint (100 Gbit/s).
+const MAX_RATE_MBIT: f64 = 100_000.0;
 
-/// A Linux interface name: 1..=15 bytes, no `/`, `:` or whitespace, not `.` or `..`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct IfName(pub(super) String);
-
-impl TryFrom<String> for IfName {
-    type Error = String;
-
-    fn try_from(name: String) -> Result<IfName, String> {
+value! {
+    /// A Linux interface name: 1 to 15 bytes, no `/`, `:` or whitespace, not `.` or `..`.
+    IfName(String) from String = |name| {
+        let bad_char = |c: char| c == '/' || c == ':' || c.is_whitespace() || c.is_control();
         if name.is_empty() {
             Err("must not be empty".to_owned())
         } else if name.len() > MAX_IFNAME {
-            Err(format!(
-                "`{name}` is {} bytes; interface names are at most {MAX_IFNAME}",
-                name.len()
-            ))
-        } else if name
-            .chars()
-            .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
-        {
-            Err(format!(
-                "`{name}` is not a valid interface name (no `/`, `:` or whitespace)"
-            ))
+            let len = name.len();
+            Err(format!("`{name}` is {len} bytes; interface names are at most {MAX_IFNAME}"))
+        } else if name.chars().any(bad_char) {
+            Err(format!("`{name}` is not a valid interface name (no `/`, `:` or whitespace)"))
         } else if name == "." || name == ".." {
             Err(format!("`{name}` is not a valid interface name"))
         } else {
-            Ok(IfName(name))
+            Ok(name)
         }
     }
 }
 
-/// Longest path or client name.
-pub(super) const MAX_NAME: usize = 32;
-
-/// A path or client name: 1 to [`MAX_NAME`] of A-Z a-z 0-9 `_` `.` `-`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct Label(pub(super) String);
-
-impl TryFrom<String> for Label {
-    type Error = String;
-
-    fn try_from(name: String) -> Result<Label, String> {
-        let ok_chars = name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-        if name.is_empty() || name.len() > MAX_NAME || !ok_chars {
-            return Err(format!(
-                "`{name}` is not a valid name: 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -"
-            ));
+value! {
+    /// A path or client name: 1 to [`MAX_NAME`] of A-Z a-z 0-9 `_` `.` `-`.
+    Label(String) from String = |name| {
+        let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+        if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(ok) {
+            let rule = format!("1 to {MAX_NAME} of A-Z a-z 0-9 _ . -");
+            return Err(format!("`{name}` is not a valid name: {rule}"));
         }
-        Ok(Label(name))
+        Ok(name)
     }
 }
 
-/// A key written inline: 44 characters of base64.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct KeyText(pub(super) Key);
-
-impl TryFrom<String> for KeyText {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<KeyText, String> {
-        Key::from_base64(&text)
-            .map(KeyText)
-            .map_err(|e| format!("not a key (44 characters of base64): {e}"))
+value! {
+    /// A key written inline: 44 characters of base64.
+    KeyText(Key) from String = |text| {
+        Key::from_base64(&text).map_err(|e| format!("not a key (44 characters of base64): {e}"))
     }
 }
 
-/// An integer from `LO` to `HI`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+value! {
+    /// A file name (key files, the status socket): not empty. A relative name is resolved
+    /// against the config file's directory where it is used.
+    FileName(PathBuf) from String = |name| {
+        if name.is_empty() {
+            return Err("must not be empty".to_owned());
+        }
+        Ok(PathBuf::from(name))
+    }
+}
+
+fn out_of_range(lo: impl Display, hi: impl Display, n: i64) -> String {
+    format!("must be between {lo} and {hi}, got {n}")
+}
+
+/// An MTU, bytes: `MIN` to 65535 (generic, so not a `value!`).
+#[derive(Debug, serde::Deserialize)]
 #[serde(try_from = "i64")]
-pub(super) struct Int<const LO: i64, const HI: i64>(pub(super) i64);
+pub(super) struct Mtu<const MIN: u16>(pub(super) u16);
 
-impl<const LO: i64, const HI: i64> TryFrom<i64> for Int<LO, HI> {
+impl<const MIN: u16> TryFrom<i64> for Mtu<MIN> {
     type Error = String;
 
     fn try_from(n: i64) -> Result<Self, String> {
-        if (LO..=HI).contains(&n) {
-            Ok(Int(n))
-        } else {
-            Err(format!("must be between {LO} and {HI}, got {n}"))
-        }
+        let mtu = u16::try_from(n).ok().filter(|mtu| *mtu >= MIN);
+        mtu.map(Mtu).ok_or_else(|| out_of_range(MIN, u16::MAX, n))
     }
 }
 
 /// A path MTU (outer packets): at least the smallest IPv6 MTU (RFC 8200).
-pub(super) type PathMtu = Int<MIN_IPV6_MTU, 65535>;
+pub(super) type PathMtu = Mtu<MIN_IPV6_MTU>;
 /// A TUN MTU: at least 576 (RFC 791's "every host must accept"); 1280 with IPv6, checked
 /// where the addresses are known.
-pub(super) type TunMtu = Int<MIN_IPV4_MTU, 65535>;
-/// `engine.max_hold_ms`.
-pub(super) type HoldMs = Int<1, MAX_HOLD_MS>;
+pub(super) type TunMtu = Mtu<MIN_IPV4_MTU>;
 
-/// Largest `rate_mbit` hint (100 Gbit/s).
-const MAX_RATE_MBIT: f64 = 100_000.0;
+value! {
+    /// `engine.max_hold_ms`: 1 to [`MAX_HOLD_MS`] milliseconds.
+    HoldMs(Duration) from i64 = |n| {
+        let ms = u64::try_from(n).ok().filter(|ms| (1..=MAX_HOLD_MS).contains(ms));
+        ms.map(Duration::from_millis).ok_or_else(|| out_of_range(1, MAX_HOLD_MS, n))
+    }
+}
 
-/// A path's capacity hint, Mbit/s: above 0, at most [`MAX_RATE_MBIT`].
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
-#[serde(try_from = "f64")]
-pub(super) struct RateMbit(pub(super) f64);
-
-impl TryFrom<f64> for RateMbit {
-    type Error = String;
-
-    fn try_from(rate: f64) -> Result<RateMbit, String> {
+value! {
+    /// A path's capacity hint, Mbit/s: above 0, at most [`MAX_RATE_MBIT`].
+    RateMbit(f64) from f64 = |rate| {
         if rate.is_finite() && rate > 0.0 && rate <= MAX_RATE_MBIT {
-            Ok(RateMbit(rate))
-        } else {
-            Err(format!(
-                "must be a number above 0 and at most {MAX_RATE_MBIT}, got {rate}"
-            ))
+            return Ok(rate);
         }
+        Err(format!("must be a number above 0 and at most {MAX_RATE_MBIT}, got {rate}"))
     }
 }
 
@@ -175,120 +192,72 @@ fn socket_addr(text: &str, rule: PortRule) -> Result<SocketAddr, String> {
     Ok(addr)
 }
 
-/// A peer's address: a bare IP means the default port 7744; port 0 is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct PeerAddr(pub(super) SocketAddr);
-
-impl TryFrom<String> for PeerAddr {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<PeerAddr, String> {
-        socket_addr(&text, PortRule::Default(DEFAULT_PORT)).map(PeerAddr)
-    }
+value! {
+    /// A peer's address: a bare IP means the default port 7744; port 0 is refused.
+    PeerAddr(SocketAddr) from String = |text| socket_addr(&text, PortRule::Default(DEFAULT_PORT))
 }
 
-/// A local address to bind: a bare IP means any port, and port 0 is allowed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct BindAddr(pub(super) SocketAddr);
-
-impl TryFrom<String> for BindAddr {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<BindAddr, String> {
-        socket_addr(&text, PortRule::AnyAllowed).map(BindAddr)
-    }
-}
-
-/// A listening endpoint whose port must be written (the metrics endpoint).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct PortAddr(pub(super) SocketAddr);
-
-impl TryFrom<String> for PortAddr {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<PortAddr, String> {
-        socket_addr(&text, PortRule::Required).map(PortAddr)
-    }
-}
-
-/// A prefix; a bare address is a host prefix; host bits are cleared.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct Prefix(pub(super) IpNet);
-
-impl TryFrom<String> for Prefix {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<Prefix, String> {
-        text.parse::<IpNet>()
-            .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
-            .map(|net| Prefix(net.trunc()))
-            .map_err(|_| {
-                format!("`{text}` is not a prefix, e.g. \"192.168.1.0/24\" or \"2001:db8::/32\"")
-            })
-    }
-}
-
-/// An address of the tunnel itself, with its prefix length (host bits kept).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct TunAddress(pub(super) IpNet);
-
-impl TryFrom<String> for TunAddress {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<TunAddress, String> {
-        match text.parse::<IpNet>() {
-            Ok(net) => Ok(TunAddress(net)),
-            Err(_) if text.parse::<IpAddr>().is_ok() => Err(format!(
-                "`{text}` needs a prefix length, e.g. \"{text}/24\" or \"{text}/64\""
-            )),
-            Err(_) => Err(format!(
-                "`{text}` is not an address with prefix length, \
-                 e.g. \"10.77.0.2/24\" or \"fd77::2/64\""
-            )),
+value! {
+    /// A path's server: a [`PeerAddr`] that is not the unspecified address.
+    ServerAddr(SocketAddr) from String = |text| {
+        let PeerAddr(addr) = PeerAddr::try_from(text)?;
+        if addr.ip().is_unspecified() {
+            return Err("must be the server's address, not the unspecified address".to_owned());
         }
+        Ok(addr)
     }
 }
 
-/// A scheduler, by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct SchedulerName(pub(super) SchedulerKind);
+value! {
+    /// A local address to bind: a bare IP means any port, and port 0 is allowed.
+    BindAddr(SocketAddr) from String = |text| socket_addr(&text, PortRule::AnyAllowed)
+}
 
-impl TryFrom<String> for SchedulerName {
-    type Error = String;
+value! {
+    /// A listening endpoint whose port must be written (the metrics endpoint).
+    PortAddr(SocketAddr) from String = |text| socket_addr(&text, PortRule::Required)
+}
 
-    fn try_from(name: String) -> Result<SchedulerName, String> {
-        SchedulerKind::from_name(&name)
-            .map(SchedulerName)
-            .ok_or_else(|| {
-                let names: Vec<&str> = SchedulerKind::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown scheduler `{name}`; one of: {}", names.join(", "))
-            })
+value! {
+    /// A prefix; a bare address is a host prefix; host bits are cleared.
+    Prefix(IpNet) from String = |text| {
+        let net = text.parse::<IpNet>().or_else(|_| text.parse::<IpAddr>().map(IpNet::from));
+        net.map(|net| net.trunc()).map_err(|_| {
+            format!("`{text}` is not a prefix, e.g. \"192.168.1.0/24\" or \"2001:db8::/32\"")
+        })
     }
 }
 
-/// A reorder policy, by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub(super) struct ReorderName(pub(super) ReorderKind);
+value! {
+    /// An address of the tunnel itself, with its prefix length (host bits kept).
+    TunAddress(IpNet) from String = |text| match text.parse::<IpNet>() {
+        Ok(net) => Ok(net),
+        Err(_) if text.parse::<IpAddr>().is_ok() => Err(format!(
+            "`{text}` needs a prefix length, e.g. \"{text}/24\" or \"{text}/64\""
+        )),
+        Err(_) => Err(format!(
+            "`{text}` is not an address with prefix length, \
+             e.g. \"10.77.0.2/24\" or \"fd77::2/64\""
+        )),
+    }
+}
 
-impl TryFrom<String> for ReorderName {
-    type Error = String;
+value! {
+    /// A scheduler, by name.
+    SchedulerName(SchedulerKind) from String = |name| {
+        SchedulerKind::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = SchedulerKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown scheduler `{name}`; one of: {}", names.join(", "))
+        })
+    }
+}
 
-    fn try_from(name: String) -> Result<ReorderName, String> {
-        ReorderKind::from_name(&name)
-            .map(ReorderName)
-            .ok_or_else(|| {
-                let names: Vec<&str> = ReorderKind::ALL.iter().map(|k| k.name()).collect();
-                format!(
-                    "unknown reorder policy `{name}`; one of: {}",
-                    names.join(", ")
-                )
-            })
+value! {
+    /// A reorder policy, by name.
+    ReorderName(ReorderKind) from String = |name| {
+        ReorderKind::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = ReorderKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown reorder policy `{name}`; one of: {}", names.join(", "))
+        })
     }
 }

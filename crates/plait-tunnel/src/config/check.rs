@@ -1,0 +1,338 @@
+//! What no value's type can check alone, on a file serde has read: exactly one private key
+//! (inline or in a file, which is read here), keys and names not reused, list elements
+//! (placed at the element), address families, client prefixes that do not overlap; and
+//! the public types built from the result.
+//!
+//! Invariant: runs only on what serde accepted, so a bad value, a missing or an unknown
+//! field is reported before any problem found here. Every error points at the value it is
+//! about; only a missing private key, which is top-level, has no position.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use ipnet::IpNet;
+use plait_proto::EngineSettings;
+use toml::Spanned as S;
+use tracing::warn;
+
+use super::error::{ConfigError, Doc};
+use super::file::{ClientEntryFile, ClientFile, ControlFile, EngineFile, List, PathFile};
+use super::file::{ServerFile, TunFile};
+use super::secrets::readable_by_others;
+use super::values::{FileName, KeyText, PeerAddr, Prefix, TunAddress};
+use super::*;
+
+impl Doc<'_> {
+    pub(super) fn client(&self, f: ClientFile) -> Result<ClientConfig, ConfigError> {
+        let private_key = self.private_key(f.private_key, f.private_key_file)?;
+        let server_public_key = f.server_public_key.get_ref().0.clone();
+        if server_public_key == private_key.public() {
+            return Err(self.at(
+                "server_public_key",
+                &f.server_public_key,
+                "is this client's own public key; give the server's",
+            ));
+        }
+        let preshared_key = self.key("", "preshared_key", f.preshared_key, f.preshared_key_file)?;
+        let route = match &f.route {
+            Some(list) => self.list::<Prefix, _>("route", list, None)?,
+            None => Vec::new(),
+        };
+        Ok(ClientConfig {
+            private_key,
+            server_public_key,
+            preshared_key,
+            tun: self.tun(f.tun)?,
+            engine: engine(f.engine),
+            control: self.control(f.control, DEFAULT_CLIENT_STATUS_SOCKET)?,
+            route,
+            paths: self.paths(f.path)?,
+        })
+    }
+
+    fn paths(&self, list: S<Vec<S<PathFile>>>) -> Result<Vec<PathConfig>, ConfigError> {
+        if list.get_ref().is_empty() {
+            return Err(self.at("path", &list, "at least one [[path]] table is required"));
+        }
+        let mut paths: Vec<PathConfig> = Vec::new();
+        for (i, p) in list.into_inner().into_iter().enumerate() {
+            if i >= plait_proto::MAX_PATHS {
+                let max = plait_proto::MAX_PATHS;
+                let message = format!("too many paths: at most {max} [[path]] tables");
+                return Err(self.at(&format!("path[{i}]"), &p, message));
+            }
+            let p = p.into_inner();
+            let server = p.server.0;
+            let bind = match p.bind {
+                Some(v) if v.get_ref().0.is_ipv4() != server.is_ipv4() => {
+                    let bind = v.get_ref().0;
+                    let message = format!(
+                        "is an {} address but `server` ({server}) is {}; \
+                         both must be the same family",
+                        family(bind.is_ipv4()),
+                        family(server.is_ipv4())
+                    );
+                    return Err(self.at(&format!("path[{i}].bind"), &v, message));
+                }
+                v => v.map(|v| v.into_inner().0),
+            };
+            let name = p.name.get_ref().0.clone();
+            if let Some(j) = paths.iter().position(|q| q.name == name) {
+                let message = format!("`{name}` is already the name of path[{j}]");
+                return Err(self.at(&format!("path[{i}].name"), &p.name, message));
+            }
+            paths.push(PathConfig {
+                name,
+                server,
+                bind,
+                device: p.device.map(|d| d.0),
+                mtu: p.mtu.0,
+                rate_mbit: p.rate_mbit.map(|r| r.0),
+            });
+        }
+        Ok(paths)
+    }
+
+    pub(super) fn server(&self, f: ServerFile) -> Result<ServerConfig, ConfigError> {
+        let private_key = self.private_key(f.private_key, f.private_key_file)?;
+        let listen = match &f.listen {
+            Some(list) => self.listen(list)?,
+            None => vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))],
+        };
+        let tun = self.tun(f.tun)?;
+        let control = self.control(f.control, DEFAULT_SERVER_STATUS_SOCKET)?;
+        let clients = self.clients(f.client, &private_key.public())?;
+        Ok(ServerConfig {
+            private_key,
+            listen,
+            path_mtu: f.path_mtu.0,
+            tun,
+            engine: engine(f.engine),
+            control,
+            nat: f.nat.map(|n| n.0),
+            clients,
+        })
+    }
+
+    fn listen(&self, list: &List) -> Result<Vec<SocketAddr>, ConfigError> {
+        let empty = "at least one address is required";
+        let listen: Vec<SocketAddr> = self.list::<PeerAddr, _>("listen", list, Some(empty))?;
+        for (i, (addr, v)) in listen.iter().zip(list.get_ref()).enumerate() {
+            if let Some(j) = listen.iter().take(i).position(|a| a == addr) {
+                let message = format!("{addr} is listed twice (listen[{j}])");
+                return Err(self.at(&format!("listen[{i}]"), v, message));
+            }
+        }
+        Ok(listen)
+    }
+
+    fn clients(
+        &self,
+        list: S<Vec<ClientEntryFile>>,
+        server_public: &Key,
+    ) -> Result<Vec<ClientEntry>, ConfigError> {
+        if list.get_ref().is_empty() {
+            return Err(self.at("client", &list, "at least one [[client]] table is required"));
+        }
+        let mut clients: Vec<ClientEntry> = Vec::new();
+        for (i, c) in list.into_inner().into_iter().enumerate() {
+            let field = |name: &str| format!("client[{i}].{name}");
+            let name = c.name.get_ref().0.clone();
+            if let Some(j) = clients.iter().position(|o| o.name == name) {
+                let message = format!("`{name}` is already the name of client[{j}]");
+                return Err(self.at(&field("name"), &c.name, message));
+            }
+            let public_key = c.public_key.get_ref().0.clone();
+            if public_key == *server_public {
+                let message = "is the server's own public key; give the client's";
+                return Err(self.at(&field("public_key"), &c.public_key, message));
+            }
+            if let Some((j, other)) = clients
+                .iter()
+                .enumerate()
+                .find(|(_, o)| o.public_key == public_key)
+            {
+                let message = format!(
+                    "is already the key of client[{j}] (`{}`); each client needs its own key",
+                    other.name
+                );
+                return Err(self.at(&field("public_key"), &c.public_key, message));
+            }
+            let (psk, psk_file) = (c.preshared_key, c.preshared_key_file);
+            let preshared_key = self.key(&field(""), "preshared_key", psk, psk_file)?;
+            let ips = &c.allowed_ips;
+            let empty = "at least one prefix is required";
+            let allowed_ips: Vec<IpNet> =
+                self.list::<Prefix, _>(&field("allowed_ips"), ips, Some(empty))?;
+            // Prefixes of one client may overlap; another client's may not.
+            for (k, (net, v)) in allowed_ips.iter().zip(ips.get_ref()).enumerate() {
+                for (j, other) in clients.iter().enumerate() {
+                    let mut theirs = other.allowed_ips.iter().enumerate();
+                    if let Some((l, theirs)) = theirs.find(|(_, o)| overlap(net, o)) {
+                        let message = format!(
+                            "{net} overlaps {theirs} (client[{j}].allowed_ips[{l}]): \
+                             clients `{}` and `{name}` would both own those addresses",
+                            other.name
+                        );
+                        return Err(self.at(&field(&format!("allowed_ips[{k}]")), v, message));
+                    }
+                }
+            }
+            clients.push(ClientEntry {
+                name,
+                public_key,
+                preshared_key,
+                allowed_ips,
+            });
+        }
+        Ok(clients)
+    }
+
+    fn tun(&self, t: TunFile) -> Result<TunConfig, ConfigError> {
+        let list = &t.addresses;
+        if let Some(v) = list.get_ref().get(2) {
+            let message = "at most two addresses: one IPv4 and one IPv6";
+            return Err(self.at("tun.addresses[2]", v, message));
+        }
+        let empty = "at least one address is required";
+        let addresses: Vec<IpNet> =
+            self.list::<TunAddress, _>("tun.addresses", list, Some(empty))?;
+        if let [a, b] = addresses.as_slice()
+            && a.addr().is_ipv4() == b.addr().is_ipv4()
+            && let Some(v) = list.get_ref().get(1)
+        {
+            let v4 = b.addr().is_ipv4();
+            let message = format!(
+                "a second {} address; at most one IPv4 and one IPv6",
+                family(v4)
+            );
+            return Err(self.at("tun.addresses[1]", v, message));
+        }
+        if let Some(mtu) = &t.mtu {
+            let got = mtu.get_ref().0;
+            if got < MIN_IPV6_MTU && addresses.iter().any(|a| a.addr().is_ipv6()) {
+                let message = format!(
+                    "must be at least {MIN_IPV6_MTU} when the tunnel has an IPv6 address, \
+                     got {got}"
+                );
+                return Err(self.at("tun.mtu", mtu, message));
+            }
+        }
+        Ok(TunConfig {
+            name: t.name.0,
+            addresses,
+            mtu: t.mtu.map(|m| m.into_inner().0),
+        })
+    }
+
+    fn control(&self, c: ControlFile, default_socket: &str) -> Result<ControlConfig, ConfigError> {
+        let status_socket = match &c.status_socket {
+            Some(v) => {
+                let path = self.dir.join(&v.get_ref().0);
+                if path.as_os_str().len() > MAX_SOCKET_PATH {
+                    let message = format!(
+                        "{} is too long for a Unix socket (at most {MAX_SOCKET_PATH} bytes)",
+                        path.display()
+                    );
+                    return Err(self.at("control.status_socket", v, message));
+                }
+                path
+            }
+            None => PathBuf::from(default_socket),
+        };
+        Ok(ControlConfig {
+            status_socket,
+            metrics: c.metrics.map(|m| m.0),
+        })
+    }
+
+    /// `private_key` / `private_key_file`: exactly one.
+    fn private_key(
+        &self,
+        inline: Option<S<KeyText>>,
+        file: Option<S<FileName>>,
+    ) -> Result<Key, ConfigError> {
+        self.key("", "private_key", inline, file)?.ok_or_else(|| {
+            let message = "missing: give `private_key` (base64) or `private_key_file` \
+                           (see `plait genkey`)";
+            self.invalid("private_key", None, message)
+        })
+    }
+
+    /// `{prefix}{name}` inline or `{prefix}{name}_file`: at most one; `None` if neither.
+    /// A key readable by other users is warned about.
+    fn key(
+        &self,
+        prefix: &str,
+        name: &str,
+        inline: Option<S<KeyText>>,
+        file: Option<S<FileName>>,
+    ) -> Result<Option<Key>, ConfigError> {
+        let file_field = format!("{prefix}{name}_file");
+        match (inline, file) {
+            (None, None) => Ok(None),
+            (Some(_), Some(f)) => {
+                let message = format!("give either `{name}` or `{name}_file`, not both");
+                Err(self.at(&file_field, &f, message))
+            }
+            (Some(v), None) => {
+                warn_if_readable(self.file, name);
+                Ok(Some(v.into_inner().0))
+            }
+            (None, Some(f)) => {
+                let path = self.dir.join(&f.get_ref().0);
+                warn_if_readable(&path, name);
+                let key =
+                    Key::read_file(&path).map_err(|e| self.at(&file_field, &f, e.to_string()));
+                key.map(Some)
+            }
+        }
+    }
+
+    /// List `field`, each element checked by its type `T` (an error is the type's, named
+    /// `route[1]` and placed at the element); `if_empty` is the message refusing `[]`.
+    fn list<T, U>(
+        &self,
+        field: &str,
+        list: &List,
+        if_empty: Option<&str>,
+    ) -> Result<Vec<U>, ConfigError>
+    where
+        T: TryFrom<String, Error = String> + Into<U>,
+    {
+        if let Some(message) = if_empty.filter(|_| list.get_ref().is_empty()) {
+            return Err(self.at(field, list, message));
+        }
+        let check = |(i, v): (usize, &S<String>)| match T::try_from(v.get_ref().clone()) {
+            Ok(value) => Ok(value.into()),
+            Err(e) => Err(self.at(&format!("{field}[{i}]"), v, e)),
+        };
+        list.get_ref().iter().enumerate().map(check).collect()
+    }
+}
+
+/// The engine's defaults, with what the file sets.
+fn engine(f: EngineFile) -> EngineSettings {
+    let d = EngineSettings::default();
+    EngineSettings {
+        scheduler: f.scheduler.map_or(d.scheduler, |s| s.0),
+        reorder: f.reorder.map_or(d.reorder, |r| r.0),
+        max_hold: f.max_hold_ms.map_or(d.max_hold, |ms| ms.0),
+        repair: f.repair.unwrap_or(d.repair),
+    }
+}
+
+/// Logs a warning if `path`, which holds key `name`, can be read by other users.
+fn warn_if_readable(path: &std::path::Path, name: &str) {
+    if let Some(warning) = readable_by_others(path, &format!("`{name}`")) {
+        warn!("{warning}");
+    }
+}
+
+fn family(v4: bool) -> &'static str {
+    if v4 { "IPv4" } else { "IPv6" }
+}
+
+/// Two prefixes overlap iff one contains the other's network address.
+fn overlap(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}

@@ -1,0 +1,135 @@
+//! The file's shape as serde reads it: which fields exist (any other is refused), which are
+//! required, their defaults, and each value's type ([`super::values`]), which checks it as
+//! it is read. What is spanned is what a later check must point at.
+//!
+//! Invariant: a missing required field is serde's "missing field" error, worded by
+//! [`required`]; an optional field without a default here is an `Option` whose default is
+//! applied where the public type is built.
+
+use serde::Deserialize;
+use toml::Spanned as S;
+
+use super::values::{
+    BindAddr, FileName, HoldMs, IfName, KeyText, Label, MAX_NAME, PathMtu, PortAddr, RateMbit,
+    ReorderName, SchedulerName, ServerAddr, TunMtu,
+};
+use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
+
+/// A list whose elements are checked one by one after reading, so that an element's error
+/// is placed at the element (toml would place it at the array).
+pub(super) type List = S<Vec<S<String>>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClientFile {
+    pub(super) private_key: Option<S<KeyText>>,
+    pub(super) private_key_file: Option<S<FileName>>,
+    pub(super) server_public_key: S<KeyText>,
+    pub(super) preshared_key: Option<S<KeyText>>,
+    pub(super) preshared_key_file: Option<S<FileName>>,
+    pub(super) route: Option<List>,
+    pub(super) tun: TunFile,
+    #[serde(default)]
+    pub(super) engine: EngineFile,
+    #[serde(default)]
+    pub(super) control: ControlFile,
+    pub(super) path: S<Vec<S<PathFile>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PathFile {
+    pub(super) name: S<Label>,
+    pub(super) server: ServerAddr,
+    pub(super) bind: Option<S<BindAddr>>,
+    pub(super) device: Option<IfName>,
+    #[serde(default = "default_path_mtu")]
+    pub(super) mtu: PathMtu,
+    pub(super) rate_mbit: Option<RateMbit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ServerFile {
+    pub(super) private_key: Option<S<KeyText>>,
+    pub(super) private_key_file: Option<S<FileName>>,
+    /// Default `DEFAULT_LISTEN`.
+    pub(super) listen: Option<List>,
+    #[serde(default = "default_path_mtu")]
+    pub(super) path_mtu: PathMtu,
+    pub(super) nat: Option<IfName>,
+    pub(super) tun: TunFile,
+    #[serde(default)]
+    pub(super) engine: EngineFile,
+    #[serde(default)]
+    pub(super) control: ControlFile,
+    pub(super) client: S<Vec<ClientEntryFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClientEntryFile {
+    pub(super) name: S<Label>,
+    pub(super) public_key: S<KeyText>,
+    pub(super) preshared_key: Option<S<KeyText>>,
+    pub(super) preshared_key_file: Option<S<FileName>>,
+    pub(super) allowed_ips: List,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TunFile {
+    #[serde(default = "default_tun_name")]
+    pub(super) name: IfName,
+    pub(super) addresses: List,
+    pub(super) mtu: Option<S<TunMtu>>,
+}
+
+/// Each `None` is the engine's own default (`EngineSettings::default()`).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EngineFile {
+    pub(super) scheduler: Option<SchedulerName>,
+    pub(super) reorder: Option<ReorderName>,
+    pub(super) max_hold_ms: Option<HoldMs>,
+    pub(super) repair: Option<bool>,
+}
+
+/// `status_socket`'s default depends on the role.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ControlFile {
+    pub(super) status_socket: Option<S<FileName>>,
+    pub(super) metrics: Option<PortAddr>,
+}
+
+fn default_path_mtu() -> PathMtu {
+    super::values::Mtu(DEFAULT_PATH_MTU)
+}
+
+fn default_tun_name() -> IfName {
+    IfName(DEFAULT_TUN_NAME.to_owned())
+}
+
+/// What a required field holds, for the message saying it is missing (serde's own names
+/// only the field).
+pub(super) fn required(field: &str) -> String {
+    match field {
+        "server_public_key" => {
+            "the server's public key (base64, `plait pubkey` of its private key)".to_owned()
+        }
+        "tun" => "a [tun] table with at least `addresses` is required".to_owned(),
+        "addresses" => {
+            "the tunnel's own addresses with prefix length, e.g. [\"10.77.0.2/24\"]".to_owned()
+        }
+        "path" => "at least one [[path]] table is required".to_owned(),
+        "client" => "at least one [[client]] table is required".to_owned(),
+        "name" => format!("a name (1 to {MAX_NAME} of A-Z a-z 0-9 _ . -)"),
+        "server" => "the server's address for this path, e.g. \"198.51.100.1:7744\"".to_owned(),
+        "public_key" => "the client's public key (base64)".to_owned(),
+        "allowed_ips" => "the client's tunnel addresses and the prefixes behind it, \
+                          e.g. [\"10.77.0.2/32\"]"
+            .to_owned(),
+        _ => format!("`{field}` is required"),
+    }
+}
