@@ -248,6 +248,7 @@ fn minimal_client_gets_defaults() {
 fn minimal_server_gets_defaults() {
     let s = server_ok(&min_server());
     assert_eq!(s.listen, vec!["0.0.0.0:7744".parse().unwrap()]);
+    assert_eq!(s.listen, vec![DEFAULT_LISTEN.parse().unwrap()]);
     assert_eq!(s.path_mtu, 1500);
     assert_eq!(s.nat, None);
     assert_eq!(s.tun.name, "plait0");
@@ -1058,4 +1059,104 @@ fn errors_name_the_origin_file() {
     let text = replaced(&min_server(), "[tun]\n", "[tun]\nname = \"\"\n");
     let e = parse_server(&text, Path::new("/srv/x/server.toml")).unwrap_err();
     assert!(e.to_string().starts_with("/srv/x/server.toml:"), "{e}");
+}
+
+#[test]
+fn every_required_field_says_what_it_needs() {
+    // Field, the line that goes, and where the error is placed (`None`: no position).
+    let client = [
+        ("server_public_key", "server_public_key = ", None),
+        ("tun.addresses", "addresses = ", Some("[tun]")),
+        ("path[0].name", "name = ", Some("[[path]]")),
+        ("path[0].server", "server = ", Some("[[path]]")),
+    ];
+    for (field, gone, at) in client {
+        let text = min_client()
+            .lines()
+            .filter(|l| !l.starts_with(gone))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>();
+        let (f, line, m) = client_err(&text);
+        assert_eq!(f, field, "{m}");
+        assert_eq!(line, at.map(|at| line_of(&text, at)), "{m}");
+        assert!(m.starts_with("missing: "), "{m}");
+        assert!(!m.contains("` is required"), "no hint for {field}: {m}");
+    }
+    let server = [
+        ("client[0].name", "name = "),
+        ("client[0].public_key", "public_key = "),
+        ("client[0].allowed_ips", "allowed_ips = "),
+    ];
+    for (field, gone) in server {
+        let text = min_server()
+            .lines()
+            .filter(|l| !l.starts_with(gone))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>();
+        let (f, line, m) = server_err(&text);
+        assert_eq!(
+            (f.as_str(), line),
+            (field, Some(line_of(&text, "[[client]]")))
+        );
+        assert!(
+            m.starts_with("missing: ") && !m.contains("` is required"),
+            "{m}"
+        );
+    }
+    // Tables: `tun`, `path` and `client` are covered by their own tests above.
+}
+
+#[test]
+fn missing_field_of_an_inline_table_is_placed_at_the_table() {
+    let text = replaced(
+        &min_client(),
+        "[tun]\naddresses = [\"10.77.0.2/24\"]\n",
+        "tun = { name = \"pt0\" }\n",
+    );
+    let m = client_fails(&text, "tun.addresses", "tun = {");
+    assert!(m.contains("prefix length"), "{m}");
+    let text = format!(
+        "path = [{{ name = \"a\" }}]\n{}",
+        &min_client()[..min_client().find("[[path]]").unwrap()]
+    );
+    client_fails(&text, "path[0].server", "path = [");
+}
+
+#[test]
+fn file_names_must_not_be_empty() {
+    let text = replaced(
+        &min_client(),
+        &format!("private_key = \"{CK}\""),
+        "private_key_file = \"\"",
+    );
+    let m = client_fails(&text, "private_key_file", "private_key_file");
+    assert!(m.contains("must not be empty"), "{m}");
+    let text = replaced(
+        &min_server(),
+        "allowed_ips",
+        "preshared_key_file = \"\"\nallowed_ips",
+    );
+    server_fails(&text, "client[0].preshared_key_file", "preshared_key_file");
+}
+
+/// docs/tunnel-config.md's "A minimal pair" is a working pair of files.
+#[test]
+fn the_reference_minimal_pair_parses() {
+    let doc = include_str!("../../../../docs/tunnel-config.md");
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    let [client, server] = blocks.as_slice() else {
+        panic!("expected two toml blocks, found {}", blocks.len());
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("client.key"), CK).unwrap();
+    std::fs::write(dir.path().join("server.key"), SK).unwrap();
+    let c = parse_client(client, &dir.path().join("client.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let s = parse_server(server, &dir.path().join("server.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.paths.len(), 2);
+    assert_eq!(c.paths[1].device.as_deref(), Some("wwan0"));
+    assert_eq!(s.clients[0].name, "home-router");
 }
