@@ -1,5 +1,6 @@
 //! Running the external commands the test bed is built with (`ip`, `tc`, `nft`,
-//! `ethtool`, `sysctl`).
+//! `ethtool`, `sysctl`, and the emulators' `iptables` and `chrt`): the crate's one command
+//! runner.
 //!
 //! Invariants: a command is never run through a shell (arguments are passed as they are);
 //! [`run`] and [`run_with_input`] succeed only if the command exited 0, and otherwise
@@ -15,12 +16,12 @@ use std::process::{Command, Output, Stdio};
 use crate::{Result, TestbedError};
 
 /// The command line as one string, for error messages.
-pub fn display<I, S>(program: &str, args: I) -> String
+pub fn display<I, S>(program: impl AsRef<OsStr>, args: I) -> String
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut line = program.to_owned();
+    let mut line = program.as_ref().to_string_lossy().into_owned();
     for a in args {
         line.push(' ');
         line.push_str(&a.as_ref().to_string_lossy());
@@ -29,12 +30,12 @@ where
 }
 
 fn command_line(cmd: &Command) -> String {
-    display(&cmd.get_program().to_string_lossy(), cmd.get_args())
+    display(cmd.get_program(), cmd.get_args())
 }
 
-/// Runs `program args…` and returns its output whatever its exit status (an error only if
-/// it could not be started).
-pub fn output<I, S>(program: &str, args: I) -> Result<Output>
+/// Runs `program args…` (a name looked up in `PATH`, or a path) and returns its output
+/// whatever its exit status (an error only if it could not be started).
+pub fn output<I, S>(program: impl AsRef<OsStr>, args: I) -> Result<Output>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -48,18 +49,18 @@ where
 }
 
 /// Runs `program args…`; an error unless it exits 0.
-pub fn run<I, S>(program: &str, args: I) -> Result<Output>
+pub fn run<I, S>(program: impl AsRef<OsStr>, args: I) -> Result<Output>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
     let args: Vec<S> = args.into_iter().collect();
-    let out = output(program, &args)?;
+    let out = output(&program, &args)?;
     check(display(program, &args), out)
 }
 
 /// Runs `program args…` with `input` on its standard input; an error unless it exits 0.
-pub fn run_with_input<I, S>(program: &str, args: I, input: &[u8]) -> Result<Output>
+pub fn run_with_input<I, S>(program: impl AsRef<OsStr>, args: I, input: &[u8]) -> Result<Output>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,

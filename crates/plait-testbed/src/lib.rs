@@ -14,7 +14,7 @@
 //!   direction, by holding packets in an NFQUEUE and giving late verdicts in batches.
 //! - [`worker`]: the background-thread type every helper thread here uses (stop flag,
 //!   joined on drop).
-//! - [`cmd`]: running external commands (`ip`, `tc`, `nft`, `ethtool`, `sysctl`) with
+//! - [`cmd`]: the one command runner (`ip`, `tc`, `nft`, `ethtool`, `sysctl`, `iptables`) with
 //!   errors that name the command and carry its stderr.
 //!
 //! Everything here needs root (or `CAP_SYS_ADMIN` and `CAP_NET_ADMIN`); [`have_root`]

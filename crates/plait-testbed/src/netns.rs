@@ -270,7 +270,7 @@ impl Namespace {
 
     /// Starts a command made by [`Namespace::command`]; the guard kills it when dropped.
     pub fn spawn(&self, cmd: &mut Command) -> Result<ChildGuard> {
-        let line = cmd::display(&cmd.get_program().to_string_lossy(), cmd.get_args());
+        let line = cmd::display(cmd.get_program(), cmd.get_args());
         let child = cmd.spawn().map_err(|source| TestbedError::Spawn {
             command: line.clone(),
             source,

@@ -85,24 +85,6 @@ pub enum EmulateError {
         /// The Debian package that provides it.
         package: &'static str,
     },
-    /// An external command failed.
-    #[error("`{command}` failed ({status}): {stderr}")]
-    Command {
-        /// The command line.
-        command: String,
-        /// Its exit status.
-        status: String,
-        /// What it wrote to stderr.
-        stderr: String,
-    },
-    /// An external command could not be run.
-    #[error("cannot run `{command}`: {source}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// The cause.
-        source: std::io::Error,
-    },
     /// The emulator thread could not be started, did not get ready in time or panicked.
     #[error("emulator thread: {0}")]
     Thread(String),

@@ -28,9 +28,9 @@
 //! in the real-time class to keep that small).
 
 use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
@@ -41,6 +41,7 @@ use nix::time::{ClockId, clock_gettime};
 use super::EmulateError;
 use super::model::{LinkModel, LossState, ModelError};
 use super::nfqueue_socket::{PacketMeta, QueueSocket, wait_readable};
+use crate::cmd;
 
 /// Minimum time between two rounds of work of a busy emulator with a non-zero delay.
 pub const BATCH_INTERVAL: Duration = Duration::from_micros(500);
@@ -280,10 +281,7 @@ fn set_realtime(on: bool) -> bool {
     let tid = nix::unistd::gettid().to_string();
     let prio = if on { REALTIME_PRIORITY } else { 0 }.to_string();
     let class = if on { "-f" } else { "-o" };
-    Command::new(chrt)
-        .args([class, "-p", &prio, &tid])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    cmd::output(chrt, [class, "-p", &prio, &tid]).is_ok_and(|o| o.status.success())
 }
 
 fn thread_cpu() -> Duration {
@@ -445,12 +443,12 @@ fn serve(
 /// Adds `iptables -A FORWARD -i IFACE -j NFQUEUE --queue-num QUEUE --queue-bypass` in
 /// namespace `netns`: packets forwarded from `iface_in` go to the emulator of `queue`, and
 /// pass untouched while no emulator is bound (`--queue-bypass`).
-pub fn install_rule(netns: &str, iface_in: &str, queue: u16) -> Result<(), EmulateError> {
+pub fn install_rule(netns: &str, iface_in: &str, queue: u16) -> crate::Result<()> {
     iptables(netns, "-A", iface_in, queue)
 }
 
 /// Deletes the rule [`install_rule`] added.
-pub fn remove_rule(netns: &str, iface_in: &str, queue: u16) -> Result<(), EmulateError> {
+pub fn remove_rule(netns: &str, iface_in: &str, queue: u16) -> crate::Result<()> {
     iptables(netns, "-D", iface_in, queue)
 }
 
@@ -464,7 +462,11 @@ fn find_program(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn iptables(netns: &str, action: &str, iface_in: &str, queue: u16) -> Result<(), EmulateError> {
+/// `ip netns exec NETNS iptables -w 5 ACTION FORWARD -i IFACE -j NFQUEUE …`, through the
+/// crate's command runner. Both programs are looked up with [`find_program`] (so a `PATH`
+/// without `sbin` still finds them), and `iptables` is passed by its full path because
+/// `ip netns exec` searches the same `PATH`.
+fn iptables(netns: &str, action: &str, iface_in: &str, queue: u16) -> crate::Result<()> {
     let ip = find_program("ip").ok_or(EmulateError::MissingTool {
         program: "ip",
         package: "iproute2",
@@ -474,41 +476,24 @@ fn iptables(netns: &str, action: &str, iface_in: &str, queue: u16) -> Result<(),
         package: "iptables",
     })?;
     let queue = queue.to_string();
-    let args = [
-        "netns",
-        "exec",
-        netns,
-        &iptables.to_string_lossy(),
-        "-w",
-        "5",
-        action,
-        "FORWARD",
-        "-i",
-        iface_in,
-        "-j",
-        "NFQUEUE",
-        "--queue-num",
-        &queue,
-        "--queue-bypass",
-    ]
-    .map(str::to_owned);
-    let command = format!("ip {}", args.join(" "));
-    let out = Command::new(&ip)
-        .args(&args)
-        .output()
-        .map_err(|source| EmulateError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(EmulateError::Command {
-            command,
-            status: out.status.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
-    }
+    let args: [&OsStr; 15] = [
+        "netns".as_ref(),
+        "exec".as_ref(),
+        netns.as_ref(),
+        iptables.as_os_str(),
+        "-w".as_ref(),
+        "5".as_ref(),
+        action.as_ref(),
+        "FORWARD".as_ref(),
+        "-i".as_ref(),
+        iface_in.as_ref(),
+        "-j".as_ref(),
+        "NFQUEUE".as_ref(),
+        "--queue-num".as_ref(),
+        queue.as_ref(),
+        "--queue-bypass".as_ref(),
+    ];
+    cmd::run(ip, args).map(drop)
 }
 
 #[cfg(test)]
@@ -963,12 +948,12 @@ mod tests {
             remove_rule(&line.r, ROUTER_FROM_A, 3).unwrap();
             let again = remove_rule(&line.r, ROUTER_FROM_A, 3);
             assert!(
-                matches!(again, Err(EmulateError::Command { .. })),
+                matches!(again, Err(crate::TestbedError::Command { .. })),
                 "{again:?}"
             );
             let missing = install_rule("emu-no-such-netns", ROUTER_FROM_A, 3);
             assert!(
-                matches!(missing, Err(EmulateError::Command { .. })),
+                matches!(missing, Err(crate::TestbedError::Command { .. })),
                 "{missing:?}"
             );
         }
