@@ -957,12 +957,24 @@ pub struct UdpEcho {
 impl UdpEcho {
     /// Binds `bind` in `ns` and starts echoing.
     pub fn start(ns: &Namespace, bind: SocketAddr) -> Result<UdpEcho> {
+        UdpEcho::start_inner(ns, bind, None)
+    }
+
+    /// [`UdpEcho::start`] with both socket buffers forced to `bytes` (`SO_RCVBUFFORCE`,
+    /// `SO_SNDBUFFORCE`: needs `CAP_NET_ADMIN`, ignores `net.core.rmem_max`), for bursts
+    /// larger than the default buffers hold.
+    pub fn start_with_buffers(ns: &Namespace, bind: SocketAddr, bytes: usize) -> Result<UdpEcho> {
+        UdpEcho::start_inner(ns, bind, Some(bytes))
+    }
+
+    fn start_inner(ns: &Namespace, bind: SocketAddr, buffers: Option<usize>) -> Result<UdpEcho> {
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
         let thread = ns.spawn_thread(&format!("udp-echo-{}", bind.port()), move || {
             let sock = match UdpSocket::bind(bind)
                 .and_then(|s| s.set_read_timeout(Some(POLL)).map(|()| s))
+                .and_then(|s| force_buffers(&s, buffers).map(|()| s))
                 .and_then(|s| s.local_addr().map(|a| (s, a)))
             {
                 Ok((s, a)) => {
@@ -1001,6 +1013,16 @@ impl UdpEcho {
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
+}
+
+/// Forces both buffers of `sock` to `bytes`, if given.
+fn force_buffers(sock: &UdpSocket, bytes: Option<usize>) -> std::io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    if let Some(bytes) = bytes {
+        setsockopt(sock, sockopt::RcvBufForce, &bytes)?;
+        setsockopt(sock, sockopt::SndBufForce, &bytes)?;
+    }
+    Ok(())
 }
 
 /// One answered probe.

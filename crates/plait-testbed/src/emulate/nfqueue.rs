@@ -657,14 +657,12 @@ mod tests {
     mod root {
         use super::*;
         use crate::emulate::Emulator;
-        use crate::emulate::testnet::{
-            Echo, Line, Probe, ProbeSpec, ROUTER_FROM_A, is_root, serial,
-        };
+        use crate::emulate::testnet::{Line, Probe, ProbeSpec, ROUTER_FROM_A, serial};
 
         macro_rules! need_root {
             () => {
-                if !is_root() {
-                    println!("skipped: needs root");
+                if !crate::have_root() {
+                    println!("{}", crate::SKIP_NO_ROOT);
                     return;
                 }
             };
@@ -692,8 +690,8 @@ mod tests {
                 200,
                 "the line loses packets without emulation"
             );
-            let emu = Emulator::spawn(Some(&line.r), 0, model).expect("spawn emulator");
-            install_rule(&line.r, ROUTER_FROM_A, 0).expect("install rule");
+            let emu = Emulator::spawn(Some(line.r.name()), 0, model).expect("spawn emulator");
+            install_rule(line.r.name(), ROUTER_FROM_A, 0).expect("install rule");
             (base.quantile(0.5), emu)
         }
 
@@ -702,7 +700,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let (base, emu) = setup(&line, model(20, LossModel::None));
             let p = Probe::run(&line.a, spec(1000, 1, 1000, 300), || {});
             let stats = emu.stop().expect("emulator");
@@ -744,7 +742,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let (base, emu) = setup(&line, LinkModel::passthrough());
             let before = Probe::run(&line.a, spec(300, 1, 1000, 200), || {});
             emu.set_model(model(30, LossModel::None))
@@ -786,7 +784,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let m = LinkModel {
                 delay: Duration::from_millis(5),
                 loss: LossModel::Bernoulli { p: 0.1 },
@@ -812,7 +810,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let loss = LossModel::GilbertElliott {
                 p_good_to_bad: 0.02,
                 p_bad_to_good: 0.25,
@@ -848,7 +846,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let (_, emu) = setup(&line, model(3000, LossModel::None));
             let mut stats = None;
             let started = Instant::now();
@@ -880,7 +878,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let (base, emu) = setup(&line, LinkModel::passthrough());
             let p = Probe::run(&line.a, spec(1000, 1, 500, 200), || {});
             let stats = emu.stop().expect("emulator");
@@ -901,7 +899,7 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let _echo = Echo::start(&line.b);
+            let _echo = line.echo();
             let (base, emu) = setup(&line, model(20, LossModel::None));
             // 4 x 1400-byte datagrams every 0.9 ms: 4444 packets/s, ~50 Mbit/s of payload.
             let load = ProbeSpec {
@@ -937,16 +935,16 @@ mod tests {
             need_root!();
             let _serial = serial();
             let line = Line::new();
-            let first = Emulator::spawn(Some(&line.r), 3, LinkModel::passthrough()).unwrap();
-            let second = Emulator::spawn(Some(&line.r), 3, LinkModel::passthrough());
+            let first = Emulator::spawn(Some(line.r.name()), 3, LinkModel::passthrough()).unwrap();
+            let second = Emulator::spawn(Some(line.r.name()), 3, LinkModel::passthrough());
             assert!(
                 matches!(second, Err(EmulateError::QueueBusy { queue: 3 })),
                 "{second:?}"
             );
             first.stop().unwrap();
-            install_rule(&line.r, ROUTER_FROM_A, 3).unwrap();
-            remove_rule(&line.r, ROUTER_FROM_A, 3).unwrap();
-            let again = remove_rule(&line.r, ROUTER_FROM_A, 3);
+            install_rule(line.r.name(), ROUTER_FROM_A, 3).unwrap();
+            remove_rule(line.r.name(), ROUTER_FROM_A, 3).unwrap();
+            let again = remove_rule(line.r.name(), ROUTER_FROM_A, 3);
             assert!(
                 matches!(again, Err(crate::TestbedError::Command { .. })),
                 "{again:?}"

@@ -1,25 +1,28 @@
 //! Test support for the emulator's root tests: a private three-namespace line
-//! `A (a0) – (ra) R (rb) – (b0) B` with a forwarding router, a UDP echo server in B and a
-//! paced UDP prober in A that measures per-packet round trips.
+//! `A (a0) – (ra) R (rb) – (b0) B` with a forwarding router, the test bed's UDP echo in B
+//! (with large socket buffers) and a paced UDP prober in A that records every sequence
+//! number's round trip, or its loss.
 //!
-//! Owns: the namespaces it creates (`emu-{a,r,b}-<pid>-<n>`), deleted when the [`Line`] is
-//! dropped, also on panic; the probe and echo threads, all bounded in time.
+//! Owns: the line's namespaces (test bed [`Namespace`]s named `emu<pid>-<n>-{a,r,b}`),
+//! deleted when the [`Line`] is dropped, also on panic; those of a killed run are removed
+//! by the next [`Line::new`]. The prober's threads, bounded in time.
 //!
 //! Invariants: traffic only goes between addresses of these namespaces; the root tests run
 //! one at a time ([`serial`]) so timing measurements do not disturb each other.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::enter_netns;
+use crate::netns::{Namespace, cleanup_stale};
+use crate::traffic::UdpEcho;
 
-pub(crate) const A_ADDR: &str = "10.231.1.1";
-pub(crate) const B_ADDR: &str = "10.231.2.1";
-pub(crate) const ECHO_PORT: u16 = 7007;
+/// Namespace prefix of the lines.
+const PREFIX: &str = "emu";
+const A_ADDR: Ipv4Addr = Ipv4Addr::new(10, 231, 1, 1);
+const B_ADDR: Ipv4Addr = Ipv4Addr::new(10, 231, 2, 1);
+const ECHO_PORT: u16 = 7007;
 /// The router's interface towards A: the rule `-i ROUTER_FROM_A` catches A → B.
 pub(crate) const ROUTER_FROM_A: &str = "ra";
 
@@ -31,10 +34,6 @@ fn big_buffers(sock: &UdpSocket) {
     use nix::sys::socket::{setsockopt, sockopt};
     setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER).expect("SO_RCVBUFFORCE");
     setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER).expect("SO_SNDBUFFORCE");
-}
-
-pub(crate) fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
 }
 
 /// Serialises the root tests of this module.
@@ -53,55 +52,23 @@ fn run(program: &str, args: &[&str]) {
 /// The namespaces of one test; deleted on drop.
 #[derive(Debug)]
 pub(crate) struct Line {
-    pub a: String,
-    pub r: String,
-    pub b: String,
-    created: Vec<String>,
-}
-
-/// Deletes `emu-*-<pid>-<n>` namespaces of test processes that no longer exist (a killed
-/// run cannot clean up after itself).
-fn remove_stale() {
-    let Ok(entries) = std::fs::read_dir("/run/netns") else {
-        return;
-    };
-    for name in entries
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-    {
-        let mut parts = name.split('-');
-        let (Some("emu"), Some("a" | "r" | "b"), Some(pid), Some(_), None) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        ) else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        }
-    }
+    pub a: Namespace,
+    pub r: Namespace,
+    pub b: Namespace,
 }
 
 impl Line {
     pub(crate) fn new() -> Line {
-        remove_stale();
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        let mut line = Line {
-            a: format!("emu-a-{pid}-{n}"),
-            r: format!("emu-r-{pid}-{n}"),
-            b: format!("emu-b-{pid}-{n}"),
-            created: Vec::new(),
-        };
-        for ns in [line.a.clone(), line.r.clone(), line.b.clone()] {
-            run("ip", &["netns", "add", &ns]);
-            line.created.push(ns);
+        if let Err(e) = cleanup_stale(PREFIX) {
+            eprintln!("removing the namespaces of an earlier run: {e}");
         }
-        let (a, r, b) = (line.a.as_str(), line.r.as_str(), line.b.as_str());
+        let create = |role| Namespace::create(PREFIX, role).unwrap_or_else(|e| panic!("{e}"));
+        let line = Line {
+            a: create("a"),
+            r: create("r"),
+            b: create("b"),
+        };
+        let (a, r, b) = (line.a.name(), line.r.name(), line.b.name());
         let ip = |args: &[&str]| run("ip", args);
         ip(&[
             "-n", a, "link", "add", "a0", "type", "veth", "peer", "name", "ra", "netns", r,
@@ -119,9 +86,6 @@ impl Line {
                 "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
             ]);
         }
-        for ns in [a, r, b] {
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
         ip(&["-n", a, "route", "add", "default", "via", "10.231.1.2"]);
         ip(&["-n", b, "route", "add", "default", "via", "10.231.2.2"]);
         ip(&[
@@ -134,67 +98,13 @@ impl Line {
         ]);
         line
     }
-}
 
-impl Drop for Line {
-    fn drop(&mut self) {
-        for ns in self.created.drain(..) {
-            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
-        }
-    }
-}
-
-/// Runs `f` on a new thread inside namespace `ns`.
-pub(crate) fn in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> JoinHandle<T> {
-    let ns = ns.to_owned();
-    std::thread::spawn(move || {
-        enter_netns(&ns).expect("enter namespace");
-        f()
-    })
-}
-
-/// A UDP echo server in B, stopped on drop.
-#[derive(Debug)]
-pub(crate) struct Echo {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Echo {
-    pub(crate) fn start(ns_b: &str) -> Echo {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = in_netns(ns_b, move || {
-            let sock = UdpSocket::bind((B_ADDR, ECHO_PORT)).expect("bind echo");
-            big_buffers(&sock);
-            sock.set_read_timeout(Some(Duration::from_millis(20)))
-                .unwrap();
-            tx.send(()).unwrap();
-            let mut buf = [0u8; 2048];
-            while !flag.load(Ordering::Acquire) {
-                if let Ok((n, from)) = sock.recv_from(&mut buf) {
-                    let _ = sock.send_to(&buf[..n], from);
-                }
-            }
-        });
-        rx.recv_timeout(Duration::from_secs(5)).expect("echo ready");
-        Echo {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    /// The test bed's UDP echo on B's `ECHO_PORT`, with [`SOCKET_BUFFER`]-byte buffers;
+    /// it stops when dropped.
+    pub(crate) fn echo(&self) -> UdpEcho {
+        let bind = SocketAddr::new(IpAddr::V4(B_ADDR), ECHO_PORT);
+        UdpEcho::start_with_buffers(&self.b, bind, SOCKET_BUFFER)
+            .unwrap_or_else(|e| panic!("echo: {e}"))
     }
 }
 
@@ -221,13 +131,12 @@ impl Probe {
     /// Sends `spec.count` datagrams from A to the echo server and collects the echoes.
     /// `during` runs on the calling thread once the sending has finished (e.g. to stop an
     /// emulator) while echoes are still being collected.
-    pub(crate) fn run(ns_a: &str, spec: ProbeSpec, during: impl FnOnce()) -> Probe {
+    pub(crate) fn run(a: &Namespace, spec: ProbeSpec, during: impl FnOnce()) -> Probe {
         let (tx, rx) = std::sync::mpsc::channel();
-        let sender = in_netns(ns_a, move || {
+        let spawned = a.spawn_thread("emu-probe", move || {
             let sock = UdpSocket::bind((A_ADDR, 0)).expect("bind prober");
             big_buffers(&sock);
-            let to: SocketAddr = format!("{B_ADDR}:{ECHO_PORT}").parse().unwrap();
-            sock.connect(to).unwrap();
+            sock.connect((B_ADDR, ECHO_PORT)).unwrap();
             sock.set_read_timeout(Some(Duration::from_millis(20)))
                 .unwrap();
             let rsock = sock.try_clone().unwrap();
@@ -279,9 +188,10 @@ impl Probe {
             tx.send(()).unwrap();
             (receiver, sending, base)
         });
+        let sender = spawned.unwrap_or_else(|e| panic!("prober: {e}"));
         rx.recv().expect("sender finished");
         during();
-        let (receiver, sending, base) = sender.join().expect("sender");
+        let (receiver, sending, base) = sender.join().expect("sender").expect("enter A");
         sending.store(false, Ordering::Release);
         let rtts = receiver.join().expect("receiver");
         Probe {
