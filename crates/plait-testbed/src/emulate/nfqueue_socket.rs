@@ -203,16 +203,13 @@ fn verdict_hdr(verdict: u32, id: u32) -> [u8; 8] {
     v
 }
 
-/// Whether the calling thread has `CAP_NET_ADMIN` (bit 12 of `CapEff`).
+/// Whether the calling thread has `CAP_NET_ADMIN` (bit 12 of `CapEff` in its
+/// `/proc/thread-self/status`, parsed by procfs).
 fn has_net_admin() -> bool {
+    use procfs_core::FromRead as _;
     const CAP_NET_ADMIN: u32 = 12;
-    std::fs::read_to_string("/proc/thread-self/status")
-        .ok()
-        .and_then(|status| {
-            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-            u64::from_str_radix(hex.trim(), 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << CAP_NET_ADMIN) != 0)
+    procfs_core::process::Status::from_file("/proc/thread-self/status")
+        .is_ok_and(|status| status.capeff & (1 << CAP_NET_ADMIN) != 0)
 }
 
 /// Waits until `fd` is readable or `timeout` passes (sub-millisecond precision).

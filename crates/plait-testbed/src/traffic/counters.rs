@@ -22,20 +22,29 @@ pub struct CounterSample {
     pub tx_bytes: u64,
 }
 
-/// The `(rx_bytes, tx_bytes)` of `dev` in `/proc/net/dev` text.
-pub fn parse_net_dev(text: &str, dev: &str) -> Option<(u64, u64)> {
-    text.lines().find_map(|l| {
-        let (name, rest) = l.split_once(':')?;
-        if name.trim() != dev {
-            return None;
-        }
-        let f: Vec<u64> = rest
-            .split_whitespace()
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
-        // rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes …
-        Some((*f.first()?, *f.get(8)?))
-    })
+/// Where the calling thread's namespace lists its interfaces' counters (`/proc/net` is the
+/// process's namespace, not the thread's).
+const NET_DEV: &str = "/proc/thread-self/net/dev";
+
+impl CounterSample {
+    /// `dev`'s counters now, in the calling thread's network namespace (parsed by
+    /// procfs).
+    pub fn read(dev: &str) -> Result<CounterSample> {
+        use procfs_core::FromRead as _;
+        let at = Instant::now();
+        let all = procfs_core::net::InterfaceDeviceStatus::from_file(NET_DEV).map_err(|e| {
+            TestbedError::io(format!("reading {NET_DEV}"), std::io::Error::other(e))
+        })?;
+        let d = all
+            .0
+            .get(dev)
+            .ok_or_else(|| TestbedError::Spec(format!("no interface {dev} in {NET_DEV}")))?;
+        Ok(CounterSample {
+            at,
+            rx_bytes: d.recv_bytes,
+            tx_bytes: d.sent_bytes,
+        })
+    }
 }
 
 /// Reads an interface's byte counters from inside a namespace every interval until
@@ -56,19 +65,7 @@ impl CounterSampler {
         let dev = dev.to_owned();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<()>>(1);
         let thread = ns.spawn_thread("counters", move || {
-            let read = || -> Result<CounterSample> {
-                let at = Instant::now();
-                let text = std::fs::read_to_string("/proc/thread-self/net/dev")
-                    .map_err(|e| TestbedError::io("reading /proc/thread-self/net/dev", e))?;
-                let (rx_bytes, tx_bytes) = parse_net_dev(&text, &dev).ok_or_else(|| {
-                    TestbedError::Spec(format!("no interface {dev} in /proc/net/dev"))
-                })?;
-                Ok(CounterSample {
-                    at,
-                    rx_bytes,
-                    tx_bytes,
-                })
-            };
+            let read = || CounterSample::read(&dev);
             let mut out = Vec::new();
             match read() {
                 Ok(s) => {
@@ -114,13 +111,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn net_dev_parses() {
-        let text = "Inter-|   Receive                                                |  Transmit\n \
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n \
-    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0\n \
-    rs: 1234567    1000    0    0    0     0          0         0  7654321    2000    0    0    0     0       0          0\n";
-        assert_eq!(parse_net_dev(text, "rs"), Some((1_234_567, 7_654_321)));
-        assert_eq!(parse_net_dev(text, "r"), None);
-        assert_eq!(parse_net_dev("rs: x y", "rs"), None);
+    fn loopback_counters_read() {
+        let before = CounterSample::read("lo").expect("lo");
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.send_to(&[0u8; 1000], sock.local_addr().unwrap())
+            .unwrap();
+        let after = CounterSample::read("lo").expect("lo");
+        assert!(
+            after.rx_bytes >= before.rx_bytes + 1000,
+            "{before:?} {after:?}"
+        );
+        assert!(
+            after.tx_bytes >= before.tx_bytes + 1000,
+            "{before:?} {after:?}"
+        );
+        let err = CounterSample::read("no-such-dev0").unwrap_err();
+        assert!(err.to_string().contains("no-such-dev0"), "{err}");
     }
 }

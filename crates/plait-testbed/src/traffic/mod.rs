@@ -12,7 +12,8 @@
 //! through socket2), so the same sender and sink measure both. [`SendLimit`] ends a transfer
 //! after a byte count or a duration. [`UdpEcho`] and [`RttProbe`] measure the round-trip
 //! time of a path while it carries a transfer; [`CounterSampler`] reads an interface's byte
-//! counters from inside a namespace (`/proc/thread-self/net/dev`) every sample interval.
+//! counters from inside a namespace (`/proc/thread-self/net/dev`, parsed by procfs) every
+//! sample interval.
 //!
 //! Files: `payload.rs` (the payload stream and its digests), `tcp.rs` (the one TCP
 //! sender and its options), `tcp_sink.rs` (the TCP sink and its goodput windows), `udp.rs`
@@ -41,7 +42,7 @@ mod udp;
 use std::io::ErrorKind;
 use std::time::Duration;
 
-pub use counters::{CounterSample, CounterSampler, parse_net_dev};
+pub use counters::{CounterSample, CounterSampler};
 pub use payload::{Digest, hex, payload_block, payload_sha256};
 pub use rtt::{ProbeReport, RttProbe, RttSample};
 pub use tcp::{
