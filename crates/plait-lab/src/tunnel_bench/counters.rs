@@ -1,36 +1,26 @@
 //! Kernel counters that say where a transfer lost packets: TCP retransmissions and UDP
-//! buffer drops of a namespace (`/proc/net/snmp`) and the TUN devices' drops.
+//! buffer drops of a namespace (`/proc/net/snmp`, parsed by procfs) and the TUN devices'
+//! drops.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result};
 use plait_testbed::Namespace;
+use procfs::FromRead as _;
+use procfs::net::Snmp;
 
 use super::TUN;
 
-/// Parses /proc/net/snmp (pairs of `Proto: names…` / `Proto: values…` lines) into
-/// `Proto.Name → value`.
-pub(super) fn parse_snmp(text: &str) -> HashMap<String, i64> {
-    let mut out = HashMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for pair in lines.chunks(2) {
-        let [names, values] = pair else { continue };
-        let (Some((proto, names)), Some((proto2, values))) =
-            (names.split_once(':'), values.split_once(':'))
-        else {
-            continue;
-        };
-        if proto != proto2 {
-            continue;
-        }
-        for (n, v) in names.split_whitespace().zip(values.split_whitespace()) {
-            if let Ok(v) = v.parse() {
-                out.insert(format!("{proto}.{n}"), v);
-            }
-        }
-    }
-    out
+/// `/proc/net/snmp` of `ns` (read there: the file shows the reader's namespace).
+fn snmp(ns: &Namespace) -> Result<Snmp> {
+    let out = ns.exec(["cat", "/proc/net/snmp"])?;
+    Snmp::from_read(out.stdout.as_slice())
+        .with_context(|| format!("parsing /proc/net/snmp of {}", ns.name()))
+}
+
+/// A kernel counter as the signed number the differences are taken in.
+fn signed(counter: u64) -> i64 {
+    i64::try_from(counter).unwrap_or(i64::MAX)
 }
 
 /// A number from the benchmark TUN device's /sys/class/net directory in `ns`.
@@ -69,21 +59,16 @@ impl Net {
         udp: &[&Namespace],
         tun: Option<[&Namespace; 2]>,
     ) -> Result<Net> {
-        let snmp = |ns: &Namespace| -> Result<HashMap<String, i64>> {
-            let out = ns.exec(["cat", "/proc/net/snmp"])?;
-            Ok(parse_snmp(&String::from_utf8_lossy(&out.stdout)))
-        };
-        let get = |m: &HashMap<String, i64>, k: &str| m.get(k).copied().unwrap_or(0);
         let tcp = snmp(sender)?;
         let mut n = Net {
-            tcp_out: get(&tcp, "Tcp.OutSegs"),
-            tcp_retrans: get(&tcp, "Tcp.RetransSegs"),
+            tcp_out: signed(tcp.tcp_out_segs),
+            tcp_retrans: signed(tcp.tcp_retrans_segs),
             ..Net::default()
         };
         for ns in udp {
             let m = snmp(ns)?;
-            n.udp_rcvbuf += get(&m, "Udp.RcvbufErrors");
-            n.udp_sndbuf += get(&m, "Udp.SndbufErrors");
+            n.udp_rcvbuf += signed(m.udp_rcvbuf_errors);
+            n.udp_sndbuf += signed(m.udp_sndbuf_errors);
         }
         for (i, ns) in tun.iter().flatten().enumerate() {
             n.tun_drops[i] = tun_attr(ns, "statistics/tx_dropped")?;
@@ -133,5 +118,28 @@ impl Net {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_kernels_snmp_parses() {
+        let text = std::fs::read("/proc/net/snmp").unwrap();
+        let m = Snmp::from_read(text.as_slice()).unwrap();
+        assert!(m.tcp_retrans_segs <= m.tcp_out_segs, "{m:?}");
+    }
+
+    #[test]
+    fn counters_subtract() {
+        let a = Net::default();
+        let b = Net {
+            tcp_out: 200,
+            tcp_retrans: 3,
+            ..Net::default()
+        };
+        assert!((a.until(&b).retrans_pct() - 1.5).abs() < 1e-9);
     }
 }

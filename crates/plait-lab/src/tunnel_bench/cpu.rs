@@ -134,3 +134,56 @@ pub(super) fn clock_ticks() -> Result<f64> {
         hz => Ok(hz as f64),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn machine_and_process_ticks_read() {
+        let m = MachineTicks::now().unwrap();
+        assert!(
+            m.total > 0 && m.busy + m.steal <= m.total && m.irq <= m.busy,
+            "{m:?}"
+        );
+        let me = process_ticks(None).unwrap();
+        let by_pid = process_ticks(Some(std::process::id())).unwrap();
+        assert!(by_pid >= me, "{me} then {by_pid}");
+        assert!(clock_ticks().unwrap() > 0.0);
+    }
+
+    #[test]
+    fn cpu_shares() {
+        let at = Instant::now();
+        let a = CpuMark {
+            at,
+            machine: MachineTicks {
+                busy: 0,
+                steal: 0,
+                irq: 0,
+                total: 0,
+            },
+            bench: 0,
+            daemons: vec![0, 10],
+        };
+        let b = CpuMark {
+            at: at + Duration::from_secs(2),
+            machine: MachineTicks {
+                busy: 300,
+                steal: 40,
+                irq: 100,
+                total: 400,
+            },
+            bench: 50,
+            daemons: vec![200, 110],
+        };
+        let (d, cpu) = a.until(&b, 100.0);
+        assert_eq!(d, vec![100.0, 50.0]);
+        assert_eq!(cpu.bench, 25.0);
+        assert_eq!(cpu.machine, 75.0);
+        assert_eq!(cpu.steal, 10.0);
+        assert_eq!(cpu.irq, 25.0);
+    }
+}
