@@ -1059,32 +1059,16 @@ mod tests {
     mod netns {
         use super::*;
 
-        /// Whether the effective uid is 0 (from /proc, no unsafe `geteuid`).
         fn is_root() -> bool {
-            std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find(|l| l.starts_with("Uid:"))
-                        .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-                })
-                .unwrap_or(false)
+            nix::unistd::geteuid().is_root()
         }
 
+        /// `ip args…` in this namespace through the module's own runner; its stdout, or the
+        /// error's text.
         fn ip(args: &[&str]) -> Result<String, String> {
-            let out = Command::new(resolve_tool(Tool::Ip).map_err(|e| e.to_string())?)
-                .args(args)
-                .output()
-                .map_err(|e| e.to_string())?;
-            if out.status.success() {
-                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-            } else {
-                Err(format!(
-                    "ip {}: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
-            }
+            NetConfig::new()
+                .run(&Cmd::new(Tool::Ip, args))
+                .map_err(|e| e.to_string())
         }
 
         /// A network namespace with a TUN device `plaittest0` (up, with a v4 and a v6
