@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use plait_testbed::{SKIP_NO_ROOT, have_root};
+use plait_testbed::{SKIP_NO_ROOT, have_root, netns};
 
 const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
 const PREFIX: &str = "pbe";
@@ -165,23 +165,14 @@ fn bench_runs_single_mptcp_and_plait_at_low_rates() {
     assert!(single[0] > 0.99, "{single:?}");
 
     // Nothing left behind by this run (other runs' namespaces are not ours to judge).
-    let list = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    let left: Vec<String> = String::from_utf8_lossy(&list.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(PREFIX))
+    // Ours are `pbe{pid}-…` of a pid that no longer runs.
+    let left: Vec<String> = netns::list()
+        .expect("ip netns list")
+        .into_iter()
         .filter(|n| {
-            // Ours are `pbe{pid}-…` of a pid that no longer runs.
-            n[PREFIX.len()..]
-                .split('-')
-                .next()
-                .and_then(|p| p.parse::<u32>().ok())
+            netns::owner_pid(n, PREFIX)
                 .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
         })
-        .map(str::to_owned)
         .collect();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
