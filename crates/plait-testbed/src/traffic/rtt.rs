@@ -2,12 +2,13 @@
 //! interval and records each answer's round trip, for the RTT of a path while it carries a
 //! transfer.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::quantile_sorted;
+use super::udp::connected;
 use crate::netns::Namespace;
 use crate::worker::Worker;
 use crate::{Result, TestbedError};
@@ -70,13 +71,7 @@ impl RttProbe {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
         let thread = ns.spawn_thread("rtt-probe", move || -> Result<ProbeReport> {
-            let bind: SocketAddr = if dst.is_ipv4() {
-                (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-            } else {
-                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-            };
-            let sock = UdpSocket::bind(bind)
-                .and_then(|s| s.connect(dst).map(|()| s))
+            let sock = connected(dst)
                 .map_err(|e| TestbedError::io(format!("UDP probe socket towards {dst}"), e))?;
             let mut sent_at: Vec<Instant> = Vec::new();
             let mut samples = Vec::new();

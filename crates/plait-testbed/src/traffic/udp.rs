@@ -1,7 +1,7 @@
 //! Raw UDP: a sender as fast as the kernel takes datagrams ([`udp_blast`]), a counting sink
 //! ([`UdpSink`]) and an echo for round-trip probes ([`UdpEcho`]).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -32,6 +32,18 @@ impl UdpBlastReport {
     }
 }
 
+/// A UDP socket on an ephemeral port of `dst`'s family, connected to `dst`.
+pub(super) fn connected(dst: SocketAddr) -> std::io::Result<UdpSocket> {
+    let any: IpAddr = if dst.is_ipv4() {
+        Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        Ipv6Addr::UNSPECIFIED.into()
+    };
+    let sock = UdpSocket::bind((any, 0))?;
+    sock.connect(dst)?;
+    Ok(sock)
+}
+
 /// Largest UDP payload.
 const MAX_DATAGRAM: usize = 65_507;
 
@@ -49,14 +61,8 @@ pub fn udp_blast(
         )));
     }
     ns.run_in(move || -> Result<UdpBlastReport> {
-        let bind: SocketAddr = if dst.is_ipv4() {
-            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let sock = UdpSocket::bind(bind)
-            .and_then(|s| s.connect(dst).map(|()| s))
-            .map_err(|e| TestbedError::io(format!("UDP socket towards {dst}"), e))?;
+        let sock =
+            connected(dst).map_err(|e| TestbedError::io(format!("UDP socket towards {dst}"), e))?;
         sock.set_write_timeout(Some(Duration::from_millis(100)))
             .map_err(|e| TestbedError::io("setting a write timeout", e))?;
         let mut buf = vec![0xa5u8; datagram_size];
