@@ -13,6 +13,8 @@ use crate::route::{Hop, Routing};
 
 mod cbr;
 mod plait_gateway;
+#[cfg(test)]
+mod plait_gateway_tests;
 mod sink;
 mod tcp_nodes;
 
