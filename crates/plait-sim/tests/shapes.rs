@@ -5,6 +5,9 @@ use plait_sim::scenario::Scenario;
 
 /// Two paths at 8 Mbit/s and 8/`ratio` Mbit/s, 14 ms each (seed ETOM §V: WiMax-like 14 ms
 /// links), one NewReno flow through plait with `scheduler` and the `bmp` reorder buffer.
+/// Like the seeds' other reproductions (`scenarios/petbmp-table1.toml`, `mms-fig8.toml`)
+/// it runs the seed's own mechanisms, not the tunnel's additions: no loss repair, every
+/// packet pair a rate sample.
 fn etom_fig5(ratio: u32, scheduler: &str) -> f64 {
     let text = format!(
         r#"
@@ -32,6 +35,8 @@ name = "{scheduler}"
 mode = "plait"
 scheduler = "{scheduler}"
 reorder = "bmp"
+repair = false
+min_pair_bytes = 0
 "#,
         slow = 8000 / ratio
     );
