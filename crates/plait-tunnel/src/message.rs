@@ -15,8 +15,12 @@
 //! used to amplify traffic. The handshake authenticates the indices in the handshake
 //! headers ([`crate::crypto::handshake`]); a data message's AEAD covers its whole header.
 //!
-//! Invariant: [`parse`] never panics and accepts only the exact sizes above (data: at
-//! least the header and the tag).
+//! Every offset and length of these layouts, and of the handshake payloads inside Noise,
+//! is a constant here; the rest of the tunnel reads and writes messages through them.
+//!
+//! Invariants: [`parse`] never panics and accepts only the exact sizes above (data: at
+//! least the header and the tag); the writers take buffers of their header's size, so
+//! they cannot write out of bounds.
 
 use thiserror::Error;
 
@@ -54,12 +58,53 @@ pub const DATA_HEADER_LEN: usize = 16;
 /// Bytes a data message adds to the engine datagram it carries.
 pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
 
-/// Offset of the first index (the sender's in handshake messages, the receiver's in data).
+/// Offset of the three reserved zero bytes after the type byte (the type is byte 0).
+pub const RESERVED_OFFSET: usize = 1;
+/// Offset of the first index (the sender's in handshake messages, the receiver's in data);
+/// also the length of the part every message shares: the type and the reserved bytes.
 pub const INDEX_OFFSET: usize = 4;
 /// Offset of the response's receiver index.
 pub const RESPONSE_RECEIVER_OFFSET: usize = 8;
 /// Offset of a data message's nonce counter.
 pub const COUNTER_OFFSET: usize = 8;
+
+/// Initiation payload (docs/protocol.md#initiation-payload): the version byte (offset 0),
+/// then three reserved zero bytes at this offset...
+pub const INITIATION_PAYLOAD_RESERVED_OFFSET: usize = 1;
+/// ...the engine session id (u32) at this one...
+pub const INITIATION_PAYLOAD_SESSION_OFFSET: usize = 4;
+/// ...and the timestamp (u64) at this one.
+pub const INITIATION_PAYLOAD_TIMESTAMP_OFFSET: usize = 8;
+/// Response payload: the flags byte (offset 0), then the server's sender index (u32) at
+/// this offset.
+pub const RESPONSE_PAYLOAD_INDEX_OFFSET: usize = 1;
+
+// Each layout ends where its table says.
+const _: () = assert!(COUNTER_OFFSET + 8 == DATA_HEADER_LEN);
+const _: () = assert!(INDEX_OFFSET + 4 == INITIATION_HEADER_LEN);
+const _: () = assert!(RESPONSE_RECEIVER_OFFSET + 4 == RESPONSE_HEADER_LEN);
+const _: () = assert!(INITIATION_PAYLOAD_TIMESTAMP_OFFSET + 8 == INITIATION_PAYLOAD_LEN);
+const _: () = assert!(RESPONSE_PAYLOAD_INDEX_OFFSET + 4 == RESPONSE_PAYLOAD_LEN);
+
+/// The little-endian u32 at `at`, if `buf` holds it.
+pub(crate) fn u32_at(buf: &[u8], at: usize) -> Option<u32> {
+    let b = buf.get(at..)?.first_chunk::<4>()?;
+    Some(u32::from_le_bytes(*b))
+}
+
+/// The little-endian u64 at `at`, if `buf` holds it.
+pub(crate) fn u64_at(buf: &[u8], at: usize) -> Option<u64> {
+    let b = buf.get(at..)?.first_chunk::<8>()?;
+    Some(u64::from_le_bytes(*b))
+}
+
+/// Writes `bytes` at `at`, in a buffer whose size the caller's type fixes (the `const`
+/// asserts above keep every field inside its message); nothing if it would not fit.
+pub(crate) fn write_at(buf: &mut [u8], at: usize, bytes: &[u8]) {
+    if let Some(dst) = buf.get_mut(at..at + bytes.len()) {
+        dst.copy_from_slice(bytes);
+    }
+}
 
 /// A datagram that is not a plait tunnel message.
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
@@ -109,77 +154,67 @@ pub enum Message {
     },
 }
 
-fn u32_at(buf: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&buf[at..at + 4]);
-    u32::from_le_bytes(b)
-}
-
 /// Classifies a datagram. Sizes are checked here, so callers may slice at the documented
 /// offsets.
 pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
-    let Some(&kind) = buf.first() else {
-        return Err(MessageError::TooShort { kind: 0, len: 0 });
+    let too_short = |kind| MessageError::TooShort {
+        kind,
+        len: buf.len(),
     };
-    if buf.len() < 4 {
-        return Err(MessageError::TooShort {
-            kind,
-            len: buf.len(),
-        });
-    }
-    if buf[1..INDEX_OFFSET] != [0, 0, 0] {
+    let Some(&kind) = buf.first() else {
+        return Err(too_short(0));
+    };
+    let reserved = buf
+        .get(RESERVED_OFFSET..INDEX_OFFSET)
+        .ok_or(too_short(kind))?;
+    if reserved != [0, 0, 0] {
         return Err(MessageError::UnknownType(kind));
     }
+    let index = |at| u32_at(buf, at).ok_or(too_short(kind));
     match kind {
         TYPE_INITIATION if buf.len() == INITIATION_LEN => Ok(Message::Initiation {
-            sender: u32_at(buf, INDEX_OFFSET),
+            sender: index(INDEX_OFFSET)?,
         }),
         TYPE_RESPONSE if buf.len() == RESPONSE_LEN => Ok(Message::Response {
-            sender: u32_at(buf, INDEX_OFFSET),
-            receiver: u32_at(buf, RESPONSE_RECEIVER_OFFSET),
+            sender: index(INDEX_OFFSET)?,
+            receiver: index(RESPONSE_RECEIVER_OFFSET)?,
         }),
         TYPE_INITIATION | TYPE_RESPONSE => Err(MessageError::WrongSize {
             kind,
             len: buf.len(),
         }),
-        TYPE_DATA if buf.len() >= DATA_OVERHEAD => {
-            let mut c = [0u8; 8];
-            c.copy_from_slice(&buf[COUNTER_OFFSET..COUNTER_OFFSET + 8]);
-            Ok(Message::Data {
-                receiver: u32_at(buf, INDEX_OFFSET),
-                counter: u64::from_le_bytes(c),
-            })
-        }
-        TYPE_DATA => Err(MessageError::TooShort {
-            kind,
-            len: buf.len(),
+        TYPE_DATA if buf.len() >= DATA_OVERHEAD => Ok(Message::Data {
+            receiver: index(INDEX_OFFSET)?,
+            counter: u64_at(buf, COUNTER_OFFSET).ok_or(too_short(kind))?,
         }),
+        TYPE_DATA => Err(too_short(kind)),
         other => Err(MessageError::UnknownType(other)),
     }
 }
 
-/// Writes a data header into `buf[..DATA_HEADER_LEN]`.
+/// Writes the type byte and the reserved zero bytes every message starts with.
+fn put_type(buf: &mut [u8], kind: u8) {
+    write_at(buf, 0, &[kind, 0, 0, 0]);
+}
+
+/// Writes a data header.
 pub fn write_data_header(buf: &mut [u8; DATA_HEADER_LEN], receiver: u32, counter: u64) {
-    buf[0] = TYPE_DATA;
-    buf[1..INDEX_OFFSET].fill(0);
-    buf[INDEX_OFFSET..INDEX_OFFSET + 4].copy_from_slice(&receiver.to_le_bytes());
-    buf[COUNTER_OFFSET..COUNTER_OFFSET + 8].copy_from_slice(&counter.to_le_bytes());
+    put_type(buf, TYPE_DATA);
+    write_at(buf, INDEX_OFFSET, &receiver.to_le_bytes());
+    write_at(buf, COUNTER_OFFSET, &counter.to_le_bytes());
 }
 
-/// Writes the fixed part of an initiation (type and sender index) into `buf[..8]`.
-pub fn write_initiation_header(buf: &mut [u8], sender: u32) {
-    buf[0] = TYPE_INITIATION;
-    buf[1..INDEX_OFFSET].fill(0);
-    buf[INDEX_OFFSET..INDEX_OFFSET + 4].copy_from_slice(&sender.to_le_bytes());
+/// Writes the fixed part of an initiation: type and sender index.
+pub fn write_initiation_header(buf: &mut [u8; INITIATION_HEADER_LEN], sender: u32) {
+    put_type(buf, TYPE_INITIATION);
+    write_at(buf, INDEX_OFFSET, &sender.to_le_bytes());
 }
 
-/// Writes the fixed part of a response into `buf[..12]`.
-pub fn write_response_header(buf: &mut [u8], sender: u32, receiver: u32) {
-    buf[0] = TYPE_RESPONSE;
-    buf[1..INDEX_OFFSET].fill(0);
-    buf[INDEX_OFFSET..INDEX_OFFSET + 4].copy_from_slice(&sender.to_le_bytes());
-    buf[RESPONSE_RECEIVER_OFFSET..RESPONSE_RECEIVER_OFFSET + 4]
-        .copy_from_slice(&receiver.to_le_bytes());
+/// Writes the fixed part of a response: type, sender index, receiver index.
+pub fn write_response_header(buf: &mut [u8; RESPONSE_HEADER_LEN], sender: u32, receiver: u32) {
+    put_type(buf, TYPE_RESPONSE);
+    write_at(buf, INDEX_OFFSET, &sender.to_le_bytes());
+    write_at(buf, RESPONSE_RECEIVER_OFFSET, &receiver.to_le_bytes());
 }
 
 #[cfg(test)]
@@ -213,10 +248,14 @@ mod tests {
     #[test]
     fn handshake_headers_round_trip() {
         let mut buf = vec![0u8; INITIATION_LEN];
-        write_initiation_header(&mut buf, 7);
+        let mut h = [0u8; INITIATION_HEADER_LEN];
+        write_initiation_header(&mut h, 7);
+        buf[..INITIATION_HEADER_LEN].copy_from_slice(&h);
         assert_eq!(parse(&buf), Ok(Message::Initiation { sender: 7 }));
         let mut buf = vec![0u8; RESPONSE_LEN];
-        write_response_header(&mut buf, 8, 9);
+        let mut h = [0u8; RESPONSE_HEADER_LEN];
+        write_response_header(&mut h, 8, 9);
+        buf[..RESPONSE_HEADER_LEN].copy_from_slice(&h);
         assert_eq!(
             parse(&buf),
             Ok(Message::Response {

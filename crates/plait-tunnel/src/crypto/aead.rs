@@ -53,10 +53,13 @@ pub enum AeadError {
     AuthFailed,
 }
 
+/// Where the counter sits in the nonce: after 4 zero bytes, in the last 8.
+const NONCE_COUNTER_OFFSET: usize = NONCE_LEN - 8;
+
 /// The nonce for message `counter`: 4 zero bytes, then the counter little-endian.
 fn nonce_bytes(counter: u64) -> [u8; NONCE_LEN] {
     let mut n = [0u8; NONCE_LEN];
-    n[4..].copy_from_slice(&counter.to_le_bytes());
+    n[NONCE_COUNTER_OFFSET..].copy_from_slice(&counter.to_le_bytes());
     n
 }
 

@@ -30,8 +30,10 @@ use crate::crypto::aead::KEY_LEN;
 use crate::keys::Key;
 use crate::message::{
     INDEX_OFFSET, INITIATION_HEADER_LEN, INITIATION_LEN, INITIATION_PAYLOAD_LEN,
-    NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN, RESPONSE_HEADER_LEN, RESPONSE_LEN,
-    RESPONSE_PAYLOAD_LEN, write_initiation_header, write_response_header,
+    INITIATION_PAYLOAD_RESERVED_OFFSET, INITIATION_PAYLOAD_SESSION_OFFSET,
+    INITIATION_PAYLOAD_TIMESTAMP_OFFSET, NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN,
+    RESPONSE_HEADER_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_INDEX_OFFSET, RESPONSE_PAYLOAD_LEN, u32_at,
+    u64_at, write_at, write_initiation_header, write_response_header,
 };
 
 /// The Noise protocol name.
@@ -92,33 +94,46 @@ pub struct InitiationPayload {
 impl InitiationPayload {
     fn encode(&self) -> [u8; INITIATION_PAYLOAD_LEN] {
         let mut b = [0u8; INITIATION_PAYLOAD_LEN];
-        b[0] = PAYLOAD_VERSION;
-        b[4..8].copy_from_slice(&self.session_id.to_le_bytes());
-        b[8..16].copy_from_slice(&self.timestamp.to_le_bytes());
+        write_at(&mut b, 0, &[PAYLOAD_VERSION]);
+        write_at(
+            &mut b,
+            INITIATION_PAYLOAD_SESSION_OFFSET,
+            &self.session_id.to_le_bytes(),
+        );
+        write_at(
+            &mut b,
+            INITIATION_PAYLOAD_TIMESTAMP_OFFSET,
+            &self.timestamp.to_le_bytes(),
+        );
         b
     }
 
     fn decode(b: &[u8]) -> Result<InitiationPayload, HandshakeError> {
+        let size = HandshakeError::Size {
+            got: b.len(),
+            need: INITIATION_PAYLOAD_LEN,
+        };
         if b.len() != INITIATION_PAYLOAD_LEN {
-            return Err(HandshakeError::Size {
-                got: b.len(),
-                need: INITIATION_PAYLOAD_LEN,
-            });
+            return Err(size);
         }
-        if b[0] != PAYLOAD_VERSION {
-            return Err(HandshakeError::Version(b[0]));
+        let version = b.first().copied().unwrap_or_default();
+        if version != PAYLOAD_VERSION {
+            return Err(HandshakeError::Version(version));
         }
-        if b[1..4] != [0, 0, 0] {
+        let reserved = b.get(INITIATION_PAYLOAD_RESERVED_OFFSET..INITIATION_PAYLOAD_SESSION_OFFSET);
+        if reserved != Some(&[0, 0, 0][..]) {
             return Err(HandshakeError::Reserved);
         }
-        let mut s = [0u8; 4];
-        s.copy_from_slice(&b[4..8]);
-        let mut t = [0u8; 8];
-        t.copy_from_slice(&b[8..16]);
-        Ok(InitiationPayload {
-            session_id: u32::from_le_bytes(s),
-            timestamp: u64::from_le_bytes(t),
-        })
+        match (
+            u32_at(b, INITIATION_PAYLOAD_SESSION_OFFSET),
+            u64_at(b, INITIATION_PAYLOAD_TIMESTAMP_OFFSET),
+        ) {
+            (Some(session_id), Some(timestamp)) => Ok(InitiationPayload {
+                session_id,
+                timestamp,
+            }),
+            _ => Err(size),
+        }
     }
 }
 
@@ -144,17 +159,12 @@ fn setup(e: snow::Error) -> HandshakeError {
 /// [`PROLOGUE`] followed by the initiation's header.
 type Prologue = [u8; PROLOGUE.len() + INITIATION_HEADER_LEN];
 
-fn prologue(initiation_header: &[u8]) -> Result<Prologue, HandshakeError> {
-    let header = initiation_header
-        .get(..INITIATION_HEADER_LEN)
-        .ok_or(HandshakeError::Size {
-            got: initiation_header.len(),
-            need: INITIATION_HEADER_LEN,
-        })?;
+fn prologue(initiation_header: &[u8; INITIATION_HEADER_LEN]) -> Prologue {
     let mut p = [0u8; PROLOGUE.len() + INITIATION_HEADER_LEN];
-    p[..PROLOGUE.len()].copy_from_slice(PROLOGUE);
-    p[PROLOGUE.len()..].copy_from_slice(header);
-    Ok(p)
+    let (tag, header) = p.split_at_mut(PROLOGUE.len());
+    tag.copy_from_slice(PROLOGUE);
+    header.copy_from_slice(initiation_header);
+    p
 }
 
 fn builder(prologue: &Prologue) -> Result<Builder<'_>, HandshakeError> {
@@ -165,9 +175,18 @@ fn builder(prologue: &Prologue) -> Result<Builder<'_>, HandshakeError> {
 /// Message 2's payload: flags, then the server's index.
 fn encode_response_payload(flags: u8, sender_index: u32) -> [u8; RESPONSE_PAYLOAD_LEN] {
     let mut b = [0u8; RESPONSE_PAYLOAD_LEN];
-    b[0] = flags;
-    b[1..5].copy_from_slice(&sender_index.to_le_bytes());
+    write_at(&mut b, 0, &[flags]);
+    write_at(
+        &mut b,
+        RESPONSE_PAYLOAD_INDEX_OFFSET,
+        &sender_index.to_le_bytes(),
+    );
     b
+}
+
+/// The flags and the server's index from message 2's payload.
+fn decode_response_payload(b: &[u8]) -> Option<(u8, u32)> {
+    Some((*b.first()?, u32_at(b, RESPONSE_PAYLOAD_INDEX_OFFSET)?))
 }
 
 const ZERO_PSK: [u8; 32] = [0; 32];
@@ -217,14 +236,18 @@ impl Initiation {
         payload: InitiationPayload,
         out: &mut [u8],
     ) -> Result<Initiation, HandshakeError> {
-        if out.len() < INITIATION_LEN {
-            return Err(HandshakeError::Size {
-                got: out.len(),
-                need: INITIATION_LEN,
-            });
-        }
-        write_initiation_header(out, sender_index);
-        let prologue = prologue(out)?;
+        let size = HandshakeError::Size {
+            got: out.len(),
+            need: INITIATION_LEN,
+        };
+        let Some((header, rest)) = out.split_first_chunk_mut::<INITIATION_HEADER_LEN>() else {
+            return Err(size);
+        };
+        let Some(noise) = rest.get_mut(..NOISE_INITIATION_LEN) else {
+            return Err(size);
+        };
+        write_initiation_header(header, sender_index);
+        let prologue = prologue(header);
         let psk = psk.map_or(&ZERO_PSK, Key::as_bytes);
         let mut state = builder(&prologue)?
             .local_private_key(local_private.as_bytes())
@@ -236,10 +259,7 @@ impl Initiation {
             .build_initiator()
             .map_err(setup)?;
         let n = state
-            .write_message(
-                &payload.encode(),
-                &mut out[INITIATION_HEADER_LEN..INITIATION_LEN],
-            )
+            .write_message(&payload.encode(), noise)
             .map_err(setup)?;
         debug_assert_eq!(n, NOISE_INITIATION_LEN);
         Ok(Initiation {
@@ -291,10 +311,10 @@ impl Initiation {
         if n != RESPONSE_PAYLOAD_LEN || !self.state.is_handshake_finished() {
             return Err(HandshakeError::Auth);
         }
-        let flags = payload[0];
-        let mut i = [0u8; 4];
-        i.copy_from_slice(&payload[1..5]);
-        let inner = u32::from_le_bytes(i);
+        let (flags, inner) = payload
+            .get(..n)
+            .and_then(decode_response_payload)
+            .ok_or(HandshakeError::Auth)?;
         let (i2r, r2i) = self.state.dangerously_get_raw_split();
         let keys = SessionKeys {
             send: i2r,
@@ -349,10 +369,15 @@ impl ReceivedInitiation {
                 need: INITIATION_LEN,
             });
         }
-        let (header, noise) = msg.split_at(INITIATION_HEADER_LEN);
-        let prologue = prologue(header)?;
-        let mut index = [0u8; 4];
-        index.copy_from_slice(&header[INDEX_OFFSET..INDEX_OFFSET + 4]);
+        let size = HandshakeError::Size {
+            got: msg.len(),
+            need: INITIATION_LEN,
+        };
+        let Some((header, noise)) = msg.split_first_chunk::<INITIATION_HEADER_LEN>() else {
+            return Err(size);
+        };
+        let prologue = prologue(header);
+        let sender_index = u32_at(header, INDEX_OFFSET).ok_or(size)?;
         // The psk is only mixed in with message 2; a placeholder lets snow build the state,
         // and `respond` sets the client's real one once we know who the client is.
         let mut state = builder(&prologue)?
@@ -366,7 +391,7 @@ impl ReceivedInitiation {
         let n = state
             .read_message(noise, &mut payload)
             .map_err(|_| HandshakeError::Auth)?;
-        let payload = InitiationPayload::decode(&payload[..n])?;
+        let payload = InitiationPayload::decode(payload.get(..n).unwrap_or_default())?;
         let Some(remote) = state.get_remote_static() else {
             return Err(HandshakeError::Auth);
         };
@@ -379,7 +404,7 @@ impl ReceivedInitiation {
             state,
             client: Key::from_bytes(key),
             payload,
-            sender_index: u32::from_le_bytes(index),
+            sender_index,
         })
     }
 
@@ -393,22 +418,23 @@ impl ReceivedInitiation {
         flags: u8,
         out: &mut [u8],
     ) -> Result<SessionKeys, HandshakeError> {
-        if out.len() < RESPONSE_LEN {
-            return Err(HandshakeError::Size {
-                got: out.len(),
-                need: RESPONSE_LEN,
-            });
-        }
+        let size = HandshakeError::Size {
+            got: out.len(),
+            need: RESPONSE_LEN,
+        };
+        let Some((header, rest)) = out.split_first_chunk_mut::<RESPONSE_HEADER_LEN>() else {
+            return Err(size);
+        };
+        let Some(noise) = rest.get_mut(..NOISE_RESPONSE_LEN) else {
+            return Err(size);
+        };
         self.state
             .set_psk(2, psk.map_or(&ZERO_PSK[..], |k| &k.as_bytes()[..]))
             .map_err(setup)?;
-        write_response_header(out, sender_index, self.sender_index);
+        write_response_header(header, sender_index, self.sender_index);
         let n = self
             .state
-            .write_message(
-                &encode_response_payload(flags, sender_index),
-                &mut out[RESPONSE_HEADER_LEN..RESPONSE_LEN],
-            )
+            .write_message(&encode_response_payload(flags, sender_index), noise)
             .map_err(setup)?;
         debug_assert_eq!(n, NOISE_RESPONSE_LEN);
         if !self.state.is_handshake_finished() {
@@ -551,7 +577,7 @@ mod tests {
     fn nonzero_reserved_payload_bytes_are_refused() {
         let mut b = payload().encode();
         assert_eq!(InitiationPayload::decode(&b), Ok(payload()));
-        for i in 1..4 {
+        for i in INITIATION_PAYLOAD_RESERVED_OFFSET..INITIATION_PAYLOAD_SESSION_OFFSET {
             b[i] = 1;
             assert_eq!(InitiationPayload::decode(&b), Err(HandshakeError::Reserved));
             b[i] = 0;
@@ -612,7 +638,7 @@ mod tests {
         let mut m1 = [0u8; INITIATION_LEN];
         Initiation::start(&client, &server.public(), None, 5, payload(), &mut m1).unwrap();
         let mut bad = m1;
-        write_initiation_header(&mut bad, 6);
+        write_initiation_header(bad.first_chunk_mut().unwrap(), 6);
         assert_eq!(
             ReceivedInitiation::read(&server, &bad).unwrap_err(),
             HandshakeError::Auth

@@ -27,7 +27,7 @@ use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
 use crate::crypto::keypair::{Keypair, REKEY_AFTER_TIME, REKEY_TIMEOUT};
 use crate::keys::Key;
-use crate::message::{INITIATION_LEN, Message, parse};
+use crate::message::{INITIATION_LEN, Message, RESPONSE_HEADER_LEN, parse};
 use crate::ratelimit::LogLimiter;
 
 /// With keys but nothing authenticated from the server for this long (the engine sends a
@@ -133,7 +133,8 @@ impl ClientEndpoint {
         };
         match msg {
             Message::Response { sender, receiver } => {
-                self.handle_response(now, sender, receiver, &datagram[12..], from, out)
+                let noise = datagram.get(RESPONSE_HEADER_LEN..).unwrap_or_default();
+                self.handle_response(now, sender, receiver, noise, from, out)
             }
             Message::Data { receiver, counter } => {
                 match self.link.open(now.mono, receiver, counter, datagram) {

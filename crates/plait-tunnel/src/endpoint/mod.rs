@@ -95,11 +95,14 @@ impl EngineParams {
     }
 }
 
-/// Bytes of outer headers below plait's data message: IP and UDP.
+/// A UDP header.
+const UDP_HEADER_LEN: usize = 8;
+
+/// Bytes of outer headers below plait's data message: IP (without options) and UDP.
 pub fn outer_ip_udp_overhead(addr: &SocketAddr) -> usize {
     match addr {
-        SocketAddr::V4(_) => 20 + 8,
-        SocketAddr::V6(_) => 40 + 8,
+        SocketAddr::V4(_) => inner::IPV4_HEADER_LEN + UDP_HEADER_LEN,
+        SocketAddr::V6(_) => inner::IPV6_HEADER_LEN + UDP_HEADER_LEN,
     }
 }
 

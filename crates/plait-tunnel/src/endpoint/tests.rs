@@ -36,11 +36,12 @@ fn engine_with(scheduler: SchedulerKind) -> EngineParams {
 
 /// An IPv4 packet from `src` to `dst` with a recognisable payload.
 fn packet(src: [u8; 4], dst: [u8; 4], tag: u32) -> Vec<u8> {
+    use super::inner::{IPV4_DST, IPV4_HEADER_LEN, IPV4_SRC};
     let mut p = vec![0u8; 60];
     p[0] = 0x45;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    p[20..24].copy_from_slice(&tag.to_le_bytes());
+    p[IPV4_SRC].copy_from_slice(&src);
+    p[IPV4_DST].copy_from_slice(&dst);
+    p[IPV4_HEADER_LEN..IPV4_HEADER_LEN + 4].copy_from_slice(&tag.to_le_bytes());
     p
 }
 
@@ -201,7 +202,10 @@ impl World {
                 else {
                     panic!("not an initiation");
                 };
-                crate::message::write_response_header(&mut forged, 0x4141_4141, receiver);
+                let header = forged
+                    .first_chunk_mut::<{ crate::message::RESPONSE_HEADER_LEN }>()
+                    .unwrap();
+                crate::message::write_response_header(header, 0x4141_4141, receiver);
                 let mut cap = Capture::default();
                 self.client
                     .handle_udp(self.stamp(), path, addr(SERVER), &mut forged, &mut cap);
@@ -211,7 +215,8 @@ impl World {
         if !to_server && kind == Some(crate::message::TYPE_RESPONSE) {
             if self.tamper_responses > 0 {
                 self.tamper_responses -= 1;
-                bytes[4] ^= 1;
+                // The server's sender index, in the clear.
+                bytes[crate::message::INDEX_OFFSET] ^= 1;
             }
             if self.drop_responses > 0 {
                 self.drop_responses -= 1;
