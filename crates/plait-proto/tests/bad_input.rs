@@ -124,6 +124,42 @@ fn each_kind_of_bad_datagram_has_its_error() {
     );
 }
 
+/// A datagram the driver decoded itself (`handle_decoded`) is checked and counted as the
+/// whole datagram is by `handle_datagram`, and a hand-made empty payload is refused.
+#[test]
+fn a_decoded_datagram_is_checked_as_the_whole_one_is() {
+    let mut whole = session();
+    let mut decoded = session();
+    let good = data_frame(0, b"x");
+    let inputs = [
+        datagram(42, 0, 0, &good),
+        datagram(42, 0, 0, &good),
+        datagram(7, 0, 1, &good),
+        datagram(42, 1, 2, &good),
+        datagram(42, 0, 3, &[0x09]),
+    ];
+    for bytes in &inputs {
+        let (header, payload) = Header::decode(bytes).unwrap();
+        assert_eq!(
+            decoded.handle_decoded(Time::ZERO, PathId(0), &header, payload),
+            whole.handle_datagram(Time::ZERO, PathId(0), bytes),
+        );
+    }
+    assert_eq!(delivered(&mut decoded), 1);
+    assert_eq!(delivered(&mut whole), 1);
+    assert_eq!(decoded.stats().datagrams_received, 1);
+    assert_eq!(decoded.stats().datagrams_rejected, 4);
+    assert_eq!(
+        decoded.path_stats(PathId(0)).unwrap().recv_bytes,
+        whole.path_stats(PathId(0)).unwrap().recv_bytes,
+    );
+    let (header, _) = Header::decode(&inputs[0]).unwrap();
+    assert_eq!(
+        decoded.handle_decoded(Time::ZERO, PathId(0), &header, &[]),
+        Err(RecvError::Decode(DecodeError::Empty))
+    );
+}
+
 /// A jump of 2^31 in a path's sequence numbers (crafted, or an honest peer after 2^31
 /// datagrams with an early gap) must not leave an unencodable ACK due forever: after
 /// draining every transmit, the next deadline is in the future.

@@ -1,9 +1,11 @@
 //! The receiving half of a session: datagrams in, in-order inner packets out.
 //!
 //! A datagram is checked whole (header, session, path, every frame) before any frame acts,
-//! so a malformed one has no effect at all. Then, in frame order: DATA goes through the
-//! duplicate filter into the reorder buffer; ACK and PROBE_ACK feed the named path's
-//! estimators; PROBE queues a PROBE_ACK; CLOSE closes (docs/protocol.md#frames).
+//! so a malformed one has no effect at all. Its header is decoded once: here for
+//! [`Session::handle_datagram`], by the driver for [`Session::handle_decoded`]. Then, in
+//! frame order: DATA goes through the duplicate filter into the reorder buffer; ACK and
+//! PROBE_ACK feed the named path's estimators; PROBE queues a PROBE_ACK; CLOSE closes
+//! (docs/protocol.md#frames).
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use super::{Lifecycle, MAX_PROBE_ACKS, Session, push_event};
 use crate::ids::{PathId, PathSeq, expand_seq};
 use crate::reorder::{Arrival, Freshness, ReorderBuffer};
 use crate::time::Time;
-use crate::wire::{AckFrame, DataFrame, DecodeError, Frame, Header, frames};
+use crate::wire::{AckFrame, DataFrame, DecodeError, Frame, HEADER_LEN, Header, frames};
 
 impl Session {
     /// Hands the session a datagram that arrived on `path` (the link / socket the driver
@@ -25,12 +27,31 @@ impl Session {
         datagram: &[u8],
     ) -> Result<(), RecvError> {
         self.advance(now);
-        let result = self.process_datagram(self.now, path, datagram);
-        match result {
-            Ok(()) => self.stats.datagrams_received += 1,
-            Err(_) => self.stats.datagrams_rejected += 1,
-        }
-        result
+        let result = self.open_for_input().and_then(|()| {
+            let (header, payload) = Header::decode(datagram)?;
+            self.process_datagram(self.now, path, &header, payload)
+        });
+        self.count_received(result)
+    }
+
+    /// [`Session::handle_datagram`] for a datagram the driver has already decoded with
+    /// [`Header::decode`], because it needed the header first (the tunnel's server learns
+    /// from it which path an authenticated datagram belongs to): `header` and `payload` are
+    /// what that decode returned, so each datagram is decoded once. The session checks
+    /// them exactly as it checks a whole datagram (a hand-made header or an empty payload
+    /// is refused, never trusted).
+    pub fn handle_decoded(
+        &mut self,
+        now: Time,
+        path: PathId,
+        header: &Header,
+        payload: &[u8],
+    ) -> Result<(), RecvError> {
+        self.advance(now);
+        let result = self
+            .open_for_input()
+            .and_then(|()| self.process_datagram(self.now, path, header, payload));
+        self.count_received(result)
     }
 
     /// The next in-order inner packet, written into `buf` (which must hold the largest
@@ -46,16 +67,30 @@ impl Session {
         })
     }
 
+    /// A closed session takes no datagram (checked before any decode).
+    fn open_for_input(&self) -> Result<(), RecvError> {
+        if self.lifecycle == Lifecycle::Closed {
+            return Err(RecvError::Closed);
+        }
+        Ok(())
+    }
+
+    fn count_received(&mut self, result: Result<(), RecvError>) -> Result<(), RecvError> {
+        match result {
+            Ok(()) => self.stats.datagrams_received += 1,
+            Err(_) => self.stats.datagrams_rejected += 1,
+        }
+        result
+    }
+
+    /// Checks and acts on one decoded datagram: `header`, then the frames in `payload`.
     fn process_datagram(
         &mut self,
         now: Time,
         path: PathId,
-        datagram: &[u8],
+        header: &Header,
+        payload: &[u8],
     ) -> Result<(), RecvError> {
-        if self.lifecycle == Lifecycle::Closed {
-            return Err(RecvError::Closed);
-        }
-        let (header, payload) = Header::decode(datagram)?;
         if header.session_id != self.config.session_id {
             return Err(RecvError::WrongSession {
                 got: header.session_id,
@@ -84,7 +119,7 @@ impl Session {
         }
         let stats = slot.tx.stats_mut();
         stats.recv_datagrams += 1;
-        stats.recv_bytes += datagram.len() as u64;
+        stats.recv_bytes += (HEADER_LEN + payload.len()) as u64;
         self.reorder.on_datagram(now, path, header.timestamp_us);
         for frame in frames(payload).flatten() {
             match frame {
