@@ -16,28 +16,6 @@ pub const HEADER_LEN: usize = 14;
 /// Protocol version carried in the high nibble of the first byte.
 pub const VERSION: u8 = 1;
 
-/// Offset of the path id: after the version/flags byte and the 4-byte session id.
-pub const PATH_OFFSET: usize = 5;
-
-/// The path a datagram names, read without decoding the rest of it: a driver that must
-/// route or learn a path before the engine sees the datagram (the tunnel's server) reads
-/// this one byte, and the engine's [`Header::decode`] remains the one decode. Checks what
-/// that decode checks of these bytes: length, version and path id.
-pub fn path_of(datagram: &[u8]) -> Result<PathId, DecodeError> {
-    if datagram.len() < HEADER_LEN {
-        return Err(DecodeError::Truncated);
-    }
-    let version = datagram[0] >> 4;
-    if version != VERSION {
-        return Err(DecodeError::UnsupportedVersion(version));
-    }
-    let path = datagram[PATH_OFFSET];
-    if usize::from(path) >= MAX_PATHS {
-        return Err(DecodeError::BadPathId(path));
-    }
-    Ok(PathId(path))
-}
-
 /// The header that starts every datagram (docs/protocol.md#header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Header {
@@ -170,24 +148,6 @@ mod tests {
             Header::decode(&dgram),
             Err(DecodeError::UnsupportedVersion(0))
         );
-    }
-
-    #[test]
-    fn path_of_reads_what_decode_reads() {
-        let h = Header {
-            session_id: 0xdead_beef,
-            path: PathId(7),
-            path_seq: 9,
-            timestamp_us: 11,
-        };
-        let mut buf = [0u8; HEADER_LEN + 1];
-        h.encode(&mut buf).unwrap();
-        assert_eq!(path_of(&buf), Ok(Header::decode(&buf).unwrap().0.path));
-        assert_eq!(path_of(&buf[..HEADER_LEN - 1]), Err(DecodeError::Truncated));
-        buf[PATH_OFFSET] = MAX_PATHS as u8;
-        assert_eq!(path_of(&buf), Err(DecodeError::BadPathId(MAX_PATHS as u8)));
-        buf[0] = 0x20;
-        assert_eq!(path_of(&buf), Err(DecodeError::UnsupportedVersion(2)));
     }
 
     #[test]

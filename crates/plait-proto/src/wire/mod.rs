@@ -57,7 +57,7 @@ pub use ack_repr::AckRepr;
 pub use decode::{Frames, frames, validate};
 pub use error::{DecodeError, EncodeError};
 pub use frame::{CloseFrame, DataFrame, Frame, ProbeAckFrame, ProbeFrame};
-pub use header::{HEADER_LEN, Header, PATH_OFFSET, VERSION, path_of};
+pub use header::{HEADER_LEN, Header, VERSION};
 pub use repair_request::{MAX_REPAIR_SEQS, RepairRequestRepr, parse_repair_request};
 pub use repr::{CloseRepr, DataRepr, ExtensionRepr, ProbeAckRepr, ProbeRepr, encode_padding};
 pub use varint::{VARINT_MAX, varint_len, zigzag_decode, zigzag_encode};

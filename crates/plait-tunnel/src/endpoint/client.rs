@@ -21,7 +21,7 @@ use plait_proto::path::PathHints;
 use plait_proto::{PathId, Session, Time};
 use tracing::{debug, info, warn};
 
-use super::link::Link;
+use super::link::{DataDrop, FreshSession, Link, LinkCounters};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
@@ -82,19 +82,13 @@ pub struct ClientEndpoint {
 impl ClientEndpoint {
     /// A client that will handshake on its first timeout.
     pub fn new(params: ClientParams) -> ClientEndpoint {
-        let names = params.paths.iter().map(|p| p.name.clone()).collect();
         let mut random = Random::from_seed(params.engine.seed);
         // Zero is avoided so that a session id in a capture is visibly chosen.
-        let mut link = Link::new(None, names, (random.next_u64() as u32).max(1));
-        for (i, p) in params.paths.iter().enumerate() {
-            link.fix_endpoint(
-                i,
-                super::link::PathEndpoint {
-                    socket: i,
-                    remote: p.server,
-                },
-            );
-        }
+        let session_id = (random.next_u64() as u32).max(1);
+        let link = Link::initiator(
+            session_id,
+            params.paths.iter().map(|p| (p.name.clone(), p.server)),
+        );
         ClientEndpoint {
             params,
             link,
@@ -141,8 +135,7 @@ impl ClientEndpoint {
                     Ok(opened) => {
                         self.last_rx = Some(now.mono);
                         let Ok(id) = u8::try_from(path) else { return };
-                        self.link
-                            .receive(now.mono, PathId(id), datagram, opened.len, out);
+                        self.link.receive_on(now.mono, PathId(id), opened, out);
                     }
                     Err(e) => self.count_data_drop(now.mono, e, from),
                 }
@@ -184,15 +177,16 @@ impl ClientEndpoint {
         };
         self.handshake = None;
         let keypair = Keypair::new(&keys, local_index, sender, now.mono, true);
-        self.link.install_current(keypair);
+        let had_session = self.link.has_session();
+        let server_made_fresh = flags & FLAG_FRESH_SESSION != 0;
+        let fresh = self.link.complete_handshake(keypair, server_made_fresh);
         self.attempts = 0;
         self.last_rx = Some(now.mono);
-        let fresh = flags & FLAG_FRESH_SESSION != 0;
-        if !self.link.has_session() || fresh {
-            if self.link.has_session() {
+        if let Some(fresh) = fresh {
+            if had_session {
                 warn!("server lost our session (restarted?): starting a new engine session");
             }
-            self.start_session(now.mono);
+            self.start_session(now.mono, fresh);
         }
         info!(
             server = %from,
@@ -203,11 +197,11 @@ impl ClientEndpoint {
         self.link.drive(now.mono, out);
     }
 
-    fn start_session(&mut self, now: Time) {
+    fn start_session(&mut self, now: Time, fresh: FreshSession) {
         let config = self
             .params
             .engine
-            .session_config(self.link.session_id(), self.random.next_u64());
+            .session_config(fresh.session_id(), self.random.next_u64());
         let mut session = match Session::new(config) {
             Ok(s) => s,
             Err(e) => {
@@ -226,8 +220,7 @@ impl ClientEndpoint {
                 warn!(path = %p.name, error = %e, "path not added");
             }
         }
-        let session_id = self.link.session_id();
-        self.link.start_session(session, session_id);
+        self.link.start_session(fresh, session);
     }
 
     /// An inner packet read from the TUN device.
@@ -332,8 +325,7 @@ impl ClientEndpoint {
         )
     }
 
-    fn count_data_drop(&mut self, now: Time, e: super::link::DataDrop, from: SocketAddr) {
-        use super::link::DataDrop;
+    fn count_data_drop(&mut self, now: Time, e: DataDrop, from: SocketAddr) {
         match e {
             DataDrop::UnknownIndex => self.drops.unknown_index += 1,
             DataDrop::Replayed => self.drops.replayed += 1,
@@ -376,7 +368,7 @@ impl ClientEndpoint {
     }
 
     /// Inner packets refused, datagrams unsent, sources spoofed.
-    pub fn link_counters(&self) -> super::link::LinkCounters {
+    pub fn link_counters(&self) -> LinkCounters {
         self.link.counters()
     }
 }

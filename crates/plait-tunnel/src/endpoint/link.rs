@@ -1,27 +1,34 @@
-//! One peer's tunnel: its engine session, its keys and its path endpoints.
+//! One peer's tunnel: its engine session, its keys ([`KeyRing`]) and its path endpoints.
 //!
-//! Keys rotate as WireGuard's do: `current` seals; `previous` still opens what was in
-//! flight during a rekey; `next` (responder only) waits for its first authenticated
-//! message from the initiator, which confirms it and makes it `current`.
+//! Keys rotate as WireGuard's do (see [`super::keyring`]). A handshake that asks the
+//! server for a fresh engine session changes nothing but the pending `next` keys until
+//! the client's first data message under them confirms them; only then does [`Link::open`]
+//! hand out the [`FreshSession`] that [`Link::start_session`] needs, so a replayed or
+//! unanswered initiation cannot replace the engine session or move the path endpoints.
 //!
-//! A handshake that asks the server for a fresh engine session changes nothing but `next`
-//! (and `next_session`) until that confirmation: a replayed or unanswered initiation
-//! cannot replace the engine session or move the path endpoints.
+//! A path's endpoint is fixed on the client ([`Link::initiator`]) and learned on the server
+//! from authenticated datagrams only: [`Link::receive_and_learn`] takes the [`Opened`]
+//! message that [`Link::open`] returned, which nothing else can make.
 //!
-//! Invariant: a data message is opened only with keys whose index it names, and recorded
-//! in that keypair's replay window only after it authenticated.
+//! Invariants: a data message is opened only with keys whose index it names, and recorded
+//! in that keypair's replay window only after it authenticated; an opened engine
+//! datagram's header is decoded once (by the link on the server, where it names the path,
+//! by the engine on the client).
 
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
 use plait_proto::path::PathHints;
 use plait_proto::session::{Delivery, Event, PathError, SendError};
+use plait_proto::wire::{DecodeError, Header};
 use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::Outputs;
+pub use super::keyring::DataDrop;
+use super::keyring::KeyRing;
 use crate::control::{PathStatus, SessionStatus};
-use crate::crypto::keypair::{Keypair, OpenError};
+use crate::crypto::keypair::Keypair;
 use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD};
 use crate::ratelimit::LogLimiter;
 
@@ -54,16 +61,11 @@ pub struct LinkCounters {
 #[derive(Debug)]
 pub struct Link {
     session: Option<Session>,
+    /// The engine session id this link runs, or will run: the client's choice; on the
+    /// server, the one the last confirmed handshake named.
     session_id: u32,
-    current: Option<Keypair>,
-    previous: Option<Keypair>,
-    next: Option<Keypair>,
-    /// Server side: the engine session id to start afresh when `next` is confirmed, if
-    /// the handshake that made `next` named a session the server does not have (it was
-    /// answered with `FLAG_FRESH_SESSION`). Set and cleared with `next`.
-    next_session: Option<u32>,
+    keys: KeyRing,
     endpoints: [Option<PathEndpoint>; MAX_PATHS],
-    handshakes: u64,
     counters: LinkCounters,
     /// Inner source prefixes the peer may use (server side); `None` = any (client side).
     allowed_sources: Option<Vec<IpNet>>,
@@ -76,51 +78,91 @@ pub struct Link {
     log_roam: LogLimiter,
 }
 
-/// A data message that opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Opened {
-    /// The engine datagram's length (at `msg[DATA_HEADER_LEN..]`).
-    pub len: usize,
-    /// Index of the keys that fell off the end when `next` became current.
-    pub dropped: Option<u32>,
-    /// The message was the first under `next`: it confirmed the handshake.
-    pub confirmed: bool,
-    /// With `confirmed`: the fresh engine session the handshake asked for (the
-    /// `next_session` that was pending with `next`).
-    pub fresh_session: Option<u32>,
+/// Leave to start an engine session: made only by [`Link::complete_handshake`] (the
+/// client's first, or the server said it made a fresh one) and by [`Link::open`] when a
+/// confirmed handshake had asked the server for a fresh session.
+#[must_use = "the engine session it stands for must be started or abandoned"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct FreshSession {
+    session_id: u32,
+    /// Server side: the client's old endpoints belong to the session it left.
+    relearn_endpoints: bool,
 }
 
-/// Why a data message was dropped (for the drop counters).
+impl FreshSession {
+    /// The engine session id to start.
+    pub fn session_id(&self) -> u32 {
+        self.session_id
+    }
+}
+
+/// A data message that opened: proof that its engine datagram authenticated (under the
+/// keys of the link that opened it). Made only by [`Link::open`].
+#[derive(Debug)]
+pub struct Opened<'m> {
+    /// The engine datagram inside.
+    datagram: &'m [u8],
+    dropped: Option<u32>,
+    fresh: Option<FreshSession>,
+}
+
+impl Opened<'_> {
+    /// Index of the keys that fell off the end when the message confirmed `next`: the
+    /// caller forgets it.
+    pub fn dropped_index(&self) -> Option<u32> {
+        self.dropped
+    }
+
+    /// The fresh engine session a handshake this message confirmed asked for. Taken
+    /// before the message is received, or the receive abandons it.
+    pub fn take_fresh_session(&mut self) -> Option<FreshSession> {
+        self.fresh.take()
+    }
+}
+
+/// Why an opened datagram reached no engine session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DataDrop {
-    /// No keys with that index.
-    UnknownIndex,
-    /// Replayed, too old, or keys expired.
-    Replayed,
-    /// Failed authentication.
-    Auth,
+pub enum ReceiveDrop {
+    /// The engine header does not decode.
+    Malformed(DecodeError),
+    /// The path it names cannot be added to the session.
+    PathRefused(PathError),
 }
 
 impl Link {
-    /// A link with no keys and no engine session yet; `session_id` names the engine
-    /// session it will run (the client's choice; the server learns it from a handshake).
-    pub fn new(
-        allowed_sources: Option<Vec<IpNet>>,
-        path_names: Vec<String>,
+    /// The client's link: path `i` is socket `i`, sending to the server at `paths[i]`'s
+    /// address, fixed for the link's life. `session_id` names the engine session it will
+    /// run (its own choice).
+    pub fn initiator(
         session_id: u32,
+        paths: impl IntoIterator<Item = (String, SocketAddr)>,
     ) -> Link {
+        let mut link = Link::new(None, session_id);
+        for (i, (name, remote)) in paths.into_iter().enumerate() {
+            link.path_names.push(name);
+            if let Some(slot) = link.endpoints.get_mut(i) {
+                *slot = Some(PathEndpoint { socket: i, remote });
+            }
+        }
+        link
+    }
+
+    /// A server's link to one client, which may use `allowed_sources` as inner source
+    /// addresses. It has no keys, no session and no endpoints until a handshake is
+    /// confirmed and authenticated data arrives.
+    pub fn responder(allowed_sources: Vec<IpNet>) -> Link {
+        Link::new(Some(allowed_sources), 0)
+    }
+
+    fn new(allowed_sources: Option<Vec<IpNet>>, session_id: u32) -> Link {
         Link {
             session: None,
             session_id,
-            current: None,
-            previous: None,
-            next: None,
-            next_session: None,
+            keys: KeyRing::default(),
             endpoints: [None; MAX_PATHS],
-            handshakes: 0,
             counters: LinkCounters::default(),
             allowed_sources,
-            path_names,
+            path_names: Vec::new(),
             scratch: vec![0; SCRATCH],
             engine_buf: vec![0; SCRATCH],
             log_refused: LogLimiter::new(1.0),
@@ -140,20 +182,17 @@ impl Link {
 
     /// The keys that seal, if any.
     pub fn current_keys(&self) -> Option<&Keypair> {
-        self.current.as_ref()
+        self.keys.current()
     }
 
     /// When each keypair held reaches the reject limit (timers).
     pub fn key_expiries(&self) -> impl Iterator<Item = Time> + '_ {
-        [&self.current, &self.previous, &self.next]
-            .into_iter()
-            .flatten()
-            .map(|k| k.created + crate::crypto::keypair::REJECT_AFTER_TIME)
+        self.keys.expiries()
     }
 
     /// Completed handshakes.
     pub fn handshakes(&self) -> u64 {
-        self.handshakes
+        self.keys.installed()
     }
 
     /// Counters beyond the engine's.
@@ -161,44 +200,156 @@ impl Link {
         self.counters
     }
 
-    /// Fixes path `i`'s endpoint (the client knows its paths from its configuration).
-    pub fn fix_endpoint(&mut self, i: usize, endpoint: PathEndpoint) {
-        if let Some(slot) = self.endpoints.get_mut(i) {
-            *slot = Some(endpoint);
-        }
+    /// Server side: whether a handshake naming engine session `session_id` asks for a
+    /// fresh one (the server runs none, or another). It stays so until a handshake naming
+    /// it is confirmed, whichever response reaches the client.
+    pub fn wants_fresh_session(&self, session_id: u32) -> bool {
+        !self.has_session() || self.session_id != session_id
     }
 
-    /// Server side: keys from an answered handshake wait in `next` until the peer's first
-    /// data message under them confirms them; so does the fresh engine session the
-    /// handshake asked for, if any. Returns the index of the `next` keys they replace.
-    pub fn stage_next(&mut self, keys: Keypair, fresh_session: Option<u32>) -> Option<u32> {
-        let replaced = self.next.take().map(|k| k.local_index);
-        self.next = Some(keys);
-        self.next_session = fresh_session;
-        replaced
+    /// Server side: an answered handshake naming engine session `session_id`. Its keys
+    /// wait as `next` until the client's first data message under them confirms them; so
+    /// does the fresh session, if [`Link::wants_fresh_session`]. Nothing else changes.
+    /// Returns the index of the unconfirmed keys they replace.
+    pub fn stage_handshake(&mut self, keys: Keypair, session_id: u32) -> Option<u32> {
+        debug_assert!(
+            !keys.initiator,
+            "the responder's keys wait for confirmation"
+        );
+        let fresh = self.wants_fresh_session(session_id).then_some(session_id);
+        self.keys.stage_next(keys, fresh)
     }
 
-    /// Runs `session` (with id `session_id`) from now on, replacing any other; the path
-    /// endpoints of a server-side link are learned anew (`forget_endpoints`). Returns
+    /// Client side: a handshake completed (the server's response proved it holds the
+    /// keys), so its keys seal from now on. Returns leave to start the engine session if
+    /// there is none yet or `server_made_fresh` (the server lost ours).
+    pub fn complete_handshake(
+        &mut self,
+        keys: Keypair,
+        server_made_fresh: bool,
+    ) -> Option<FreshSession> {
+        debug_assert!(
+            keys.initiator,
+            "only the initiator's keys are confirmed by the response"
+        );
+        self.keys.install_confirmed(keys);
+        (!self.has_session() || server_made_fresh).then_some(FreshSession {
+            session_id: self.session_id,
+            relearn_endpoints: false,
+        })
+    }
+
+    /// Runs `session` (made with [`FreshSession::session_id`]) from now on, replacing any
+    /// other; a server forgets the client's path endpoints, to learn them anew. Returns
     /// whether a session was replaced.
-    pub fn start_session(&mut self, session: Session, session_id: u32) -> bool {
-        let replaced = self.session.replace(session).is_some();
-        self.session_id = session_id;
-        replaced
+    pub fn start_session(&mut self, fresh: FreshSession, session: Session) -> bool {
+        debug_assert_eq!(session.config().session_id, fresh.session_id);
+        self.leave_session(&fresh);
+        self.session.replace(session).is_some()
     }
 
-    /// Drops the engine session (its peer has left it).
-    pub fn drop_session(&mut self) {
+    /// The fresh session could not be made. The old one is dropped all the same (the peer
+    /// has left it), so the next handshake asks for a fresh one again.
+    pub fn abandon_session(&mut self, fresh: FreshSession) {
+        self.leave_session(&fresh);
         self.session = None;
     }
 
-    /// Forgets every path endpoint (a fresh session learns them again).
-    pub fn forget_endpoints(&mut self) {
-        self.endpoints = [None; MAX_PATHS];
+    fn leave_session(&mut self, fresh: &FreshSession) {
+        self.session_id = fresh.session_id;
+        if fresh.relearn_endpoints {
+            self.endpoints = [None; MAX_PATHS];
+        }
+    }
+
+    /// Opens a data message in place with the keys it names. A message under the
+    /// pending `next` keys confirms them: they become current, and the fresh engine
+    /// session their handshake asked for, if any, comes with the result.
+    pub fn open<'m>(
+        &mut self,
+        now: Time,
+        receiver: u32,
+        counter: u64,
+        msg: &'m mut [u8],
+    ) -> Result<Opened<'m>, DataDrop> {
+        let opened = self.keys.open(now, receiver, counter, msg)?;
+        let msg: &'m [u8] = msg;
+        let datagram = msg
+            .get(DATA_HEADER_LEN..DATA_HEADER_LEN + opened.len)
+            .ok_or(DataDrop::Auth)?;
+        Ok(Opened {
+            datagram,
+            dropped: opened.dropped,
+            fresh: opened.fresh_session.map(|session_id| FreshSession {
+                session_id,
+                relearn_endpoints: true,
+            }),
+        })
+    }
+
+    /// Forgets keys older than the reject limit; returns their indices.
+    pub fn expire_keys(&mut self, now: Time) -> Vec<u32> {
+        self.keys.expire(now)
+    }
+
+    /// Client side: hands an opened datagram that arrived on `path` to the engine (which
+    /// decodes it, and refuses it if its header names another path) and drives it.
+    pub fn receive_on(
+        &mut self,
+        now: Time,
+        path: PathId,
+        mut opened: Opened<'_>,
+        out: &mut impl Outputs,
+    ) {
+        self.settle(&mut opened);
+        if let Some(session) = self.session.as_mut()
+            && let Err(e) = session.handle_datagram(now, path, opened.datagram)
+        {
+            debug!(%path, error = %e, "engine ignored a datagram");
+        }
+        self.drive(now, out);
+    }
+
+    /// Server side: an opened datagram arrived on `socket` from `remote`. Its engine
+    /// header, decoded here once, names the path: the path joins the session if it is new,
+    /// its endpoint follows `remote` (roaming, NAT rebinding: authenticated, so a forgery
+    /// cannot move it), and the engine gets the decoded datagram. Returns the path if it
+    /// was new.
+    pub fn receive_and_learn(
+        &mut self,
+        now: Time,
+        mut opened: Opened<'_>,
+        socket: usize,
+        remote: SocketAddr,
+        out: &mut impl Outputs,
+    ) -> Result<Option<PathId>, ReceiveDrop> {
+        self.settle(&mut opened);
+        let (header, payload) = Header::decode(opened.datagram).map_err(ReceiveDrop::Malformed)?;
+        let path = header.path;
+        let added = self
+            .ensure_path(now, path)
+            .map_err(ReceiveDrop::PathRefused)?;
+        self.learn_endpoint(now, path, socket, remote);
+        if let Some(session) = self.session.as_mut()
+            && let Err(e) = session.handle_decoded(now, path, &header, payload)
+        {
+            debug!(%path, error = %e, "engine ignored a datagram");
+        }
+        self.drive(now, out);
+        Ok(added.then_some(path))
+    }
+
+    /// A fresh session the caller left in `opened` is abandoned: the peer has left the
+    /// old one, so keeping it would leave the two sides on different sessions, and without
+    /// one the next handshake asks for a fresh session again.
+    fn settle(&mut self, opened: &mut Opened<'_>) {
+        if let Some(fresh) = opened.fresh.take() {
+            self.abandon_session(fresh);
+        }
     }
 
     /// Adds `path` to the engine session if it is new; `Ok(true)` if it was added.
-    pub fn ensure_path(&mut self, now: Time, path: PathId) -> Result<bool, PathError> {
+    fn ensure_path(&mut self, now: Time, path: PathId) -> Result<bool, PathError> {
         let Some(session) = self.session.as_mut() else {
             return Ok(false);
         };
@@ -209,74 +360,8 @@ impl Link {
         Ok(true)
     }
 
-    /// Installs confirmed keys as current (the old current becomes previous).
-    /// Returns the index of the keypair that fell off the end, if any.
-    pub fn install_current(&mut self, keys: Keypair) -> Option<u32> {
-        let dropped = self.previous.take().map(|k| k.local_index);
-        self.previous = self.current.take();
-        self.current = Some(keys);
-        self.handshakes += 1;
-        dropped
-    }
-
-    /// Opens a data message in place with the keys it names. A message under `next`
-    /// confirms it: `next` becomes current, and the caller starts the fresh engine
-    /// session it may have been waiting for.
-    pub fn open(
-        &mut self,
-        now: Time,
-        receiver: u32,
-        counter: u64,
-        msg: &mut [u8],
-    ) -> Result<Opened, DataDrop> {
-        let slot = [&mut self.current, &mut self.previous, &mut self.next]
-            .into_iter()
-            .position(|k| k.as_ref().is_some_and(|k| k.local_index == receiver))
-            .ok_or(DataDrop::UnknownIndex)?;
-        let keys = match slot {
-            0 => self.current.as_mut(),
-            1 => self.previous.as_mut(),
-            _ => self.next.as_mut(),
-        }
-        .ok_or(DataDrop::UnknownIndex)?;
-        let n = keys.open(now, counter, msg).map_err(|e| match e {
-            OpenError::Auth => DataDrop::Auth,
-            OpenError::Expired | OpenError::Replayed => DataDrop::Replayed,
-        })?;
-        let mut opened = Opened {
-            len: n,
-            dropped: None,
-            confirmed: false,
-            fresh_session: None,
-        };
-        if slot == 2
-            && let Some(confirmed) = self.next.take()
-        {
-            opened.dropped = self.install_current(confirmed);
-            opened.confirmed = true;
-            opened.fresh_session = self.next_session.take();
-        }
-        Ok(opened)
-    }
-
-    /// Forgets keys older than the reject limit; returns their indices.
-    pub fn expire_keys(&mut self, now: Time) -> Vec<u32> {
-        let mut gone = Vec::new();
-        for slot in [&mut self.current, &mut self.previous, &mut self.next] {
-            if slot.as_ref().is_some_and(|k| !k.is_usable(now))
-                && let Some(k) = slot.take()
-            {
-                gone.push(k.local_index);
-            }
-        }
-        if self.next.is_none() {
-            self.next_session = None;
-        }
-        gone
-    }
-
     /// Records that an authenticated datagram for `path` came from `remote` on `socket`.
-    pub fn learn_endpoint(&mut self, now: Time, path: PathId, socket: usize, remote: SocketAddr) {
+    fn learn_endpoint(&mut self, now: Time, path: PathId, socket: usize, remote: SocketAddr) {
         let Some(slot) = self.endpoints.get_mut(usize::from(path.0)) else {
             return;
         };
@@ -310,31 +395,12 @@ impl Link {
         self.drive(now, out);
     }
 
-    /// Hands an opened engine datagram (in `msg[DATA_HEADER_LEN..DATA_HEADER_LEN + len]`)
-    /// to the session and drives it.
-    pub fn receive(
-        &mut self,
-        now: Time,
-        path: PathId,
-        msg: &[u8],
-        len: usize,
-        out: &mut impl Outputs,
-    ) {
-        if let Some(session) = self.session.as_mut() {
-            let datagram = &msg[DATA_HEADER_LEN..DATA_HEADER_LEN + len];
-            if let Err(e) = session.handle_datagram(now, path, datagram) {
-                debug!(%path, error = %e, "engine ignored a datagram");
-            }
-        }
-        self.drive(now, out);
-    }
-
     /// Runs the engine's drain loop, sealing every transmit with the current keys.
     /// Returns the engine's next deadline.
     pub fn drive(&mut self, now: Time, out: &mut impl Outputs) -> Option<Time> {
         let session = self.session.as_mut()?;
         let mut io = SealIo {
-            keys: self.current.as_mut(),
+            keys: self.keys.current_mut(),
             endpoints: &self.endpoints,
             out,
             tx: &mut self.scratch,
@@ -361,13 +427,13 @@ impl Link {
         let mut s = SessionStatus {
             peer: peer.to_string(),
             public_key: public_key.to_string(),
-            established: self.current.as_ref().is_some_and(|k| k.is_usable(now)),
+            established: self.keys.current().is_some_and(|k| k.is_usable(now)),
             session_id: self.session_id,
             key_age_s: self
-                .current
-                .as_ref()
+                .keys
+                .current()
                 .map_or(0.0, |k| k.age(now).as_secs_f64()),
-            handshakes: self.handshakes,
+            handshakes: self.keys.installed(),
             scheduler: scheduler.to_string(),
             ..SessionStatus::default()
         };
@@ -402,7 +468,12 @@ impl Link {
                     .cloned()
                     .unwrap_or_else(|| format!("path{i}")),
                 local: None,
-                remote: self.endpoints[i].map(|e| e.remote.to_string()),
+                remote: self
+                    .endpoints
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map(|e| e.remote.to_string()),
                 state: format!("{:?}", view.state).to_lowercase(),
                 srtt_ms: ms(view.srtt),
                 min_rtt_ms: ms(view.min_rtt),

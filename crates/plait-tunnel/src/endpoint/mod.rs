@@ -16,7 +16,10 @@
 
 mod client;
 mod inner;
+mod keyring;
 mod link;
+#[cfg(test)]
+mod link_tests;
 mod server;
 #[cfg(test)]
 mod tests;

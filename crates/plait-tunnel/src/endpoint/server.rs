@@ -30,13 +30,13 @@ use ipnet::IpNet;
 use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
-use super::link::{DataDrop, Link, Opened};
+use super::link::{DataDrop, FreshSession, Link, ReceiveDrop};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
 use crate::crypto::keypair::Keypair;
 use crate::keys::Key;
-use crate::message::{DATA_HEADER_LEN, Message, RESPONSE_LEN, parse};
+use crate::message::{Message, RESPONSE_LEN, parse};
 use crate::ratelimit::{LogLimiter, TokenBucket};
 
 /// Handshake initiations processed per second, all clients together (each costs several
@@ -115,7 +115,7 @@ impl ServerEndpoint {
                     public_b64: config.public_key.to_base64(),
                     last_timestamp: None,
                     last_initiation: None,
-                    link: Link::new(Some(config.allowed_ips.clone()), Vec::new(), 0),
+                    link: Link::responder(config.allowed_ips.clone()),
                     log_answered: LogLimiter::new(1.0),
                     config,
                 }
@@ -224,9 +224,7 @@ impl ServerEndpoint {
         let sender = init.sender_index;
         let session_id = init.payload.session_id;
         let timestamp = init.payload.timestamp;
-        // Fresh until a handshake naming this session id is confirmed: every initiation
-        // answered before then says so, whichever of the responses reaches the client.
-        let fresh = !peer.link.has_session() || peer.link.session_id() != session_id;
+        let fresh = peer.link.wants_fresh_session(session_id);
         let mut msg = [0u8; RESPONSE_LEN];
         let psk = peer.config.preshared_key.clone();
         let flags = if fresh { FLAG_FRESH_SESSION } else { 0 };
@@ -239,11 +237,11 @@ impl ServerEndpoint {
         };
         peer.last_timestamp = Some(timestamp);
         peer.last_initiation = Some(t);
-        // The new keys wait in `next` until the client's first data message confirms
-        // them (it proves the client holds them: no key-compromise impersonation, and no
-        // effect from a replayed initiation). So does the fresh engine session, if any.
+        // The new keys wait until the client's first data message confirms them (it
+        // proves the client holds them: no key-compromise impersonation, and no effect
+        // from a replayed initiation). So does the fresh engine session, if any.
         let staged = Keypair::new(&keys, local_index, sender, t, false);
-        if let Some(old) = peer.link.stage_next(staged, fresh.then_some(session_id)) {
+        if let Some(old) = peer.link.stage_handshake(staged, session_id) {
             self.indices.remove(&old);
         }
         self.indices.insert(local_index, p);
@@ -260,21 +258,19 @@ impl ServerEndpoint {
         engine: &EngineParams,
         random: &mut Random,
         peer: &mut Peer,
-        session_id: u32,
+        fresh: FreshSession,
     ) {
-        peer.link.forget_endpoints();
+        let session_id = fresh.session_id();
         match Session::new(engine.session_config(session_id, random.next_u64())) {
             Ok(s) => {
-                if peer.link.start_session(s, session_id) {
+                if peer.link.start_session(fresh, s) {
                     info!(peer = %peer.config.name, session = format_args!("{session_id:08x}"), "client started a new session");
                 }
             }
             Err(e) => {
-                // The daemon validated the configuration; this is a bug, not an input. The
-                // old session is dropped all the same (the client has left it), so the
-                // next initiation asks for a fresh one again.
+                // The daemon validated the configuration; this is a bug, not an input.
                 warn!(error = %e, "engine configuration refused");
-                peer.link.drop_session();
+                peer.link.abandon_session(fresh);
             }
         }
     }
@@ -295,21 +291,8 @@ impl ServerEndpoint {
             return;
         };
         let peer = &mut self.peers[p];
-        let len = match peer.link.open(now, receiver, counter, msg) {
-            Ok(Opened {
-                len,
-                dropped,
-                confirmed,
-                fresh_session,
-            }) => {
-                if let Some(old) = dropped {
-                    self.indices.remove(&old);
-                }
-                if confirmed && let Some(session_id) = fresh_session {
-                    Self::start_fresh_session(&self.engine, &mut self.random, peer, session_id);
-                }
-                len
-            }
+        let mut opened = match peer.link.open(now, receiver, counter, msg) {
+            Ok(opened) => opened,
             Err(DataDrop::UnknownIndex) => {
                 self.drops.unknown_index += 1;
                 return;
@@ -323,26 +306,19 @@ impl ServerEndpoint {
                 return;
             }
         };
-        // Authenticated: the engine header names the path; learn or follow its endpoint.
-        // Only the path byte is read here: the engine decodes the datagram once.
-        let Some(datagram) = msg.get(DATA_HEADER_LEN..DATA_HEADER_LEN + len) else {
-            self.drops.malformed += 1;
-            return;
-        };
-        let Ok(path) = plait_proto::wire::path_of(datagram) else {
-            self.drops.malformed += 1;
-            return;
-        };
-        match peer.link.ensure_path(now, path) {
-            Ok(true) => info!(peer = %peer.config.name, %path, %from, "new path"),
-            Ok(false) => {}
-            Err(e) => {
-                debug!(error = %e, "path refused");
-                return;
-            }
+        if let Some(old) = opened.dropped_index() {
+            self.indices.remove(&old);
         }
-        peer.link.learn_endpoint(now, path, socket, from);
-        peer.link.receive(now, path, msg, len, out);
+        if let Some(fresh) = opened.take_fresh_session() {
+            Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
+        }
+        // Authenticated: the engine header names the path; learn or follow its endpoint.
+        match peer.link.receive_and_learn(now, opened, socket, from, out) {
+            Ok(Some(path)) => info!(peer = %peer.config.name, %path, %from, "new path"),
+            Ok(None) => {}
+            Err(ReceiveDrop::Malformed(_)) => self.drops.malformed += 1,
+            Err(ReceiveDrop::PathRefused(e)) => debug!(error = %e, "path refused"),
+        }
     }
 
     /// An inner packet read from the TUN device: routed to the client whose

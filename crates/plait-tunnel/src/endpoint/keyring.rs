@@ -1,0 +1,275 @@
+//! One peer's keys and how they rotate, as WireGuard's do: `current` seals; `previous`
+//! still opens what was in flight during a rekey; `next` (responder only) waits for the
+//! initiator's first authenticated data message, which confirms it and makes it `current`.
+//!
+//! A handshake that asked the responder for a fresh engine session leaves that request
+//! beside `next` (`next_session`), set and cleared with it: the fresh session is reported
+//! only when `next` is confirmed, so a replayed or unanswered initiation changes nothing
+//! else.
+//!
+//! Invariants: a data message is opened only with the keys whose index it names; its
+//! counter is recorded in that keypair's replay window only after it authenticated
+//! ([`Keypair::open`]); `next_session` is `None` whenever `next` is.
+
+use plait_proto::Time;
+
+use crate::crypto::keypair::{Keypair, OpenError, REJECT_AFTER_TIME};
+
+/// Why a data message was dropped (for the drop counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataDrop {
+    /// No keys with that index.
+    UnknownIndex,
+    /// Replayed, too old, or keys expired.
+    Replayed,
+    /// Failed authentication.
+    Auth,
+}
+
+/// A data message that opened under one of the ring's keypairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeysOpened {
+    /// The engine datagram's length (at `msg[DATA_HEADER_LEN..]`).
+    pub len: usize,
+    /// Index of the keys that fell off the end when `next` became current.
+    pub dropped: Option<u32>,
+    /// The message confirmed `next` and its handshake had asked for this fresh engine
+    /// session.
+    pub fresh_session: Option<u32>,
+}
+
+/// Which slot a keypair sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Current,
+    Previous,
+    Next,
+}
+
+/// The keys of one peer. Fields are private: keys enter only through
+/// [`KeyRing::install_confirmed`] and [`KeyRing::stage_next`], and move from `next` to
+/// `current` only in [`KeyRing::open`].
+#[derive(Debug, Default)]
+pub struct KeyRing {
+    current: Option<Keypair>,
+    previous: Option<Keypair>,
+    next: Option<Keypair>,
+    /// The engine session id to start afresh when `next` is confirmed.
+    next_session: Option<u32>,
+    /// Keypairs that became `current` (completed handshakes).
+    installed: u64,
+}
+
+impl KeyRing {
+    /// The keys that seal, if any.
+    pub fn current(&self) -> Option<&Keypair> {
+        self.current.as_ref()
+    }
+
+    /// The keys that seal, to seal with.
+    pub fn current_mut(&mut self) -> Option<&mut Keypair> {
+        self.current.as_mut()
+    }
+
+    /// Keypairs that became current: handshakes completed (initiator) or confirmed
+    /// (responder).
+    pub fn installed(&self) -> u64 {
+        self.installed
+    }
+
+    /// When each keypair held reaches the reject limit.
+    pub fn expiries(&self) -> impl Iterator<Item = Time> + '_ {
+        [&self.current, &self.previous, &self.next]
+            .into_iter()
+            .flatten()
+            .map(|k| k.created + REJECT_AFTER_TIME)
+    }
+
+    /// Installs keys that need no confirmation as current: the initiator's, whose
+    /// handshake response proved the responder holds them. The old current becomes
+    /// previous; returns the index of the keypair that fell off the end, if any.
+    pub fn install_confirmed(&mut self, keys: Keypair) -> Option<u32> {
+        let dropped = self.previous.take().map(|k| k.local_index);
+        self.previous = self.current.take();
+        self.current = Some(keys);
+        self.installed += 1;
+        dropped
+    }
+
+    /// The responder's keys from an answered handshake wait in `next`, with the fresh
+    /// engine session that handshake asked for, if any, until confirmed. Returns the index
+    /// of the `next` keys they replace.
+    pub fn stage_next(&mut self, keys: Keypair, fresh_session: Option<u32>) -> Option<u32> {
+        let replaced = self.next.take().map(|k| k.local_index);
+        self.next = Some(keys);
+        self.next_session = fresh_session;
+        replaced
+    }
+
+    /// Opens a data message in place with the keys whose index it names. The first
+    /// message under `next` confirms it: `next` becomes current and its pending fresh
+    /// session, if any, is reported.
+    pub fn open(
+        &mut self,
+        now: Time,
+        receiver: u32,
+        counter: u64,
+        msg: &mut [u8],
+    ) -> Result<KeysOpened, DataDrop> {
+        let slot = [
+            (Slot::Current, &self.current),
+            (Slot::Previous, &self.previous),
+            (Slot::Next, &self.next),
+        ]
+        .into_iter()
+        .find(|(_, k)| k.as_ref().is_some_and(|k| k.local_index == receiver))
+        .map(|(slot, _)| slot)
+        .ok_or(DataDrop::UnknownIndex)?;
+        let keys = match slot {
+            Slot::Current => self.current.as_mut(),
+            Slot::Previous => self.previous.as_mut(),
+            Slot::Next => self.next.as_mut(),
+        }
+        .ok_or(DataDrop::UnknownIndex)?;
+        let len = keys.open(now, counter, msg).map_err(|e| match e {
+            OpenError::Auth => DataDrop::Auth,
+            OpenError::Expired | OpenError::Replayed => DataDrop::Replayed,
+        })?;
+        let mut opened = KeysOpened {
+            len,
+            dropped: None,
+            fresh_session: None,
+        };
+        if slot == Slot::Next
+            && let Some(confirmed) = self.next.take()
+        {
+            opened.dropped = self.install_confirmed(confirmed);
+            opened.fresh_session = self.next_session.take();
+        }
+        Ok(opened)
+    }
+
+    /// Forgets keys older than the reject limit; returns their indices.
+    pub fn expire(&mut self, now: Time) -> Vec<u32> {
+        let mut gone = Vec::new();
+        for slot in [&mut self.current, &mut self.previous, &mut self.next] {
+            if slot.as_ref().is_some_and(|k| !k.is_usable(now))
+                && let Some(k) = slot.take()
+            {
+                gone.push(k.local_index);
+            }
+        }
+        if self.next.is_none() {
+            self.next_session = None;
+        }
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::handshake::SessionKeys;
+    use crate::message::DATA_HEADER_LEN;
+    use crate::message::DATA_OVERHEAD;
+
+    /// The initiator's and the responder's halves of one handshake's keys.
+    fn pair(initiator_index: u32, responder_index: u32, seed: u8) -> (Keypair, Keypair) {
+        let a = SessionKeys {
+            send: [seed; 32],
+            recv: [seed ^ 0xff; 32],
+        };
+        let b = SessionKeys {
+            send: a.recv,
+            recv: a.send,
+        };
+        (
+            Keypair::new(&a, initiator_index, responder_index, Time::ZERO, true),
+            Keypair::new(&b, responder_index, initiator_index, Time::ZERO, false),
+        )
+    }
+
+    /// A data message sealed by `keys`, with its counter.
+    fn sealed(keys: &mut Keypair) -> (Vec<u8>, u64) {
+        let mut buf = vec![0u8; DATA_OVERHEAD + 4];
+        let n = keys.seal(Time::ZERO, &mut buf, 4).unwrap();
+        buf.truncate(n);
+        let counter = match crate::message::parse(&buf) {
+            Ok(crate::message::Message::Data { counter, .. }) => counter,
+            other => panic!("{other:?}"),
+        };
+        assert!(buf.len() > DATA_HEADER_LEN);
+        (buf, counter)
+    }
+
+    #[test]
+    fn next_waits_for_its_first_message_and_brings_its_fresh_session() {
+        let mut server = KeyRing::default();
+        let (mut c1, s1) = pair(1, 11, 1);
+        assert_eq!(server.stage_next(s1, Some(7)), None);
+        assert!(server.current().is_none(), "staged keys do not seal");
+        // A second answered handshake replaces the first's `next`, and its request.
+        let (mut c2, s2) = pair(2, 12, 2);
+        assert_eq!(server.stage_next(s2, None), Some(11));
+        let (mut msg, counter) = sealed(&mut c1);
+        assert_eq!(
+            server.open(Time::ZERO, 11, counter, &mut msg),
+            Err(DataDrop::UnknownIndex)
+        );
+        let (mut msg, counter) = sealed(&mut c2);
+        let opened = server.open(Time::ZERO, 12, counter, &mut msg).unwrap();
+        assert_eq!((opened.len, opened.fresh_session), (4, None));
+        assert_eq!(server.current().map(|k| k.local_index), Some(12));
+        assert_eq!(server.installed(), 1);
+
+        let (mut c3, s3) = pair(3, 13, 3);
+        server.stage_next(s3, Some(9));
+        let (mut msg, counter) = sealed(&mut c3);
+        let opened = server.open(Time::ZERO, 13, counter, &mut msg).unwrap();
+        assert_eq!(opened.fresh_session, Some(9));
+        assert_eq!(opened.dropped, None, "12 became previous");
+        let (mut msg, counter) = sealed(&mut c2);
+        assert!(server.open(Time::ZERO, 12, counter, &mut msg).is_ok());
+    }
+
+    #[test]
+    fn a_forged_message_neither_confirms_nor_burns_a_counter() {
+        let mut server = KeyRing::default();
+        let (mut c, s) = pair(1, 11, 1);
+        server.stage_next(s, Some(7));
+        let (genuine, counter) = sealed(&mut c);
+        let mut forged = genuine.clone();
+        if let Some(last) = forged.last_mut() {
+            *last ^= 1;
+        }
+        assert_eq!(
+            server.open(Time::ZERO, 11, counter, &mut forged),
+            Err(DataDrop::Auth)
+        );
+        assert!(server.current().is_none());
+        let mut msg = genuine.clone();
+        let opened = server.open(Time::ZERO, 11, counter, &mut msg).unwrap();
+        assert_eq!(opened.fresh_session, Some(7));
+        let mut again = genuine;
+        assert_eq!(
+            server.open(Time::ZERO, 11, counter, &mut again),
+            Err(DataDrop::Replayed)
+        );
+    }
+
+    #[test]
+    fn rotation_drops_the_oldest_and_expiry_clears_the_pending_session() {
+        let mut client = KeyRing::default();
+        assert_eq!(client.install_confirmed(pair(1, 11, 1).0), None);
+        assert_eq!(client.install_confirmed(pair(2, 12, 2).0), None);
+        assert_eq!(client.install_confirmed(pair(3, 13, 3).0), Some(1));
+        assert_eq!(client.installed(), 3);
+
+        let mut server = KeyRing::default();
+        server.stage_next(pair(4, 14, 4).1, Some(5));
+        let late = Time::ZERO + REJECT_AFTER_TIME;
+        assert_eq!(server.expire(late), vec![14]);
+        assert_eq!(server.next_session, None);
+        assert_eq!(server.expiries().count(), 0);
+    }
+}

@@ -1,0 +1,172 @@
+//! The link's invariants through its own methods: an answered handshake changes nothing
+//! until confirmed, a fresh session comes only with the confirming message (and is
+//! abandoned if the caller leaves it there), and endpoints move only on opened messages.
+
+use std::net::SocketAddr;
+
+use plait_proto::wire::{DataRepr, DecodeError, Header, Writer};
+use plait_proto::{Config, PathId, Session, Time};
+
+use super::Outputs;
+use super::link::{Link, ReceiveDrop};
+use crate::crypto::handshake::SessionKeys;
+use crate::crypto::keypair::Keypair;
+use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD, Message, parse};
+
+struct Discard;
+
+impl Outputs for Discard {
+    fn send_udp(&mut self, _: usize, _: SocketAddr, _: &[u8]) {}
+    fn write_tun(&mut self, _: &[u8]) {}
+}
+
+/// The client's and the server's halves of one handshake's keys.
+fn pair(client_index: u32, server_index: u32, seed: u8) -> (Keypair, Keypair) {
+    let c = SessionKeys {
+        send: [seed; 32],
+        recv: [!seed; 32],
+    };
+    let s = SessionKeys {
+        send: c.recv,
+        recv: c.send,
+    };
+    (
+        Keypair::new(&c, client_index, server_index, Time::ZERO, true),
+        Keypair::new(&s, server_index, client_index, Time::ZERO, false),
+    )
+}
+
+/// An engine datagram for `session_id` on path 0; `frames` false leaves it header-only.
+fn engine_datagram(session_id: u32, path_seq: u32, frames: bool) -> Vec<u8> {
+    let mut buf = vec![0u8; 256];
+    let mut w = Writer::new(&mut buf);
+    Header {
+        session_id,
+        path: PathId(0),
+        path_seq,
+        timestamp_us: 0,
+    }
+    .write_to(&mut w)
+    .unwrap();
+    if frames {
+        DataRepr {
+            global_seq: u64::from(path_seq),
+            prev_delta: 0,
+            payload: b"inner",
+            to_end: true,
+        }
+        .encode(&mut w)
+        .unwrap();
+    }
+    let n = w.len();
+    buf.truncate(n);
+    buf
+}
+
+/// `datagram` sealed by `keys` into a data message, with the index and counter it names.
+fn sealed(keys: &mut Keypair, datagram: &[u8]) -> (Vec<u8>, u32, u64) {
+    let mut buf = vec![0u8; DATA_OVERHEAD + datagram.len()];
+    buf[DATA_HEADER_LEN..DATA_HEADER_LEN + datagram.len()].copy_from_slice(datagram);
+    let n = keys.seal(Time::ZERO, &mut buf, datagram.len()).unwrap();
+    buf.truncate(n);
+    let Ok(Message::Data { receiver, counter }) = parse(&buf) else {
+        panic!("not a data message");
+    };
+    (buf, receiver, counter)
+}
+
+fn session(session_id: u32) -> Session {
+    Session::new(Config {
+        session_id,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+const FROM: &str = "198.51.100.7:4000";
+
+#[test]
+fn a_fresh_session_starts_only_with_the_confirming_message() {
+    let from: SocketAddr = FROM.parse().unwrap();
+    let now = Time::ZERO;
+    let mut link = Link::responder(Vec::new());
+    let (mut c1, s1) = pair(1, 11, 1);
+    assert!(link.wants_fresh_session(7));
+    assert_eq!(link.stage_handshake(s1, 7), None);
+    assert!(!link.has_session(), "answered, not yet confirmed");
+    assert!(link.current_keys().is_none());
+
+    let (mut msg, receiver, counter) = sealed(&mut c1, &engine_datagram(7, 0, true));
+    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let fresh = opened
+        .take_fresh_session()
+        .expect("the handshake asked for one");
+    assert_eq!(fresh.session_id(), 7);
+    assert!(
+        !link.start_session(fresh, session(7)),
+        "no session to replace"
+    );
+    assert_eq!(
+        link.receive_and_learn(now, opened, 0, from, &mut Discard),
+        Ok(Some(PathId(0)))
+    );
+    assert!(link.has_session() && !link.wants_fresh_session(7));
+    assert_eq!(link.handshakes(), 1);
+
+    // A rekey naming the same session asks for nothing fresh.
+    let (mut c2, s2) = pair(2, 12, 2);
+    link.stage_handshake(s2, 7);
+    let (mut msg, receiver, counter) = sealed(&mut c2, &engine_datagram(7, 1, true));
+    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    assert_eq!(opened.take_fresh_session(), None);
+    assert_eq!(
+        link.receive_and_learn(now, opened, 0, from, &mut Discard),
+        Ok(None)
+    );
+    assert_eq!(link.current_keys().map(|k| k.local_index), Some(12));
+}
+
+#[test]
+fn a_fresh_session_left_in_the_message_is_abandoned() {
+    let from: SocketAddr = FROM.parse().unwrap();
+    let now = Time::ZERO;
+    let mut link = Link::responder(Vec::new());
+    let (mut c1, s1) = pair(1, 11, 1);
+    link.stage_handshake(s1, 7);
+    let (mut msg, receiver, counter) = sealed(&mut c1, &engine_datagram(7, 0, true));
+    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let fresh = opened.take_fresh_session().unwrap();
+    link.start_session(fresh, session(7));
+    link.receive_and_learn(now, opened, 0, from, &mut Discard)
+        .unwrap();
+
+    // The client moves to session 8; the server does not take the fresh session out.
+    let (mut c2, s2) = pair(2, 12, 2);
+    link.stage_handshake(s2, 8);
+    assert_eq!(link.session_id(), 7, "nothing changes before confirmation");
+    let (mut msg, receiver, counter) = sealed(&mut c2, &engine_datagram(8, 0, true));
+    let opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    assert!(link.has_session(), "opening alone changes no session");
+    let _ = link.receive_and_learn(now, opened, 0, from, &mut Discard);
+    assert!(!link.has_session(), "the session the client left is gone");
+    assert!(link.wants_fresh_session(8), "the next handshake asks again");
+}
+
+#[test]
+fn a_header_only_datagram_is_malformed_and_learns_nothing() {
+    let from: SocketAddr = FROM.parse().unwrap();
+    let now = Time::ZERO;
+    let mut link = Link::responder(Vec::new());
+    let (mut c1, s1) = pair(1, 11, 1);
+    link.stage_handshake(s1, 7);
+    let (mut msg, receiver, counter) = sealed(&mut c1, &engine_datagram(7, 0, false));
+    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let fresh = opened.take_fresh_session().unwrap();
+    link.start_session(fresh, session(7));
+    assert_eq!(
+        link.receive_and_learn(now, opened, 0, from, &mut Discard),
+        Err(ReceiveDrop::Malformed(DecodeError::Empty))
+    );
+    let status = link.status(now, "peer", "key", "plait");
+    assert!(status.paths.is_empty(), "no path was added");
+}
