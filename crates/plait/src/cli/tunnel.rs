@@ -114,9 +114,7 @@ fn apply_common(
     control: &mut config::ControlConfig,
 ) -> Result<()> {
     if let Some(name) = &d.tun {
-        if name.is_empty() || name.len() > 15 || name.contains(['/', ' ']) {
-            bail!("--tun {name:?}: a device name is 1 to 15 bytes without '/' or spaces");
-        }
+        plait_tunnel::netcfg::check_ifname(name).with_context(|| format!("--tun {name:?}"))?;
         tun.name = name.clone();
     }
     apply_engine(engine, &d.scheduler)?;
