@@ -15,6 +15,7 @@
 //! Drivers (the tunnel daemon, the simulator, tests) feed inputs with `handle_*` and drain
 //! outputs with `poll_*` through the one [`drive`] function and its documented drain order.
 
+pub mod cc;
 pub mod config;
 mod drive;
 pub mod ids;

@@ -1,0 +1,323 @@
+//! Per-path congestion control: one [`CongestionController`] per path, chosen by name
+//! ([`CongestionKind`]), wrapped in a [`PathCongestion`] that owns what every controller
+//! shares (recovery periods, the undo of a spurious cut, pacing).
+//!
+//! Seed ETOM §IV-B runs an independent TCP-like control per link of its split connection;
+//! seed mHIP §III gives each path its own window under a global one. The controllers see
+//! only what the path's sender learns from ACKs (docs/protocol.md#ack-frame): bytes newly
+//! acknowledged, RTT estimates, congestion events (a loss found by the path's RFC 9002
+//! thresholds), persistent congestion (the path went down), and, for the coupled ones, a
+//! [`Coupling`] snapshot of every path of the session.
+//!
+//! Invariants:
+//! - a controller's window never drops below [`MIN_WINDOW`] nor exceeds [`MAX_WINDOW`];
+//! - at most one congestion event per recovery period: losses of datagrams sent before the
+//!   period began do not cut again (RFC 9002 §7.3.2), and ACKs of such datagrams do not
+//!   grow the window;
+//! - controllers read no clock and hold no randomness; same inputs, same windows.
+
+mod new_reno;
+mod pacer;
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+pub use new_reno::NewReno;
+pub use pacer::Pacer;
+
+use crate::ids::PathId;
+use crate::time::Time;
+
+/// Bytes of one full-sized datagram, for window arithmetic (the controllers count bytes,
+/// as RFC 9002 does; `max_datagram_size` of the session's config).
+pub type DatagramSize = u64;
+
+/// Smallest window, in datagrams (RFC 9002 kMinimumWindow).
+pub const MIN_WINDOW_DATAGRAMS: u64 = 2;
+/// Initial window, in datagrams (RFC 9002 §7.2: 10 datagrams).
+pub const INITIAL_WINDOW_DATAGRAMS: u64 = 10;
+/// Smallest window in bytes for a 1400-byte datagram; see [`min_window`].
+pub const MIN_WINDOW: u64 = MIN_WINDOW_DATAGRAMS * 1200;
+/// Hard upper bound of any path's window: 64 MiB, far above any bandwidth-delay product
+/// plait's links have (1 Gbit/s × 500 ms), so a runaway controller stays bounded.
+pub const MAX_WINDOW: u64 = 64 << 20;
+
+/// The smallest window for datagrams of `mss` bytes.
+pub fn min_window(mss: DatagramSize) -> u64 {
+    (MIN_WINDOW_DATAGRAMS * mss).max(MIN_WINDOW)
+}
+
+/// Which controller runs on every path of a session (config name in parentheses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CongestionKind {
+    /// NewReno (`newreno`): RFC 9002 §7 / RFC 6582, ETOM's per-link TCP.
+    #[default]
+    NewReno,
+}
+
+impl CongestionKind {
+    /// Every kind, in the order of their names.
+    pub const ALL: &'static [CongestionKind] = &[CongestionKind::NewReno];
+
+    /// The config name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CongestionKind::NewReno => "newreno",
+        }
+    }
+
+    /// The kind with this config name.
+    pub fn from_name(name: &str) -> Option<CongestionKind> {
+        Self::ALL.iter().copied().find(|k| k.name() == name)
+    }
+}
+
+/// What one ACK frame newly acknowledged on a path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Acked {
+    /// Bytes of ack-eliciting datagrams newly acknowledged (sent after the recovery
+    /// period began; the wrapper filters the others out).
+    pub bytes: u64,
+    /// Smoothed RTT after this ACK.
+    pub srtt: Duration,
+    /// Minimum RTT after this ACK.
+    pub min_rtt: Duration,
+    /// Bytes in flight on the path after this ACK.
+    pub bytes_in_flight: u64,
+    /// The sender had less to send than the window allowed when these were sent: the
+    /// window was not the limit, so it should not grow (RFC 7661, RFC 9002 §7.8).
+    pub app_limited: bool,
+}
+
+/// One path's figures as the coupled controllers see them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoupledPath {
+    /// Which path.
+    pub id: PathId,
+    /// Its window, bytes.
+    pub window: u64,
+    /// Its smoothed RTT (`None` before any sample: such a path is left out of sums).
+    pub srtt: Option<Duration>,
+    /// Whether data may be scheduled on it.
+    pub usable: bool,
+}
+
+/// Every path of the session, for controllers whose windows are coupled (LIA, BALIA, the
+/// seed mHIP two-level control); uncoupled controllers ignore it.
+#[derive(Clone, Copy, Debug)]
+pub struct Coupling<'a> {
+    /// The path whose controller is called.
+    pub this: PathId,
+    /// All paths of the session (including `this`).
+    pub paths: &'a [CoupledPath],
+}
+
+/// A congestion controller for one path (see the module docs). Windows count bytes of
+/// whole datagrams (header and frames), as `Path::bytes_in_flight` does.
+pub trait CongestionController: Debug {
+    /// Bytes were newly acknowledged (once per ACK frame that acknowledged any).
+    fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>);
+    /// A congestion event: datagrams sent after the current recovery period began were
+    /// declared lost. Called at most once per recovery period.
+    fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>);
+    /// The datagrams whose loss caused the last congestion event were acknowledged after
+    /// all: the cut was spurious (seed mHIP's ADDR; Linux's undo). Restore the window as it
+    /// was before that cut, if the controller keeps it.
+    fn on_spurious_congestion(&mut self, now: Time);
+    /// Persistent congestion (the path went down): collapse to the minimum window.
+    fn on_persistent_congestion(&mut self, now: Time);
+    /// The congestion window, bytes, within [`MIN_WINDOW`]..=[`MAX_WINDOW`].
+    fn window(&self) -> u64;
+    /// The sending rate in bytes per second, if the controller sets one (delay-based
+    /// controllers); `None`: pace at 1.25 × window / SRTT.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+    /// Short name for logs and status output.
+    fn name(&self) -> &'static str;
+}
+
+/// Any of the controllers, chosen by [`CongestionKind`] (a closed set: static dispatch and
+/// `Clone`, as [`crate::sched::AnyScheduler`] does for schedulers).
+#[derive(Clone, Debug)]
+pub enum AnyController {
+    /// NewReno.
+    NewReno(NewReno),
+}
+
+impl AnyController {
+    /// A fresh controller of `kind` for datagrams of `mss` bytes.
+    pub fn new(kind: CongestionKind, mss: DatagramSize) -> AnyController {
+        match kind {
+            CongestionKind::NewReno => AnyController::NewReno(NewReno::new(mss)),
+        }
+    }
+
+    fn inner(&self) -> &dyn CongestionController {
+        match self {
+            AnyController::NewReno(c) => c,
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn CongestionController {
+        match self {
+            AnyController::NewReno(c) => c,
+        }
+    }
+}
+
+impl CongestionController for AnyController {
+    fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>) {
+        self.inner_mut().on_ack(now, acked, coupling);
+    }
+    fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
+        self.inner_mut().on_congestion_event(now, coupling);
+    }
+    fn on_spurious_congestion(&mut self, now: Time) {
+        self.inner_mut().on_spurious_congestion(now);
+    }
+    fn on_persistent_congestion(&mut self, now: Time) {
+        self.inner_mut().on_persistent_congestion(now);
+    }
+    fn window(&self) -> u64 {
+        self.inner().window().clamp(MIN_WINDOW, MAX_WINDOW)
+    }
+    fn pacing_rate(&self) -> Option<f64> {
+        self.inner().pacing_rate()
+    }
+    fn name(&self) -> &'static str {
+        self.inner().name()
+    }
+}
+
+/// A path's congestion state: its controller, the recovery period, the undo record and
+/// the pacer (see the module docs).
+#[derive(Clone, Debug)]
+pub struct PathCongestion {
+    controller: AnyController,
+    /// Datagrams sent before this time belong to the current (or a past) recovery period.
+    recovery_start: Option<Time>,
+    /// Send time of the youngest datagram whose loss caused the last cut, while that cut
+    /// may still be undone: if every datagram lost in that event is acknowledged later, the
+    /// cut was spurious.
+    undoable: Option<UndoRecord>,
+    pacer: Pacer,
+    congestion_events: u64,
+    undone: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct UndoRecord {
+    /// Datagrams declared lost in the event and not yet acknowledged.
+    outstanding: u32,
+}
+
+impl PathCongestion {
+    /// A path's congestion state with a fresh controller of `kind`.
+    pub fn new(kind: CongestionKind, mss: DatagramSize) -> PathCongestion {
+        PathCongestion {
+            controller: AnyController::new(kind, mss),
+            recovery_start: None,
+            undoable: None,
+            pacer: Pacer::new(mss),
+            congestion_events: 0,
+            undone: 0,
+        }
+    }
+
+    /// The controller's window, bytes.
+    pub fn window(&self) -> u64 {
+        self.controller.window()
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &'static str {
+        self.controller.name()
+    }
+
+    /// Congestion events (window cuts) so far, and how many of them were undone.
+    pub fn counters(&self) -> (u64, u64) {
+        (self.congestion_events, self.undone)
+    }
+
+    /// Whether a datagram sent at `sent` belongs to a recovery period already reacted to.
+    pub fn in_recovery(&self, sent: Time) -> bool {
+        self.recovery_start.is_some_and(|start| sent <= start)
+    }
+
+    /// Newly acknowledged datagrams: `acked.bytes` counts only those sent after the
+    /// recovery period began (the caller uses [`PathCongestion::in_recovery`]).
+    /// `spurious` is how many of the acknowledged datagrams had been declared lost.
+    pub fn on_ack(&mut self, now: Time, acked: &Acked, spurious: u32, coupling: &Coupling<'_>) {
+        if spurious > 0
+            && let Some(undo) = &mut self.undoable
+        {
+            undo.outstanding = undo.outstanding.saturating_sub(spurious);
+            if undo.outstanding == 0 {
+                self.undoable = None;
+                self.controller.on_spurious_congestion(now);
+                self.undone += 1;
+            }
+        }
+        if acked.bytes > 0 {
+            self.controller.on_ack(now, acked, coupling);
+        }
+    }
+
+    /// Datagrams were declared lost: `lost` of them, the youngest sent at `largest_sent`.
+    /// Cuts the window once per recovery period.
+    pub fn on_lost(&mut self, now: Time, lost: u32, largest_sent: Time, coupling: &Coupling<'_>) {
+        if lost == 0 {
+            return;
+        }
+        if self.in_recovery(largest_sent) {
+            if let Some(undo) = &mut self.undoable {
+                undo.outstanding += lost;
+            }
+            return;
+        }
+        self.recovery_start = Some(now);
+        self.undoable = Some(UndoRecord { outstanding: lost });
+        self.congestion_events += 1;
+        self.controller.on_congestion_event(now, coupling);
+    }
+
+    /// The path went down: persistent congestion (RFC 9002 §7.6), nothing to undo.
+    pub fn on_path_down(&mut self, now: Time) {
+        self.recovery_start = Some(now);
+        self.undoable = None;
+        self.controller.on_persistent_congestion(now);
+        self.pacer.reset();
+    }
+
+    /// Whether `bytes` more may be sent with `bytes_in_flight` already out.
+    pub fn has_room(&self, bytes_in_flight: u64, bytes: u64) -> bool {
+        bytes_in_flight + bytes <= self.window()
+    }
+
+    /// When the pacer next lets a datagram of `bytes` go (`now` or later), given the path's
+    /// smoothed RTT (`None`: not paced yet).
+    pub fn pacing_release(&self, now: Time, srtt: Option<Duration>, bytes: u64) -> Time {
+        let rate = self.pacing_rate(srtt);
+        self.pacer.release_time(now, rate, self.window(), bytes)
+    }
+
+    /// Records a datagram of `bytes` sent at `now`, for the pacer.
+    pub fn on_sent(&mut self, now: Time, srtt: Option<Duration>, bytes: u64) {
+        let rate = self.pacing_rate(srtt);
+        self.pacer.on_sent(now, rate, self.window(), bytes);
+    }
+
+    /// Bytes per second the pacer allows: the controller's own rate, else
+    /// 1.25 × window / SRTT (RFC 9002 §7.7's N = 1.25); `None` before an RTT sample.
+    pub fn pacing_rate(&self, srtt: Option<Duration>) -> Option<f64> {
+        if let Some(rate) = self.controller.pacing_rate() {
+            return Some(rate);
+        }
+        let srtt = srtt?.as_secs_f64().max(1e-4);
+        Some(1.25 * self.window() as f64 / srtt)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,92 @@
+//! NewReno (RFC 9002 §7.3 and Appendix B, after RFC 6582 / RFC 5681): slow start doubles
+//! the window each round trip until the first loss, congestion avoidance adds one datagram
+//! per window acknowledged, a congestion event halves it. This is the per-link TCP of
+//! seed ETOM's split connection (§IV-B), run per path.
+//!
+//! Invariant: `window` stays within [`min_window`]`(mss)..=`[`MAX_WINDOW`].
+
+use super::{
+    Acked, CongestionController, Coupling, INITIAL_WINDOW_DATAGRAMS, MAX_WINDOW, min_window,
+};
+use crate::time::Time;
+
+/// RFC 9002 kLossReductionFactor.
+const LOSS_REDUCTION: f64 = 0.5;
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct NewReno {
+    mss: u64,
+    window: u64,
+    ssthresh: u64,
+    /// Bytes acknowledged in congestion avoidance not yet turned into window growth.
+    avoidance_credit: u64,
+    /// `(window, ssthresh)` before the last cut, for an undo.
+    before_cut: Option<(u64, u64)>,
+}
+
+impl NewReno {
+    /// A controller in slow start with the initial window, for datagrams of `mss` bytes.
+    pub fn new(mss: u64) -> NewReno {
+        NewReno {
+            mss,
+            window: (INITIAL_WINDOW_DATAGRAMS * mss).min(MAX_WINDOW),
+            ssthresh: u64::MAX,
+            avoidance_credit: 0,
+            before_cut: None,
+        }
+    }
+
+    /// The slow-start threshold (`u64::MAX` until the first congestion event).
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+}
+
+impl CongestionController for NewReno {
+    fn on_ack(&mut self, _now: Time, acked: &Acked, _coupling: &Coupling<'_>) {
+        if acked.app_limited {
+            return;
+        }
+        if self.window < self.ssthresh {
+            self.window = self.window.saturating_add(acked.bytes);
+        } else {
+            self.avoidance_credit += acked.bytes;
+            if self.avoidance_credit >= self.window {
+                self.avoidance_credit -= self.window;
+                self.window = self.window.saturating_add(self.mss);
+            }
+        }
+        self.window = self.window.min(MAX_WINDOW);
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, _coupling: &Coupling<'_>) {
+        self.before_cut = Some((self.window, self.ssthresh));
+        let cut = (self.window as f64 * LOSS_REDUCTION) as u64;
+        self.ssthresh = cut.max(min_window(self.mss));
+        self.window = self.ssthresh;
+        self.avoidance_credit = 0;
+    }
+
+    fn on_spurious_congestion(&mut self, _now: Time) {
+        if let Some((window, ssthresh)) = self.before_cut.take() {
+            self.window = self.window.max(window);
+            self.ssthresh = ssthresh;
+        }
+    }
+
+    fn on_persistent_congestion(&mut self, _now: Time) {
+        self.before_cut = None;
+        self.ssthresh = (self.window / 2).max(min_window(self.mss));
+        self.window = min_window(self.mss);
+        self.avoidance_credit = 0;
+    }
+
+    fn window(&self) -> u64 {
+        self.window
+    }
+
+    fn name(&self) -> &'static str {
+        "newreno"
+    }
+}

@@ -1,0 +1,126 @@
+//! Scripted ACK and loss sequences through [`PathCongestion`]: recovery periods, undo,
+//! persistent congestion, and each controller's window after them.
+
+use std::time::Duration;
+
+use super::*;
+
+const MSS: u64 = 1200;
+
+fn acked(bytes: u64) -> Acked {
+    Acked {
+        bytes,
+        srtt: Duration::from_millis(50),
+        min_rtt: Duration::from_millis(40),
+        bytes_in_flight: 0,
+        app_limited: false,
+    }
+}
+
+fn alone(paths: &mut Vec<CoupledPath>, window: u64) -> Coupling<'_> {
+    paths.clear();
+    paths.push(CoupledPath {
+        id: PathId(0),
+        window,
+        srtt: Some(Duration::from_millis(50)),
+        usable: true,
+    });
+    Coupling {
+        this: PathId(0),
+        paths,
+    }
+}
+
+fn ms(t: u64) -> Time {
+    Time::from_millis(t)
+}
+
+#[test]
+fn newreno_slow_start_then_halving_once_per_recovery_period() {
+    let mut buf = Vec::new();
+    let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    assert_eq!(cc.window(), 10 * MSS);
+    // Slow start: the window grows by the bytes acknowledged.
+    cc.on_ack(ms(50), &acked(10 * MSS), 0, &alone(&mut buf, 12_000));
+    assert_eq!(cc.window(), 20 * MSS);
+    // A loss of a datagram sent at 60 ms, found at 100 ms: halve.
+    cc.on_lost(ms(100), 1, ms(60), &alone(&mut buf, 24_000));
+    assert_eq!(cc.window(), 10 * MSS);
+    // More losses of datagrams sent before the period began: no second cut.
+    cc.on_lost(ms(110), 3, ms(90), &alone(&mut buf, 12_000));
+    assert_eq!(cc.window(), 10 * MSS);
+    assert_eq!(cc.counters(), (1, 0));
+    // A datagram sent after 100 ms is lost: a new period, a new cut.
+    cc.on_lost(ms(200), 1, ms(150), &alone(&mut buf, 12_000));
+    assert_eq!(cc.window(), 5 * MSS);
+    assert_eq!(cc.counters(), (2, 0));
+}
+
+#[test]
+fn newreno_congestion_avoidance_adds_one_datagram_per_window() {
+    let mut buf = Vec::new();
+    let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    cc.on_lost(ms(10), 1, ms(5), &alone(&mut buf, 12_000));
+    let w = cc.window();
+    assert_eq!(w, 5 * MSS);
+    cc.on_ack(ms(20), &acked(w - 1), 0, &alone(&mut buf, w));
+    assert_eq!(cc.window(), w, "not a whole window yet");
+    cc.on_ack(ms(21), &acked(1), 0, &alone(&mut buf, w));
+    assert_eq!(cc.window(), w + MSS);
+}
+
+#[test]
+fn app_limited_acks_do_not_grow_the_window() {
+    let mut buf = Vec::new();
+    let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    let a = Acked {
+        app_limited: true,
+        ..acked(10 * MSS)
+    };
+    cc.on_ack(ms(50), &a, 0, &alone(&mut buf, 12_000));
+    assert_eq!(cc.window(), 10 * MSS);
+}
+
+#[test]
+fn spurious_loss_undoes_the_cut() {
+    let mut buf = Vec::new();
+    let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    cc.on_ack(ms(50), &acked(10 * MSS), 0, &alone(&mut buf, 12_000));
+    cc.on_lost(ms(100), 2, ms(60), &alone(&mut buf, 24_000));
+    assert_eq!(cc.window(), 10 * MSS);
+    // One of the two "lost" datagrams arrives: not yet proof.
+    cc.on_ack(ms(105), &acked(0), 1, &alone(&mut buf, 12_000));
+    assert_eq!(cc.window(), 10 * MSS);
+    // The other too: the cut was spurious (ADDR undo).
+    cc.on_ack(ms(106), &acked(0), 1, &alone(&mut buf, 12_000));
+    assert_eq!(cc.window(), 20 * MSS);
+    assert_eq!(cc.counters(), (1, 1));
+}
+
+#[test]
+fn persistent_congestion_collapses_to_the_minimum() {
+    let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    cc.on_path_down(ms(1000));
+    assert_eq!(cc.window(), min_window(MSS));
+    // Losses of what was sent before going down do not cut below it.
+    let mut buf = Vec::new();
+    cc.on_lost(ms(1001), 5, ms(900), &alone(&mut buf, 2400));
+    assert_eq!(cc.window(), min_window(MSS));
+}
+
+#[test]
+fn pacing_rate_is_a_quarter_above_window_per_rtt() {
+    let cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    assert_eq!(cc.pacing_rate(None), None);
+    let r = cc.pacing_rate(Some(Duration::from_millis(100))).unwrap();
+    assert!((r - 1.25 * 12_000.0 / 0.1).abs() < 1e-6, "{r}");
+}
+
+#[test]
+fn every_kind_has_a_name() {
+    for k in CongestionKind::ALL {
+        assert_eq!(CongestionKind::from_name(k.name()), Some(*k));
+        assert_eq!(AnyController::new(*k, MSS).name(), k.name());
+    }
+    assert_eq!(CongestionKind::from_name("vegas"), None);
+}
