@@ -16,12 +16,15 @@
 //!   grow the window;
 //! - controllers read no clock and hold no randomness; same inputs, same windows.
 
+mod aimd;
+mod cubic;
 mod new_reno;
 mod pacer;
 
 use std::fmt::Debug;
 use std::time::Duration;
 
+pub use cubic::Cubic;
 pub use new_reno::NewReno;
 pub use pacer::Pacer;
 
@@ -53,16 +56,19 @@ pub enum CongestionKind {
     /// NewReno (`newreno`): RFC 9002 §7 / RFC 6582, ETOM's per-link TCP.
     #[default]
     NewReno,
+    /// CUBIC (`cubic`): RFC 9438.
+    Cubic,
 }
 
 impl CongestionKind {
     /// Every kind, in the order of their names.
-    pub const ALL: &'static [CongestionKind] = &[CongestionKind::NewReno];
+    pub const ALL: &'static [CongestionKind] = &[CongestionKind::NewReno, CongestionKind::Cubic];
 
     /// The config name.
     pub const fn name(self) -> &'static str {
         match self {
             CongestionKind::NewReno => "newreno",
+            CongestionKind::Cubic => "cubic",
         }
     }
 
@@ -143,6 +149,8 @@ pub trait CongestionController: Debug {
 pub enum AnyController {
     /// NewReno.
     NewReno(NewReno),
+    /// CUBIC.
+    Cubic(Cubic),
 }
 
 impl AnyController {
@@ -150,18 +158,21 @@ impl AnyController {
     pub fn new(kind: CongestionKind, mss: DatagramSize) -> AnyController {
         match kind {
             CongestionKind::NewReno => AnyController::NewReno(NewReno::new(mss)),
+            CongestionKind::Cubic => AnyController::Cubic(Cubic::new(mss)),
         }
     }
 
     fn inner(&self) -> &dyn CongestionController {
         match self {
             AnyController::NewReno(c) => c,
+            AnyController::Cubic(c) => c,
         }
     }
 
     fn inner_mut(&mut self) -> &mut dyn CongestionController {
         match self {
             AnyController::NewReno(c) => c,
+            AnyController::Cubic(c) => c,
         }
     }
 }
@@ -319,5 +330,7 @@ impl PathCongestion {
     }
 }
 
+#[cfg(test)]
+mod cubic_tests;
 #[cfg(test)]
 mod tests;
