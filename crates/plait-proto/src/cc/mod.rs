@@ -18,6 +18,7 @@
 
 mod aimd;
 mod cubic;
+mod lia;
 mod new_reno;
 mod pacer;
 
@@ -25,6 +26,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 pub use cubic::Cubic;
+pub use lia::Lia;
 pub use new_reno::NewReno;
 pub use pacer::Pacer;
 
@@ -58,17 +60,24 @@ pub enum CongestionKind {
     NewReno,
     /// CUBIC (`cubic`): RFC 9438.
     Cubic,
+    /// Linked Increases (`lia`): RFC 6356, coupled over the session's paths.
+    Lia,
 }
 
 impl CongestionKind {
     /// Every kind, in the order of their names.
-    pub const ALL: &'static [CongestionKind] = &[CongestionKind::NewReno, CongestionKind::Cubic];
+    pub const ALL: &'static [CongestionKind] = &[
+        CongestionKind::NewReno,
+        CongestionKind::Cubic,
+        CongestionKind::Lia,
+    ];
 
     /// The config name.
     pub const fn name(self) -> &'static str {
         match self {
             CongestionKind::NewReno => "newreno",
             CongestionKind::Cubic => "cubic",
+            CongestionKind::Lia => "lia",
         }
     }
 
@@ -151,6 +160,8 @@ pub enum AnyController {
     NewReno(NewReno),
     /// CUBIC.
     Cubic(Cubic),
+    /// LIA.
+    Lia(Lia),
 }
 
 impl AnyController {
@@ -159,6 +170,7 @@ impl AnyController {
         match kind {
             CongestionKind::NewReno => AnyController::NewReno(NewReno::new(mss)),
             CongestionKind::Cubic => AnyController::Cubic(Cubic::new(mss)),
+            CongestionKind::Lia => AnyController::Lia(Lia::new(mss)),
         }
     }
 
@@ -166,6 +178,7 @@ impl AnyController {
         match self {
             AnyController::NewReno(c) => c,
             AnyController::Cubic(c) => c,
+            AnyController::Lia(c) => c,
         }
     }
 
@@ -173,6 +186,7 @@ impl AnyController {
         match self {
             AnyController::NewReno(c) => c,
             AnyController::Cubic(c) => c,
+            AnyController::Lia(c) => c,
         }
     }
 }
@@ -330,6 +344,8 @@ impl PathCongestion {
     }
 }
 
+#[cfg(test)]
+mod coupled_tests;
 #[cfg(test)]
 mod cubic_tests;
 #[cfg(test)]

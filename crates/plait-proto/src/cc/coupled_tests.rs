@@ -1,0 +1,116 @@
+//! Scripted ACK and loss sequences through the coupled controllers (LIA, BALIA, mHIP), each
+//! window checked against the formula of its RFC or paper worked by hand. MSS 1200 B; this
+//! path's ACKs carry an SRTT of 50 ms.
+
+use std::time::Duration;
+
+use super::*;
+
+const MSS: u64 = 1200;
+const THIS: PathId = PathId(0);
+
+fn ack(bytes: u64) -> Acked {
+    Acked {
+        bytes,
+        srtt: Duration::from_millis(50),
+        min_rtt: Duration::from_millis(40),
+        bytes_in_flight: 0,
+        app_limited: false,
+    }
+}
+
+fn ms(t: u64) -> Time {
+    Time::from_millis(t)
+}
+
+fn path(id: u8, window: u64, srtt_ms: Option<u64>, usable: bool) -> CoupledPath {
+    CoupledPath {
+        id: PathId(id),
+        window,
+        srtt: srtt_ms.map(Duration::from_millis),
+        usable,
+    }
+}
+
+/// This path (with a stale window the controllers must not use), plus paths every coupled
+/// sum must leave out: an unusable one and one without an RTT sample.
+fn with_noise(peers: &[CoupledPath]) -> Vec<CoupledPath> {
+    let mut v = vec![
+        path(0, 999_999, Some(50), true),
+        path(7, 1_000_000, Some(50), false),
+        path(8, 1_000_000, None, true),
+    ];
+    v.extend_from_slice(peers);
+    v
+}
+
+fn coupling(paths: &[CoupledPath]) -> Coupling<'_> {
+    Coupling { this: THIS, paths }
+}
+
+/// A controller of `kind` cut once from the initial 12 000 B: in congestion avoidance at
+/// 6 000 B (every one here halves when alone).
+fn in_avoidance(kind: CongestionKind) -> AnyController {
+    let mut cc = AnyController::new(kind, MSS);
+    let alone = [path(0, 12_000, Some(50), true)];
+    cc.on_congestion_event(ms(0), &coupling(&alone));
+    assert_eq!(cc.window(), 6_000, "{kind:?}");
+    cc
+}
+
+// ---- LIA (RFC 6356 §3) ----
+
+#[test]
+fn lia_alone_grows_as_newreno() {
+    let mut cc = in_avoidance(CongestionKind::Lia);
+    // One path: alpha = w·(w/r²)/(w/r)² = 1; min(b·mss/w, b·mss/w) = 6000·1200/6000 = 1200.
+    let paths = with_noise(&[]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 7_200);
+}
+
+#[test]
+fn lia_two_equal_paths_share_one_increase() {
+    let mut cc = in_avoidance(CongestionKind::Lia);
+    // Peer 6 000 B at 50 ms: total = 12 000; alpha = 12 000·(6 000/r²)/(12 000/r)² = 0.5.
+    // Increase = min(0.5·6 000·1 200/12 000, 6 000·1 200/6 000) = min(300, 1 200) = 300.
+    let paths = with_noise(&[path(1, 6_000, Some(50), true)]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 6_300);
+}
+
+#[test]
+fn lia_asymmetric_paths() {
+    let mut cc = in_avoidance(CongestionKind::Lia);
+    // Own 6 000 B / 0.05 s, peer 24 000 B / 0.1 s. w/r²: 2.4e6 and 2.4e6 (max 2.4e6);
+    // Σ w/r = 120 000 + 240 000 = 360 000; total = 30 000.
+    // alpha = 30 000·2.4e6/360 000² = 0.5556; increase = 0.5556·6 000·1 200/30 000 = 133.33.
+    let paths = with_noise(&[path(1, 24_000, Some(100), true)]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 6_133);
+}
+
+#[test]
+fn lia_increase_is_capped_by_newreno() {
+    let mut cc = in_avoidance(CongestionKind::Lia);
+    // Peer 2 400 B at 5 ms: w/r² = 9.6e7 (max); Σ w/r = 120 000 + 480 000 = 600 000;
+    // total 8 400; alpha = 8 400·9.6e7/3.6e11 = 2.24 > total/w = 1.4, so the coupled term
+    // (2.24·6 000·1 200/8 400 = 1 920) exceeds NewReno's 1 200: the cap applies.
+    let paths = with_noise(&[path(1, 2_400, Some(5), true)]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 7_200);
+}
+
+#[test]
+fn lia_slow_start_halving_and_undo_as_newreno() {
+    let mut cc = AnyController::new(CongestionKind::Lia, MSS);
+    let paths = with_noise(&[path(1, 50_000, Some(10), true)]);
+    cc.on_ack(ms(10), &ack(12_000), &coupling(&paths));
+    assert_eq!(cc.window(), 24_000, "slow start ignores the coupling");
+    cc.on_congestion_event(ms(20), &coupling(&paths));
+    assert_eq!(cc.window(), 12_000);
+    cc.on_spurious_congestion(ms(30));
+    assert_eq!(cc.window(), 24_000);
+    cc.on_persistent_congestion(ms(40));
+    assert_eq!(cc.window(), min_window(MSS));
+}
