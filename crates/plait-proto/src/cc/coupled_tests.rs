@@ -114,3 +114,88 @@ fn lia_slow_start_halving_and_undo_as_newreno() {
     cc.on_persistent_congestion(ms(40));
     assert_eq!(cc.window(), min_window(MSS));
 }
+
+// ---- BALIA (Peng et al. 2016 §VI; Linux mptcp_balia.c) ----
+
+#[test]
+fn balia_alone_grows_as_newreno() {
+    let mut cc = in_avoidance(CongestionKind::Balia);
+    // alpha = 1: x/(rtt·x²)·1·1·b·mss = b·mss/w = 6 000·1 200/6 000 = 1 200.
+    let paths = with_noise(&[]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 7_200);
+}
+
+#[test]
+fn balia_two_equal_paths() {
+    let mut cc = in_avoidance(CongestionKind::Balia);
+    // x = 6 000/0.05 = 120 000 B/s on both; alpha = 1; Σx = 240 000.
+    // gain = 120 000/(0.05·240 000²)·1·1 = 4.1667e-8; ·6 000·1 200 = 300.
+    let paths = with_noise(&[path(1, 6_000, Some(50), true)]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 6_300);
+}
+
+#[test]
+fn balia_slower_path_gets_the_alpha_boost() {
+    let mut cc = in_avoidance(CongestionKind::Balia);
+    // x_r = 120 000 B/s; peer x = 24 000/0.1 = 240 000 B/s; alpha_r = 2; Σx = 360 000.
+    // gain = 120 000/(0.05·360 000²)·(3/2)·(6/5) = 1.85185e-5·1.8 = 3.3333e-5;
+    // ·6 000·1 200 = 240 (NewReno would add 1 200, LIA 133).
+    let paths = with_noise(&[path(1, 24_000, Some(100), true)]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 6_240);
+}
+
+#[test]
+fn balia_decrease_scales_with_alpha_up_to_one_and_a_half() {
+    // At 12 000 B / 50 ms (x = 240 000 B/s; the RTT comes from the coupling's entry for
+    // this path, no ACK having been seen).
+    let own = path(0, 12_000, Some(50), true);
+    // Peer x = 24 000/0.1 = 240 000: alpha = 1, w −= 6 000·1 → 6 000.
+    let mut cc = AnyController::new(CongestionKind::Balia, MSS);
+    let paths = [own, path(1, 24_000, Some(100), true)];
+    cc.on_congestion_event(ms(0), &coupling(&paths));
+    assert_eq!(cc.window(), 6_000);
+    // Peer x = 30 000/0.1 = 300 000: alpha = 1.25, w −= 6 000·1.25 = 7 500 → 4 500.
+    let mut cc = AnyController::new(CongestionKind::Balia, MSS);
+    let paths = [own, path(1, 30_000, Some(100), true)];
+    cc.on_congestion_event(ms(0), &coupling(&paths));
+    assert_eq!(cc.window(), 4_500);
+    // Peer x = 48 000/0.1 = 480 000: alpha = 2, capped at 1.5: w −= 9 000 → 3 000.
+    let mut cc = AnyController::new(CongestionKind::Balia, MSS);
+    let paths = [own, path(1, 48_000, Some(100), true)];
+    cc.on_congestion_event(ms(0), &coupling(&paths));
+    assert_eq!(cc.window(), 3_000);
+    // The cut was spurious: back to 12 000.
+    cc.on_spurious_congestion(ms(10));
+    assert_eq!(cc.window(), 12_000);
+    // From the minimum (x_r = 2 400/0.05 = 48 000, alpha = 10, capped 1.5): 2 400 − 1 800
+    // = 600, held at the floor.
+    cc.on_persistent_congestion(ms(20));
+    cc.on_congestion_event(ms(30), &coupling(&paths));
+    assert_eq!(cc.window(), min_window(MSS));
+}
+
+#[test]
+fn balia_uses_the_last_ack_rtt_on_a_loss() {
+    // The ACK's SRTT (50 ms) wins over the coupling's stale 500 ms entry for this path.
+    let mut cc = AnyController::new(CongestionKind::Balia, MSS);
+    let stale = [
+        path(0, 12_000, Some(500), true),
+        path(1, 24_000, Some(100), true),
+    ];
+    cc.on_ack(
+        ms(10),
+        &Acked {
+            app_limited: true,
+            ..ack(1_200)
+        },
+        &coupling(&stale),
+    );
+    assert_eq!(cc.window(), 12_000, "app-limited: no growth");
+    // x_r = 12 000/0.05 = 240 000 = peer's: alpha = 1, halve. (With 500 ms: alpha = 10,
+    // capped 1.5 → 3 000.)
+    cc.on_congestion_event(ms(20), &coupling(&stale));
+    assert_eq!(cc.window(), 6_000);
+}

@@ -17,6 +17,7 @@
 //! - controllers read no clock and hold no randomness; same inputs, same windows.
 
 mod aimd;
+mod balia;
 mod cubic;
 mod lia;
 mod new_reno;
@@ -25,6 +26,7 @@ mod pacer;
 use std::fmt::Debug;
 use std::time::Duration;
 
+pub use balia::Balia;
 pub use cubic::Cubic;
 pub use lia::Lia;
 pub use new_reno::NewReno;
@@ -62,6 +64,8 @@ pub enum CongestionKind {
     Cubic,
     /// Linked Increases (`lia`): RFC 6356, coupled over the session's paths.
     Lia,
+    /// Balanced Linked Adaptation (`balia`): Peng et al., IEEE/ACM ToN 2016, coupled.
+    Balia,
 }
 
 impl CongestionKind {
@@ -70,6 +74,7 @@ impl CongestionKind {
         CongestionKind::NewReno,
         CongestionKind::Cubic,
         CongestionKind::Lia,
+        CongestionKind::Balia,
     ];
 
     /// The config name.
@@ -78,6 +83,7 @@ impl CongestionKind {
             CongestionKind::NewReno => "newreno",
             CongestionKind::Cubic => "cubic",
             CongestionKind::Lia => "lia",
+            CongestionKind::Balia => "balia",
         }
     }
 
@@ -162,6 +168,8 @@ pub enum AnyController {
     Cubic(Cubic),
     /// LIA.
     Lia(Lia),
+    /// BALIA.
+    Balia(Balia),
 }
 
 impl AnyController {
@@ -171,6 +179,7 @@ impl AnyController {
             CongestionKind::NewReno => AnyController::NewReno(NewReno::new(mss)),
             CongestionKind::Cubic => AnyController::Cubic(Cubic::new(mss)),
             CongestionKind::Lia => AnyController::Lia(Lia::new(mss)),
+            CongestionKind::Balia => AnyController::Balia(Balia::new(mss)),
         }
     }
 
@@ -179,6 +188,7 @@ impl AnyController {
             AnyController::NewReno(c) => c,
             AnyController::Cubic(c) => c,
             AnyController::Lia(c) => c,
+            AnyController::Balia(c) => c,
         }
     }
 
@@ -187,6 +197,7 @@ impl AnyController {
             AnyController::NewReno(c) => c,
             AnyController::Cubic(c) => c,
             AnyController::Lia(c) => c,
+            AnyController::Balia(c) => c,
         }
     }
 }
