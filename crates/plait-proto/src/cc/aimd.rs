@@ -130,6 +130,18 @@ impl RenoWindow {
         }
     }
 
+    /// Restores exactly the window and threshold before the last cut (seed mHIP's ADDR).
+    pub(super) fn restore(&mut self) -> bool {
+        match self.before_cut.take() {
+            Some((window, ssthresh)) => {
+                self.window = self.clamp(window);
+                self.ssthresh = ssthresh;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Persistent congestion: the minimum window, half the old one as threshold (as
     /// NewReno), nothing left to undo.
     pub(super) fn collapse(&mut self) {

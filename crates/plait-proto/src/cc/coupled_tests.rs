@@ -199,3 +199,102 @@ fn balia_uses_the_last_ack_rtt_on_a_loss() {
     cc.on_congestion_event(ms(20), &coupling(&stale));
     assert_eq!(cc.window(), 6_000);
 }
+
+// ---- mHIP two-level control (seed mHIP §IV-B, §IV-D) ----
+
+/// For mHIP every usable path counts (with or without an RTT): this path's stale entry,
+/// an unusable path (left out), and `peers`.
+fn mhip_paths(peers: &[CoupledPath]) -> Vec<CoupledPath> {
+    let mut v = vec![
+        path(0, 999_999, Some(50), true),
+        path(7, 1_000_000, Some(5), false),
+    ];
+    v.extend_from_slice(peers);
+    v
+}
+
+#[test]
+fn mhip_alone_grows_as_one_tcp() {
+    let mut cc = in_avoidance(CongestionKind::Mhip);
+    // G = 6 000 (this path only): 6 000·1 200/6 000 = 1 200.
+    let paths = mhip_paths(&[]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 7_200);
+}
+
+#[test]
+fn mhip_global_window_grows_as_one_tcp_across_paths() {
+    let mut cc = in_avoidance(CongestionKind::Mhip);
+    // G = 6 000 + 6 000 (the peer has no RTT sample yet but its window is in use) = 12 000.
+    // Increase = min(6 000·1 200/12 000, 6 000·1 200/6 000) = 600: each path acknowledging
+    // its window adds 600, the global window one datagram per round trip.
+    let paths = mhip_paths(&[path(1, 6_000, None, true)]);
+    cc.on_ack(ms(100), &ack(6_000), &coupling(&paths));
+    assert_eq!(cc.window(), 6_600);
+    // Three more paths of 6 000: G = 30 600; 6 600·1 200/30 600 = 258.8 → 6 858.8.
+    let paths = mhip_paths(&[
+        path(1, 6_000, None, true),
+        path(2, 6_000, Some(10), true),
+        path(3, 12_000, Some(90), true),
+    ]);
+    cc.on_ack(ms(200), &ack(6_600), &coupling(&paths));
+    assert_eq!(cc.window(), 6_858);
+}
+
+#[test]
+fn mhip_sum_of_windows_is_capped() {
+    let mut cc = AnyController::new(CongestionKind::Mhip, MSS);
+    // Slow start, but the other paths hold MAX_WINDOW − 20 000: room for 8 000 more here.
+    let paths = mhip_paths(&[path(1, MAX_WINDOW - 20_000, Some(50), true)]);
+    cc.on_ack(ms(100), &ack(12_000), &coupling(&paths));
+    assert_eq!(cc.window(), 20_000);
+    // No room left: no growth.
+    cc.on_ack(ms(200), &ack(12_000), &coupling(&paths));
+    assert_eq!(cc.window(), 20_000);
+}
+
+#[test]
+fn mhip_loss_halves_only_this_path_and_addr_undo_restores_it() {
+    let mut cc = AnyController::new(CongestionKind::Mhip, MSS);
+    // Shortest SRTT among usable paths: 30 ms (the unusable path's 5 ms does not count).
+    let paths = mhip_paths(&[path(1, 6_000, Some(30), true)]);
+    cc.on_congestion_event(ms(100), &coupling(&paths));
+    assert_eq!(cc.window(), 6_000, "cwnd and ssthresh halved");
+    // Acknowledged 25 ms after the cut, within ADDR (< 30 ms): back to 12 000 and to
+    // ssthresh = ∞, so the next ACK is slow start again (+1 200).
+    cc.on_spurious_congestion(ms(125));
+    assert_eq!(cc.window(), 12_000);
+    cc.on_ack(ms(130), &ack(1_200), &coupling(&paths));
+    assert_eq!(cc.window(), 13_200);
+    // Cut again at 200 ms; the evidence comes 30 ms later, not within ADDR: the cut stays.
+    cc.on_congestion_event(ms(200), &coupling(&paths));
+    assert_eq!(cc.window(), 6_600);
+    cc.on_spurious_congestion(ms(230));
+    assert_eq!(cc.window(), 6_600);
+    // Congestion avoidance after the kept cut: G = 6 600 + 6 000; +6 600·1 200/12 600.
+    cc.on_ack(ms(240), &ack(6_600), &coupling(&paths));
+    assert_eq!(cc.window(), 7_228);
+}
+
+#[test]
+fn mhip_without_any_rtt_keeps_the_cut() {
+    let mut cc = AnyController::new(CongestionKind::Mhip, MSS);
+    let paths = [path(0, 12_000, None, true), path(1, 6_000, None, true)];
+    cc.on_congestion_event(ms(100), &coupling(&paths));
+    cc.on_spurious_congestion(ms(101));
+    assert_eq!(cc.window(), 6_000, "ADDR unknown");
+    cc.on_persistent_congestion(ms(200));
+    assert_eq!(cc.window(), min_window(MSS));
+}
+
+#[test]
+fn mhip_through_path_congestion_undo() {
+    // The wrapper's undo evidence arriving within ADDR (10 ms after the loss, SRTT 50 ms).
+    let mut cc = PathCongestion::new(CongestionKind::Mhip, MSS);
+    let paths = mhip_paths(&[]);
+    cc.on_lost(ms(100), 1, ms(60), &coupling(&paths));
+    assert_eq!(cc.window(), 6_000);
+    cc.on_ack(ms(110), &ack(0), 1, &coupling(&paths));
+    assert_eq!(cc.window(), 12_000);
+    assert_eq!(cc.counters(), (1, 1));
+}

@@ -3,11 +3,16 @@
 //! shares (recovery periods, the undo of a spurious cut, pacing).
 //!
 //! Seed ETOM §IV-B runs an independent TCP-like control per link of its split connection;
-//! seed mHIP §III gives each path its own window under a global one. The controllers see
+//! seed mHIP §IV-B gives each path its own window under a global one. The controllers see
 //! only what the path's sender learns from ACKs (docs/protocol.md#ack-frame): bytes newly
 //! acknowledged, RTT estimates, congestion events (a loss found by the path's RFC 9002
 //! thresholds), persistent congestion (the path went down), and, for the coupled ones, a
 //! [`Coupling`] snapshot of every path of the session.
+//!
+//! Controllers, one file each: [`NewReno`], [`Cubic`] (RFC 9438), and the coupled [`Lia`]
+//! (RFC 6356), [`Balia`] (Peng et al. 2016) and [`Mhip`] (seed mHIP §IV-B); `aimd` holds
+//! the window bounds and NewReno-style bookkeeping they share. Adding one: a file here, a
+//! variant in [`CongestionKind`] (and `ALL`) and in [`AnyController`].
 //!
 //! Invariants:
 //! - a controller's window never drops below [`MIN_WINDOW`] nor exceeds [`MAX_WINDOW`];
@@ -20,6 +25,7 @@ mod aimd;
 mod balia;
 mod cubic;
 mod lia;
+mod mhip;
 mod new_reno;
 mod pacer;
 
@@ -29,6 +35,7 @@ use std::time::Duration;
 pub use balia::Balia;
 pub use cubic::Cubic;
 pub use lia::Lia;
+pub use mhip::Mhip;
 pub use new_reno::NewReno;
 pub use pacer::Pacer;
 
@@ -66,6 +73,8 @@ pub enum CongestionKind {
     Lia,
     /// Balanced Linked Adaptation (`balia`): Peng et al., IEEE/ACM ToN 2016, coupled.
     Balia,
+    /// Seed mHIP's two-level control (`mhip`): per-path AIMD under a global TCP window.
+    Mhip,
 }
 
 impl CongestionKind {
@@ -75,6 +84,7 @@ impl CongestionKind {
         CongestionKind::Cubic,
         CongestionKind::Lia,
         CongestionKind::Balia,
+        CongestionKind::Mhip,
     ];
 
     /// The config name.
@@ -84,6 +94,7 @@ impl CongestionKind {
             CongestionKind::Cubic => "cubic",
             CongestionKind::Lia => "lia",
             CongestionKind::Balia => "balia",
+            CongestionKind::Mhip => "mhip",
         }
     }
 
@@ -170,6 +181,8 @@ pub enum AnyController {
     Lia(Lia),
     /// BALIA.
     Balia(Balia),
+    /// mHIP two-level.
+    Mhip(Mhip),
 }
 
 impl AnyController {
@@ -180,6 +193,7 @@ impl AnyController {
             CongestionKind::Cubic => AnyController::Cubic(Cubic::new(mss)),
             CongestionKind::Lia => AnyController::Lia(Lia::new(mss)),
             CongestionKind::Balia => AnyController::Balia(Balia::new(mss)),
+            CongestionKind::Mhip => AnyController::Mhip(Mhip::new(mss)),
         }
     }
 
@@ -189,6 +203,7 @@ impl AnyController {
             AnyController::Cubic(c) => c,
             AnyController::Lia(c) => c,
             AnyController::Balia(c) => c,
+            AnyController::Mhip(c) => c,
         }
     }
 
@@ -198,6 +213,7 @@ impl AnyController {
             AnyController::Cubic(c) => c,
             AnyController::Lia(c) => c,
             AnyController::Balia(c) => c,
+            AnyController::Mhip(c) => c,
         }
     }
 }
