@@ -372,6 +372,8 @@ impl PathCongestion {
 }
 
 #[cfg(test)]
+mod controllers_proptest;
+#[cfg(test)]
 mod coupled_tests;
 #[cfg(test)]
 mod cubic_tests;

@@ -1,0 +1,126 @@
+//! Property test of the controllers added beside NewReno (CUBIC, LIA, BALIA, mHIP): random
+//! sequences of ACKs, congestion events, undos and persistent congestion, at random (also
+//! backwards) times, with random couplings (paths without an RTT, zero and huge windows,
+//! unusable paths, `this` missing or repeated), random and absurd `mss`, SRTTs from zero
+//! to `Duration::MAX`. Checks the module invariant after every operation: the controller's
+//! own window (not [`AnyController`]'s clamped one) stays within
+//! [`MIN_WINDOW`]`..=`[`MAX_WINDOW`], and nothing panics.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Ack {
+        bytes: u64,
+        srtt: Duration,
+        min_rtt: Duration,
+        app_limited: bool,
+        paths: Vec<CoupledPath>,
+    },
+    Loss(Vec<CoupledPath>),
+    Undo,
+    Persistent,
+}
+
+fn duration() -> impl Strategy<Value = Duration> {
+    prop_oneof![
+        Just(Duration::ZERO),
+        Just(Duration::MAX),
+        any::<u64>().prop_map(Duration::from_nanos),
+        (0u64..2_000_000).prop_map(Duration::from_micros),
+    ]
+}
+
+fn bytes() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>(), 0u64..200_000,]
+}
+
+fn coupled_path() -> impl Strategy<Value = CoupledPath> {
+    (0u8..4, bytes(), prop::option::of(duration()), any::<bool>()).prop_map(
+        |(id, window, srtt, usable)| CoupledPath {
+            id: PathId(id),
+            window,
+            srtt,
+            usable,
+        },
+    )
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let paths = || prop::collection::vec(coupled_path(), 0..5);
+    prop_oneof![
+        6 => (bytes(), duration(), duration(), any::<bool>(), paths()).prop_map(
+            |(bytes, srtt, min_rtt, app_limited, paths)| Op::Ack {
+                bytes,
+                srtt,
+                min_rtt,
+                app_limited,
+                paths,
+            }
+        ),
+        2 => paths().prop_map(Op::Loss),
+        1 => Just(Op::Undo),
+        1 => Just(Op::Persistent),
+    ]
+}
+
+fn time_step() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => 0u64..2_000_000_000,
+        1 => any::<u64>(),
+    ]
+}
+
+fn mss() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0u64), Just(u64::MAX), 1u64..=65_535, any::<u64>()]
+}
+
+proptest! {
+    #[test]
+    fn windows_stay_in_bounds(
+        mss in mss(),
+        this in 0u8..4,
+        ops in prop::collection::vec((time_step(), op()), 0..64),
+    ) {
+        for kind in [
+            CongestionKind::Cubic,
+            CongestionKind::Lia,
+            CongestionKind::Balia,
+            CongestionKind::Mhip,
+        ] {
+            let mut cc = AnyController::new(kind, mss);
+            let mut now = Time::ZERO;
+            for (step, op) in &ops {
+                // Mostly forward; a full-range step may wrap the clock backwards.
+                now = Time::from_nanos(now.as_nanos().wrapping_add(*step));
+                match op {
+                    Op::Ack { bytes, srtt, min_rtt, app_limited, paths } => {
+                        let acked = Acked {
+                            bytes: *bytes,
+                            srtt: *srtt,
+                            min_rtt: *min_rtt,
+                            bytes_in_flight: 0,
+                            app_limited: *app_limited,
+                        };
+                        cc.on_ack(now, &acked, &Coupling { this: PathId(this), paths });
+                    }
+                    Op::Loss(paths) => {
+                        cc.on_congestion_event(now, &Coupling { this: PathId(this), paths });
+                    }
+                    Op::Undo => cc.on_spurious_congestion(now),
+                    Op::Persistent => cc.on_persistent_congestion(now),
+                }
+                let w = cc.inner().window();
+                prop_assert!(
+                    (MIN_WINDOW..=MAX_WINDOW).contains(&w),
+                    "{kind:?} after {op:?}: window {w}"
+                );
+                prop_assert_eq!(cc.name(), kind.name());
+            }
+        }
+    }
+}
