@@ -1,5 +1,5 @@
 //! BALIA, the Balanced Linked Adaptation of Peng, Walid, Hwang and Low ("Multipath TCP:
-//! Analysis, Design and Implementation", IEEE/ACM ToN 24(1), 2016, §VI; Linux
+//! Analysis, Design and Implementation", IEEE/ACM ToN, 2016; Linux
 //! `mptcp_balia.c`). With `x_k = w_k / rtt_k` the rate of path k and
 //! `alpha_r = max_k x_k / x_r`, path r in congestion avoidance grows per ACK of `bytes` by
 //!

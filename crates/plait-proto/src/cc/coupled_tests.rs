@@ -115,7 +115,7 @@ fn lia_slow_start_halving_and_undo_as_newreno() {
     assert_eq!(cc.window(), min_window(MSS));
 }
 
-// ---- BALIA (Peng et al. 2016 §VI; Linux mptcp_balia.c) ----
+// ---- BALIA (Peng et al., ToN 2016; Linux mptcp_balia.c) ----
 
 #[test]
 fn balia_alone_grows_as_newreno() {
