@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::cc::{CongestionKind, MAX_WINDOW};
 use crate::path::{LivenessConfig, MIN_PAIR_BYTES};
 use crate::reorder::{DEFAULT_MAX_HOLD, ReorderConfig, ReorderKind};
 use crate::sched::SchedulerKind;
+use crate::stream::{MAX_OPEN_REQUEST, Side, StreamLimits};
 use crate::wire::HEADER_LEN;
 
 /// Smallest datagram the engine will build: room for a header, an ACK and a small DATA.
@@ -33,6 +35,8 @@ pub struct EngineSettings {
     pub max_hold: Duration,
     /// Loss repair (docs/protocol.md#repair), default on.
     pub repair: bool,
+    /// Which congestion controller runs on each path for streams (default `newreno`).
+    pub congestion: CongestionKind,
 }
 
 impl Default for EngineSettings {
@@ -42,6 +46,7 @@ impl Default for EngineSettings {
             reorder: ReorderKind::Bmp,
             max_hold: DEFAULT_MAX_HOLD,
             repair: true,
+            congestion: CongestionKind::default(),
         }
     }
 }
@@ -91,6 +96,12 @@ pub struct Config {
     /// Packet pairs whose second datagram is smaller give no rate sample (default
     /// [`MIN_PAIR_BYTES`], which real hosts need; 0 counts all, as in seed PET-BMP).
     pub min_pair_bytes: usize,
+    /// Which end this is: the parity of the stream ids it opens (docs/protocol.md#stream-ids).
+    pub side: Side,
+    /// The congestion controller of every path (docs/protocol.md#congestion-control).
+    pub congestion: CongestionKind,
+    /// Stream bounds and initial windows (docs/protocol.md#stream-flow-control).
+    pub streams: StreamLimits,
 }
 
 impl Default for Config {
@@ -115,6 +126,9 @@ impl Default for Config {
             repair: settings.repair,
             repair_store_bytes: 4 << 20,
             min_pair_bytes: MIN_PAIR_BYTES,
+            side: Side::Client,
+            congestion: settings.congestion,
+            streams: StreamLimits::default(),
         }
     }
 }
@@ -167,6 +181,7 @@ impl Config {
             reorder: settings.reorder,
             max_datagram_size,
             repair: settings.repair,
+            congestion: settings.congestion,
             ..Config::default()
         };
         c.reorder_config.max_hold = settings.max_hold;
@@ -290,7 +305,61 @@ impl Config {
         ] {
             check(d <= hour, field, format!("{d:?}"), "<= 1 hour")?;
         }
-        Ok(())
+        self.validate_streams()
+    }
+
+    fn validate_streams(&self) -> Result<(), ConfigError> {
+        let s = &self.streams;
+        check(
+            (1..=1 << 20).contains(&s.max_concurrent),
+            "streams.max_concurrent",
+            s.max_concurrent,
+            "1..=1048576",
+        )?;
+        let min_window = (MAX_OPEN_REQUEST + 2) as u64;
+        check(
+            s.initial_stream_window >= min_window,
+            "streams.initial_stream_window",
+            s.initial_stream_window,
+            ">= 1026 bytes (an open request fits)",
+        )?;
+        check(
+            s.initial_stream_window <= s.max_stream_window,
+            "streams.initial_stream_window",
+            s.initial_stream_window,
+            "<= max_stream_window",
+        )?;
+        check(
+            s.max_stream_window <= MAX_WINDOW * 4,
+            "streams.max_stream_window",
+            s.max_stream_window,
+            "<= 256 MiB",
+        )?;
+        check(
+            s.initial_session_window >= s.initial_stream_window
+                && s.initial_session_window <= s.max_session_window,
+            "streams.initial_session_window",
+            s.initial_session_window,
+            "initial_stream_window ..= max_session_window",
+        )?;
+        check(
+            s.max_session_window <= 1 << 32,
+            "streams.max_session_window",
+            s.max_session_window,
+            "<= 4 GiB",
+        )?;
+        check(
+            s.stream_send_buffer >= min_window && s.stream_send_buffer <= s.session_send_buffer,
+            "streams.stream_send_buffer",
+            s.stream_send_buffer,
+            "1026 ..= session_send_buffer",
+        )?;
+        check(
+            s.session_send_buffer <= 1 << 32,
+            "streams.session_send_buffer",
+            s.session_send_buffer,
+            "<= 4 GiB",
+        )
     }
 }
 
@@ -330,6 +399,22 @@ mod tests {
             (
                 "liveness.degraded_loss",
                 Box::new(|c| c.liveness.degraded_loss = 1.5),
+            ),
+            (
+                "streams.max_concurrent",
+                Box::new(|c| c.streams.max_concurrent = 0),
+            ),
+            (
+                "streams.initial_stream_window",
+                Box::new(|c| c.streams.initial_stream_window = 100),
+            ),
+            (
+                "streams.initial_session_window",
+                Box::new(|c| c.streams.initial_session_window = 1 << 40),
+            ),
+            (
+                "streams.stream_send_buffer",
+                Box::new(|c| c.streams.stream_send_buffer = 0),
             ),
         ];
         for (field, mutate) in cases {

@@ -23,6 +23,7 @@ pub mod path;
 pub mod reorder;
 pub mod sched;
 pub mod session;
+pub mod stream;
 pub mod time;
 pub mod wire;
 
@@ -32,4 +33,5 @@ pub use ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
 pub use session::{
     Delivery, Event, PathError, RecvError, SendError, Session, SessionStats, Transmit,
 };
+pub use stream::{Side, StreamError, StreamEvent, StreamId, StreamRead, StreamViolation};
 pub use time::Time;

@@ -59,11 +59,11 @@ fn delivered(s: &mut Session) -> usize {
 fn a_bad_frame_after_good_ones_voids_the_whole_datagram() {
     let mut s = session();
     let mut frames = data_frame(0, b"hello");
-    frames.push(0x09); // not a frame type
+    frames.push(0x0c); // not a frame type
     let err = s.handle_datagram(Time::ZERO, PathId(0), &datagram(42, 0, 0, &frames));
     assert_eq!(
         err,
-        Err(RecvError::Decode(DecodeError::UnknownFrameType(0x09)))
+        Err(RecvError::Decode(DecodeError::UnknownFrameType(0x0c)))
     );
     assert_eq!(delivered(&mut s), 0, "the valid DATA before it did not act");
     // The same path sequence number is still fresh: the datagram left no trace.
@@ -136,7 +136,7 @@ fn a_decoded_datagram_is_checked_as_the_whole_one_is() {
         datagram(42, 0, 0, &good),
         datagram(7, 0, 1, &good),
         datagram(42, 1, 2, &good),
-        datagram(42, 0, 3, &[0x09]),
+        datagram(42, 0, 3, &[0x0c]),
     ];
     for bytes in &inputs {
         let (header, payload) = Header::decode(bytes).unwrap();

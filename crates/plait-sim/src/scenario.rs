@@ -293,6 +293,7 @@ impl RunSpec {
                 .unwrap_or(d.reorder),
             repair: self.repair.unwrap_or(d.repair),
             max_hold: d.max_hold,
+            congestion: d.congestion,
         }
     }
 }

@@ -58,7 +58,9 @@ pub const MAX_WINDOW: u64 = 64 << 20;
 
 /// The smallest window for datagrams of `mss` bytes.
 pub fn min_window(mss: DatagramSize) -> u64 {
-    (MIN_WINDOW_DATAGRAMS * mss).max(MIN_WINDOW)
+    MIN_WINDOW_DATAGRAMS
+        .saturating_mul(mss)
+        .clamp(MIN_WINDOW, MAX_WINDOW)
 }
 
 /// Which controller runs on every path of a session (config name in parentheses).

@@ -28,9 +28,10 @@ pub struct NewReno {
 impl NewReno {
     /// A controller in slow start with the initial window, for datagrams of `mss` bytes.
     pub fn new(mss: u64) -> NewReno {
+        let mss = mss.clamp(1, 65_535);
         NewReno {
             mss,
-            window: (INITIAL_WINDOW_DATAGRAMS * mss).min(MAX_WINDOW),
+            window: (INITIAL_WINDOW_DATAGRAMS * mss).clamp(min_window(mss), MAX_WINDOW),
             ssthresh: u64::MAX,
             avoidance_credit: 0,
             before_cut: None,

@@ -31,6 +31,7 @@ pub use rtt::RttEstimator;
 pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{PathHints, PathState, PathView};
 
+use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion};
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
 use crate::time::Time;
 
@@ -125,6 +126,10 @@ pub struct Path {
     max_ack_delay: Duration,
     /// Cached [`Path::compute_timer`], refreshed after every change of the state it reads.
     timer: Option<Time>,
+    /// The path's congestion controller, recovery period and pacer.
+    cc: PathCongestion,
+    /// Fates of reliable datagrams (seq, acknowledged?) for the session to collect.
+    resolved: Vec<(PathSeq, bool)>,
 }
 
 impl Path {
@@ -137,6 +142,7 @@ impl Path {
         liveness: LivenessConfig,
         max_ack_delay: Duration,
         min_pair_bytes: usize,
+        congestion: (CongestionKind, u64),
     ) -> Path {
         let mut path = Path {
             id,
@@ -168,6 +174,8 @@ impl Path {
             liveness,
             max_ack_delay,
             timer: None,
+            cc: PathCongestion::new(congestion.0, congestion.1),
+            resolved: Vec::new(),
         };
         path.timer = path.compute_timer();
         path
@@ -213,6 +221,34 @@ impl Path {
         self.bytes_in_flight
     }
 
+    /// The path's congestion state (window, pacing).
+    pub fn congestion(&self) -> &PathCongestion {
+        &self.cc
+    }
+
+    /// Whether a datagram of `len` bytes may go now under the window and the pacer.
+    pub fn can_send_paced(&self, now: Time, len: u64) -> bool {
+        self.cc.has_room(self.bytes_in_flight, len)
+            && self.cc.pacing_release(now, self.rtt.srtt(), len) <= now
+    }
+
+    /// When the pacer lets a datagram of `len` bytes go (`now` if at once).
+    pub fn pacing_release(&self, now: Time, len: u64) -> Time {
+        self.cc.pacing_release(now, self.rtt.srtt(), len)
+    }
+
+    /// Marks the datagram just sent as `seq` reliable (it carried stream frames).
+    pub fn mark_reliable(&mut self, seq: PathSeq) {
+        if let Some(p) = self.log.get_mut(seq) {
+            p.reliable = true;
+        }
+    }
+
+    /// Takes the fates of reliable datagrams resolved since the last call.
+    pub fn take_resolved(&mut self) -> std::vec::Drain<'_, (PathSeq, bool)> {
+        self.resolved.drain(..)
+    }
+
     /// `prev_delta` for a DATA frame carrying `global` on this path
     /// (docs/protocol.md#data-frame): distance to the previous DATA sent here, 0 if none.
     pub fn prev_delta(&self, global: GlobalSeq) -> u64 {
@@ -235,6 +271,7 @@ impl Path {
         self.next_seq += 1;
         let len32 = u32::try_from(len).unwrap_or(u32::MAX);
         self.history.push(seq, now, len32);
+        let cwnd_limited = (self.bytes_in_flight + u64::from(len32)) * 2 >= self.cc.window();
         let forced = self.log.push(SentPacket {
             seq,
             sent: now,
@@ -244,13 +281,19 @@ impl Path {
             acked: false,
             lost: false,
             probe_id,
+            reliable: false,
+            cwnd_limited,
         });
         if let Some(old) = forced {
             // The log is full of unanswered datagrams: count the oldest lost.
             self.bytes_in_flight -= u64::from(old.len);
             self.stats.lost += 1;
+            if old.reliable {
+                self.resolved.push((old.seq, false));
+            }
         }
         if ack_eliciting {
+            self.cc.on_sent(now, self.rtt.srtt(), u64::from(len32));
             self.bytes_in_flight += u64::from(len32);
             self.awaiting_since.get_or_insert(now);
             self.last_eliciting_sent = Some(now);
@@ -288,8 +331,10 @@ impl Path {
         ranges: impl Iterator<Item = RangeInclusive<PathSeq>>,
         timestamps: impl Iterator<Item = (PathSeq, u32)>,
         owd_ref: &mut OwdReference,
+        coupling: &Coupling<'_>,
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
+        let (mut cc_bytes, mut cc_limited, mut spurious) = (0u64, false, 0u32);
         // Timestamps are usable even when every datagram they name is already resolved.
         let base = self.log.base().unwrap_or(self.next_seq);
         let mut largest_newly_acked: Option<SentPacket> = None;
@@ -307,6 +352,14 @@ impl Path {
                     let pkt = *p;
                     self.on_newly_acked(now, &pkt, was_lost);
                     out.newly_acked += 1;
+                    if pkt.ack_eliciting && !self.cc.in_recovery(pkt.sent) {
+                        cc_bytes += u64::from(pkt.len);
+                        cc_limited |= pkt.cwnd_limited;
+                    }
+                    spurious += u32::from(was_lost);
+                    if pkt.reliable {
+                        self.resolved.push((seq, true));
+                    }
                     probes_acked += u32::from(pkt.probe_id.is_some());
                     if largest_newly_acked.is_none_or(|l| l.seq < seq) {
                         largest_newly_acked = Some(pkt);
@@ -323,7 +376,19 @@ impl Path {
             }
             self.on_answer(now, p.seq, probes_acked, &mut out);
         }
-        out.newly_lost = self.detect_losses(now);
+        if (cc_bytes > 0 || spurious > 0)
+            && let (Some(srtt), Some(min_rtt)) = (self.rtt.srtt(), self.rtt.min_rtt())
+        {
+            let acked = Acked {
+                bytes: cc_bytes,
+                srtt,
+                min_rtt,
+                bytes_in_flight: self.bytes_in_flight,
+                app_limited: !cc_limited,
+            };
+            self.cc.on_ack(now, &acked, spurious, coupling);
+        }
+        out.newly_lost = self.detect_losses(now, coupling);
         self.log.pop_resolved();
         out.state_change = out.state_change.or(self.rejudge(now));
         self.timer = self.compute_timer();
@@ -464,7 +529,7 @@ impl Path {
     /// RFC 9002 §6.1 loss detection below the largest acknowledged; returns newly lost.
     /// Scans from the oldest and stops at the first datagram not yet lost (younger ones
     /// are closer to the largest and sent later, so they cannot be lost either).
-    fn detect_losses(&mut self, now: Time) -> u64 {
+    fn detect_losses(&mut self, now: Time, coupling: &Coupling<'_>) -> u64 {
         self.loss_deadline = None;
         let Some(largest) = self.largest_acked else {
             return 0;
@@ -477,6 +542,7 @@ impl Path {
         let threshold = (rtt * 9 / 8).max(Duration::from_millis(1));
         let mut lost = 0;
         let mut lost_bytes = 0;
+        let mut youngest_lost = None;
         for p in self.log.iter_mut() {
             if p.seq >= largest {
                 break;
@@ -492,6 +558,10 @@ impl Path {
                     lost_bytes += u64::from(p.len);
                 }
                 lost += 1;
+                youngest_lost = Some(p.sent);
+                if p.reliable {
+                    self.resolved.push((p.seq, false));
+                }
             } else {
                 self.loss_deadline = Some(p.sent + threshold);
                 break;
@@ -499,6 +569,10 @@ impl Path {
         }
         self.bytes_in_flight -= lost_bytes;
         self.stats.lost += lost;
+        if let Some(sent) = youngest_lost {
+            let n = u32::try_from(lost).unwrap_or(u32::MAX);
+            self.cc.on_lost(now, n, sent, coupling);
+        }
         if lost > 0 {
             self.decay_loss(now);
         }
@@ -578,7 +652,11 @@ impl Path {
             p.lost = true;
             p.in_flight = false;
             self.stats.lost_on_down += 1;
+            if p.reliable {
+                self.resolved.push((p.seq, false));
+            }
         }
+        self.cc.on_path_down(now);
         self.log.pop_resolved();
         self.bytes_in_flight = 0;
         self.awaiting_since = None;
@@ -592,10 +670,10 @@ impl Path {
     }
 
     /// Timer work at `now`: time-threshold losses and liveness. Returns a state change.
-    pub fn on_timeout(&mut self, now: Time) -> AckOutcome {
+    pub fn on_timeout(&mut self, now: Time, coupling: &Coupling<'_>) -> AckOutcome {
         let mut out = AckOutcome::default();
         if self.loss_deadline.is_some_and(|d| d <= now) {
-            out.newly_lost = self.detect_losses(now);
+            out.newly_lost = self.detect_losses(now, coupling);
             self.log.pop_resolved();
         }
         out.state_change = self.rejudge(now);

@@ -29,6 +29,12 @@ pub struct SentPacket {
     pub lost: bool,
     /// The probe id if it carried a PROBE frame.
     pub probe_id: Option<u32>,
+    /// It carried stream or stream-control frames: its fate (acked or lost) is reported
+    /// to the session's stream layer.
+    pub reliable: bool,
+    /// The path's window was at least half used when it was sent: its acknowledgement may
+    /// grow the window (otherwise the sender, not the window, was the limit).
+    pub cwnd_limited: bool,
 }
 
 impl SentPacket {
@@ -151,6 +157,8 @@ mod tests {
             acked: false,
             lost: false,
             probe_id: None,
+            reliable: false,
+            cwnd_limited: false,
         }
     }
 

@@ -16,6 +16,8 @@ mod ack_tracker;
 mod receive;
 mod repair_store;
 mod send_queue;
+mod stream_api;
+mod stream_transmit;
 mod transmit;
 mod types;
 
@@ -28,11 +30,13 @@ use rand_core::SeedableRng;
 pub use ack_tracker::{AckTracker, Arrived, MAX_RANGES, MAX_TIMESTAMPS};
 pub use types::{Delivery, Event, PathError, RecvError, SendError, SessionStats, Transmit};
 
+use crate::cc::CoupledPath;
 use crate::config::{Config, ConfigError};
 use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
 use crate::path::{OwdReference, Path, PathHints, PathStats, PathView};
 use crate::reorder::{AnyReorder, DuplicateFilter, ReorderBuffer, ReorderStats};
 use crate::sched::AnyScheduler;
+use crate::stream::{StreamViolation, Streams};
 use crate::time::Time;
 use send_queue::SendQueue;
 
@@ -105,6 +109,10 @@ pub struct Session {
     repair: Option<repair_store::RepairStore>,
     /// Repair requests (global sequence numbers, truncated) for the peer.
     repair_requests: VecDeque<u32>,
+    /// The reliable streams (docs/protocol.md#streams).
+    streams: Streams,
+    /// Stream data waits for a path's pacer until then (`None`: not paced).
+    stream_pace_until: Option<Time>,
 }
 
 impl Session {
@@ -141,6 +149,8 @@ impl Session {
                 )
             }),
             repair_requests: VecDeque::new(),
+            streams: Streams::new(config.side, config.streams.clone()),
+            stream_pace_until: None,
             config,
         })
     }
@@ -169,6 +179,7 @@ impl Session {
             self.config.liveness.clone(),
             self.config.max_ack_delay,
             self.config.min_pair_bytes,
+            (self.config.congestion, self.config.max_datagram_size as u64),
         );
         *slot = Some(PathSlot {
             tx,
@@ -193,6 +204,7 @@ impl Session {
             c.paths.retain(|p| *p != id);
         }
         self.probe_acks.retain(|(p, _, _)| *p != id);
+        self.streams.on_path_removed(id);
         self.on_paths_changed(now);
         Ok(())
     }
@@ -220,11 +232,20 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
         let mut changed = false;
+        let (coupled, n) = self.coupling_snapshot();
         for slot in self.paths.iter_mut().flatten() {
             if slot.tx.next_timeout().is_none_or(|t| t > now) {
                 continue;
             }
-            let out = slot.tx.on_timeout(now);
+            let coupling = crate::cc::Coupling {
+                this: slot.tx.id(),
+                paths: &coupled[..n],
+            };
+            let out = slot.tx.on_timeout(now, &coupling);
+            let id = slot.tx.id();
+            for (seq, acked) in slot.tx.take_resolved() {
+                resolve(&mut self.streams, id, seq, acked);
+            }
             if let Some((from, to)) = out.state_change {
                 push_event(
                     &mut self.events,
@@ -264,6 +285,7 @@ impl Session {
             );
         }
         consider(self.reorder.next_deadline());
+        consider(self.stream_pace_until);
         if let Some(front) = self.send_queue.front() {
             consider(Some(front.arrival + self.config.max_queue_delay));
             if !self.sched_blocked {
@@ -273,9 +295,12 @@ impl Session {
         next
     }
 
-    /// The next event for the driver.
+    /// The next event for the driver: session events first, then stream events (those
+    /// are never dropped: each stream has at most one of each kind pending).
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.events
+            .pop_front()
+            .or_else(|| self.streams.poll_event().map(Event::Stream))
     }
 
     /// Session-wide counters.
@@ -392,8 +417,44 @@ impl Session {
         }
     }
 
+    /// Every path's window and RTT, for coupled congestion controllers.
+    fn coupling_snapshot(&self) -> ([CoupledPath; MAX_PATHS], usize) {
+        let mut out = [CoupledPath {
+            id: PathId(0),
+            window: 0,
+            srtt: None,
+            usable: false,
+        }; MAX_PATHS];
+        let mut n = 0;
+        for s in self.paths.iter().flatten() {
+            out[n] = CoupledPath {
+                id: s.tx.id(),
+                window: s.tx.congestion().window(),
+                srtt: s.tx.rtt().srtt(),
+                usable: s.tx.state().is_usable(),
+            };
+            n += 1;
+        }
+        (out, n)
+    }
+
+    /// The peer broke the stream rules: close the session with the violation's code.
+    fn on_stream_violation(&mut self, now: Time, v: StreamViolation) {
+        self.stats.stream_violations += 1;
+        self.close(now, v.code(), &v.to_string());
+    }
+
     fn next_probe_id(&mut self) -> u32 {
         rand_core::Rng::next_u32(&mut self.rng)
+    }
+}
+
+/// Hands the fate of a reliable datagram to the stream layer.
+fn resolve(streams: &mut Streams, path: PathId, seq: crate::ids::PathSeq, acked: bool) {
+    if acked {
+        streams.on_datagram_acked(path, seq);
+    } else {
+        streams.on_datagram_lost(path, seq);
     }
 }
 

@@ -149,6 +149,20 @@ impl Session {
                     };
                     push_event(&mut self.events, &mut self.stats, event);
                 }
+                Frame::Stream(f) => {
+                    let r = self.streams.on_stream_frame(&f);
+                    self.stream_result(now, r);
+                }
+                Frame::ResetStream(f) => {
+                    let r = self.streams.on_reset_frame(&f);
+                    self.stream_result(now, r);
+                }
+                Frame::MaxData(m) => self.streams.on_max_data(m),
+                Frame::MaxStreamData(f) => {
+                    let r = self.streams.on_max_stream_data(&f);
+                    self.stream_result(now, r);
+                }
+                Frame::MaxStreams(m) => self.streams.on_max_streams(m),
                 Frame::Extension {
                     frame_type: crate::wire::frame_type::REPAIR_REQUEST,
                     body,
@@ -157,6 +171,14 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    fn stream_result(&mut self, now: Time, r: Result<(), crate::stream::StreamViolation>) {
+        if let Err(v) = r
+            && self.lifecycle == Lifecycle::Open
+        {
+            self.on_stream_violation(now, v);
+        }
     }
 
     fn on_data(
@@ -213,6 +235,11 @@ impl Session {
     }
 
     fn on_ack(&mut self, now: Time, ack: &AckFrame<'_>) {
+        let (coupled, n) = self.coupling_snapshot();
+        let coupling = crate::cc::Coupling {
+            this: ack.path(),
+            paths: &coupled[..n],
+        };
         let Some(slot) = self
             .paths
             .get_mut(ack.path().index())
@@ -230,7 +257,11 @@ impl Session {
             ack.ranges(largest),
             ack.timestamps(largest),
             &mut self.owd_ref,
+            &coupling,
         );
+        for (seq, acked) in slot.tx.take_resolved() {
+            super::resolve(&mut self.streams, ack.path(), seq, acked);
+        }
         self.on_state_change(now, ack.path(), out.state_change);
         self.update_repair_wait();
     }

@@ -7,7 +7,8 @@
 //! 3. probes due (pairs on probing or down paths, keepalives on idle ones);
 //! 4. DATA: remaining copies of a duplicated packet, then the send queue's head on the path
 //!    the scheduler picks, with pending ACK frames piggybacked when they fit;
-//! 5. an ACK-only datagram when an ACK is due, on the path the scheduler's `select_control`
+//! 5. stream frames, on a path whose window and pacer allow (`stream_transmit.rs`);
+//! 6. an ACK-only datagram when an ACK is due, on the path the scheduler's `select_control`
 //!    picks (docs/protocol.md#ack-policy).
 
 use super::types::{SendError, Transmit};
@@ -61,10 +62,11 @@ impl Session {
             .or_else(|| self.transmit_repair_request(now, buf))
             .or_else(|| self.transmit_probe(now, buf))
             .or_else(|| self.transmit_data(now, buf))
+            .or_else(|| self.transmit_stream(now, buf))
             .or_else(|| self.transmit_ack_only(now, buf))
     }
 
-    fn header(&self, path: PathId, seq: PathSeq, now: Time) -> Header {
+    pub(super) fn header(&self, path: PathId, seq: PathSeq, now: Time) -> Header {
         Header {
             session_id: self.config.session_id,
             path,
@@ -444,7 +446,13 @@ impl Session {
     /// room is cut down (no timestamps, then fewer ranges) rather than left due; an ACK that
     /// still cannot be written is dropped, never left due (a due ACK that never leaves would
     /// keep `poll_timeout` in the past). Returns how many were written.
-    fn write_acks(&mut self, now: Time, w: &mut Writer<'_>, room: usize, shrink: bool) -> usize {
+    pub(super) fn write_acks(
+        &mut self,
+        now: Time,
+        w: &mut Writer<'_>,
+        room: usize,
+        shrink: bool,
+    ) -> usize {
         let mut budget = room;
         let mut written = 0;
         for slot in self.paths.iter_mut().flatten() {
@@ -521,7 +529,7 @@ impl Session {
     /// the path queues, instead of crowding a slow idle path); if no path is usable, the
     /// path that last received something (it reaches the peer's socket at least one way),
     /// else the first path.
-    fn ack_path(&mut self, now: Time) -> Option<PathId> {
+    pub(super) fn ack_path(&mut self, now: Time) -> Option<PathId> {
         const ACK_DATAGRAM_ESTIMATE: usize = 64;
         self.refresh_views();
         let meta = PacketMeta {

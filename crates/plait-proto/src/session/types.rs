@@ -6,6 +6,7 @@ use thiserror::Error;
 
 use crate::ids::{GlobalSeq, PathId};
 use crate::path::PathState;
+use crate::stream::StreamEvent;
 use crate::wire::DecodeError;
 
 /// A datagram written into the caller's buffer by `poll_transmit`, to send on `path`.
@@ -51,6 +52,8 @@ pub enum Event {
         /// The reason, lossily decoded as UTF-8.
         reason: String,
     },
+    /// Something happened to a stream (docs/protocol.md#streams).
+    Stream(StreamEvent),
 }
 
 /// Why an inner packet was not accepted. The packet is dropped; the session goes on.
@@ -156,4 +159,6 @@ pub struct SessionStats {
     pub repairs_unavailable: u64,
     /// Inner packets sent a second time as repairs.
     pub repairs_sent: u64,
+    /// Times the peer broke the stream rules (each closes the session).
+    pub stream_violations: u64,
 }

@@ -76,6 +76,13 @@ fn decode_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, DecodeError> {
                 reason: r.bytes(len)?,
             })
         }
+        frame_type::STREAM => Frame::Stream(super::stream::decode_stream(r)?),
+        frame_type::RESET_STREAM => Frame::ResetStream(super::stream::decode_reset_stream(r)?),
+        frame_type::MAX_DATA => Frame::MaxData(r.varint()?),
+        frame_type::MAX_STREAM_DATA => {
+            Frame::MaxStreamData(super::stream::decode_max_stream_data(r)?)
+        }
+        frame_type::MAX_STREAMS => Frame::MaxStreams(r.varint()?),
         t if frame_type::is_extension(t) => {
             let len = r.varint()?;
             Frame::Extension {
@@ -364,7 +371,7 @@ mod tests {
 
     #[test]
     fn malformed_frames_are_typed_errors() {
-        for t in [0x07u8, 0x0f, 0x40, 0xff] {
+        for t in [0x0cu8, 0x0f, 0x40, 0xff] {
             assert_eq!(validate(&[t]), Err(DecodeError::UnknownFrameType(t)));
         }
         assert_eq!(validate(&[]), Err(DecodeError::Empty));
@@ -390,15 +397,15 @@ mod tests {
 
     #[test]
     fn iteration_stops_after_the_first_error() {
-        let bytes = [0x04, 0, 0, 0, 1, 0x09, 0x04, 0, 0, 0, 2];
+        let bytes = [0x04, 0, 0, 0, 1, 0x0c, 0x04, 0, 0, 0, 2];
         let mut it = frames(&bytes);
         assert_eq!(
             it.next(),
             Some(Ok(Frame::Probe(ProbeFrame { probe_id: 1 })))
         );
-        assert_eq!(it.next(), Some(Err(DecodeError::UnknownFrameType(9))));
+        assert_eq!(it.next(), Some(Err(DecodeError::UnknownFrameType(0x0c))));
         assert_eq!(it.next(), None);
         assert_eq!(it.next(), None);
-        assert_eq!(validate(&bytes), Err(DecodeError::UnknownFrameType(9)));
+        assert_eq!(validate(&bytes), Err(DecodeError::UnknownFrameType(0x0c)));
     }
 }

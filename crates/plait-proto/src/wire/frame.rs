@@ -7,6 +7,7 @@
 use std::fmt;
 
 use super::ack::AckFrame;
+use super::stream::{MaxStreamDataFrame, ResetStreamFrame, StreamFrame};
 use crate::ids::PathId;
 
 /// One decoded frame, borrowing the datagram.
@@ -24,6 +25,16 @@ pub enum Frame<'a> {
     ProbeAck(ProbeAckFrame),
     /// CLOSE (0x06): the peer closes the session.
     Close(CloseFrame<'a>),
+    /// STREAM (0x07): bytes of a reliable stream.
+    Stream(StreamFrame<'a>),
+    /// RESET_STREAM (0x08): a stream aborted in both directions.
+    ResetStream(ResetStreamFrame),
+    /// MAX_DATA (0x09): the session-wide stream flow-control limit.
+    MaxData(u64),
+    /// MAX_STREAM_DATA (0x0a): one stream's flow-control limit.
+    MaxStreamData(MaxStreamDataFrame),
+    /// MAX_STREAMS (0x0b): how many streams the peer may open in all.
+    MaxStreams(u64),
     /// An extension frame (0x10..=0x3F) this build may not understand; sessions skip
     /// the types they do not know.
     Extension {
@@ -36,10 +47,18 @@ pub enum Frame<'a> {
 
 impl Frame<'_> {
     /// Whether receiving this frame obliges the receiver to acknowledge the datagram
-    /// (DATA, PROBE, CLOSE and extension frames; not PADDING, ACK or PROBE_ACK).
+    /// (all but PADDING, ACK and PROBE_ACK).
     pub fn is_ack_eliciting(&self) -> bool {
         match self {
-            Frame::Data(_) | Frame::Probe(_) | Frame::Close(_) | Frame::Extension { .. } => true,
+            Frame::Data(_)
+            | Frame::Probe(_)
+            | Frame::Close(_)
+            | Frame::Stream(_)
+            | Frame::ResetStream(_)
+            | Frame::MaxData(_)
+            | Frame::MaxStreamData(_)
+            | Frame::MaxStreams(_)
+            | Frame::Extension { .. } => true,
             Frame::Padding | Frame::Ack(_) | Frame::ProbeAck(_) => false,
         }
     }

@@ -46,6 +46,7 @@ mod header;
 mod reader;
 mod repair_request;
 mod repr;
+mod stream;
 mod varint;
 mod writer;
 
@@ -60,6 +61,10 @@ pub use frame::{CloseFrame, DataFrame, Frame, ProbeAckFrame, ProbeFrame};
 pub use header::{HEADER_LEN, Header, VERSION};
 pub use repair_request::{MAX_REPAIR_SEQS, RepairRequestRepr, parse_repair_request};
 pub use repr::{CloseRepr, DataRepr, ExtensionRepr, ProbeAckRepr, ProbeRepr, encode_padding};
+pub use stream::{
+    MAX_STREAM_OFFSET, MaxStreamDataFrame, ResetStreamFrame, STREAM_FIN, STREAM_LEN,
+    StreamControlRepr, StreamFrame, StreamRepr,
+};
 pub use varint::{VARINT_MAX, varint_len, zigzag_decode, zigzag_encode};
 pub use writer::Writer;
 
@@ -101,6 +106,16 @@ pub mod frame_type {
     pub const PROBE_ACK: u8 = 0x05;
     /// CLOSE.
     pub const CLOSE: u8 = 0x06;
+    /// STREAM: bytes of a reliable stream (docs/protocol.md#stream-frame).
+    pub const STREAM: u8 = 0x07;
+    /// RESET_STREAM: a stream aborted.
+    pub const RESET_STREAM: u8 = 0x08;
+    /// MAX_DATA: session-wide stream flow-control limit.
+    pub const MAX_DATA: u8 = 0x09;
+    /// MAX_STREAM_DATA: one stream's flow-control limit.
+    pub const MAX_STREAM_DATA: u8 = 0x0a;
+    /// MAX_STREAMS: how many streams the peer may open.
+    pub const MAX_STREAMS: u8 = 0x0b;
     /// First extension frame type.
     pub const EXTENSION_FIRST: u8 = 0x10;
     /// Last extension frame type.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use plait_proto::path::PathHints;
 use plait_proto::wire::{Frame, Header, frames};
-use plait_proto::{Config, Delivery, Io, PathId, Session, Time, drive};
+use plait_proto::{Config, Delivery, Event, Io, PathId, Session, Time, drive};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -55,6 +55,7 @@ impl Link {
 struct Collector {
     out: Vec<(PathId, Vec<u8>)>,
     delivered: Vec<(Time, Vec<u8>, Delivery)>,
+    events: Vec<Event>,
 }
 
 impl Io for Collector {
@@ -63,6 +64,9 @@ impl Io for Collector {
     }
     fn deliver(&mut self, now: Time, packet: &[u8], info: &Delivery) {
         self.delivered.push((now, packet.to_vec(), *info));
+    }
+    fn event(&mut self, _now: Time, event: Event) {
+        self.events.push(event);
     }
 }
 
@@ -129,6 +133,16 @@ impl Pair {
     /// Drains deliveries the receiving side `dir` (0: at b, from a; 1: at a, from b) made.
     pub fn take_delivered(&mut self, dir: usize) -> Vec<(Time, Vec<u8>, Delivery)> {
         std::mem::take(&mut self.io[1 - dir].delivered)
+    }
+
+    /// Drains the events side `side` (0: a, 1: b) reported.
+    pub fn take_events(&mut self, side: usize) -> Vec<Event> {
+        std::mem::take(&mut self.io[side].events)
+    }
+
+    /// Drives both sessions now (after a test fed them input directly).
+    pub fn drive_now(&mut self) {
+        self.drive_both();
     }
 
     /// Bytes delivered over each path in direction `dir`.

@@ -318,6 +318,7 @@ fn engine(f: EngineFile) -> EngineSettings {
         reorder: f.reorder.map_or(d.reorder, |r| r.0),
         max_hold: f.max_hold_ms.map_or(d.max_hold, |ms| ms.0),
         repair: f.repair.unwrap_or(d.repair),
+        congestion: f.congestion.map_or(d.congestion, |c| c.0),
     }
 }
 

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, FileName, HoldMs, IfName, KeyText, Label, MAX_NAME, PathMtu, PortAddr, RateMbit,
-    ReorderName, SchedulerName, ServerAddr, TunMtu,
+    BindAddr, CongestionName, FileName, HoldMs, IfName, KeyText, Label, MAX_NAME, PathMtu,
+    PortAddr, RateMbit, ReorderName, SchedulerName, ServerAddr, TunMtu,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -93,6 +93,7 @@ pub(super) struct EngineFile {
     pub(super) reorder: Option<ReorderName>,
     pub(super) max_hold_ms: Option<HoldMs>,
     pub(super) repair: Option<bool>,
+    pub(super) congestion: Option<CongestionName>,
 }
 
 /// `status_socket`'s default depends on the role.

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ipnet::IpNet;
+use plait_proto::cc::CongestionKind;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use serde::de::{Deserialize, Deserializer, Error};
@@ -248,6 +249,16 @@ value! {
         SchedulerKind::from_name(&name).ok_or_else(|| {
             let names: Vec<&str> = SchedulerKind::ALL.iter().map(|k| k.name()).collect();
             format!("unknown scheduler `{name}`; one of: {}", names.join(", "))
+        })
+    }
+}
+
+value! {
+    /// A congestion controller, by name.
+    CongestionName(CongestionKind) from String = |name| {
+        CongestionKind::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = CongestionKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown congestion controller `{name}`; one of: {}", names.join(", "))
         })
     }
 }

@@ -552,6 +552,9 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
             } => {
                 info!(by_peer, code, reason, "engine session closed");
             }
+            // The tunnel carries packet mode only: no stream is ever opened, and a peer's
+            // stream would have to be served by stream mode, which this build lacks.
+            Event::Stream(e) => debug!(?e, "stream event ignored (packet mode)"),
         }
     }
 }

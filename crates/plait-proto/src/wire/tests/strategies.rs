@@ -61,6 +61,35 @@ pub(super) enum OwnedFrame {
         body: Vec<u8>,
     },
     Padding(usize),
+    Stream {
+        stream_id: u64,
+        offset: u64,
+        fin: bool,
+        data: Vec<u8>,
+        to_end: bool,
+    },
+    StreamControl(StreamControlRepr),
+}
+
+impl OwnedFrame {
+    fn stream_repr(&self) -> Option<StreamRepr<'_>> {
+        match self {
+            OwnedFrame::Stream {
+                stream_id,
+                offset,
+                fin,
+                data,
+                to_end,
+            } => Some(StreamRepr {
+                stream_id: *stream_id,
+                offset: *offset,
+                fin: *fin,
+                data,
+                to_end: *to_end,
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl OwnedFrame {
@@ -92,6 +121,8 @@ impl OwnedFrame {
             }
             .encoded_len(),
             OwnedFrame::Padding(len) => *len,
+            OwnedFrame::Stream { .. } => self.stream_repr().map_or(0, |r| r.encoded_len()),
+            OwnedFrame::StreamControl(c) => c.encoded_len(),
         }
     }
 
@@ -132,6 +163,11 @@ impl OwnedFrame {
             }
             .encode(w),
             OwnedFrame::Padding(len) => encode_padding(w, *len),
+            OwnedFrame::Stream { .. } => match self.stream_repr() {
+                Some(r) => r.encode(w),
+                None => Ok(()),
+            },
+            OwnedFrame::StreamControl(c) => c.encode(w),
         }
     }
 
@@ -183,6 +219,30 @@ impl OwnedFrame {
                 prop_assert_eq!(*b, &body[..]);
             }
             (OwnedFrame::Padding(_), Frame::Padding) => {}
+            (
+                OwnedFrame::Stream {
+                    stream_id,
+                    offset,
+                    fin,
+                    data,
+                    ..
+                },
+                Frame::Stream(f),
+            ) => {
+                prop_assert_eq!(f.stream_id, *stream_id);
+                prop_assert_eq!(f.offset, *offset);
+                prop_assert_eq!(f.fin, *fin);
+                prop_assert_eq!(f.data, &data[..]);
+            }
+            (OwnedFrame::StreamControl(c), got) => {
+                let want = match *c {
+                    StreamControlRepr::ResetStream(r) => Frame::ResetStream(r),
+                    StreamControlRepr::MaxData(m) => Frame::MaxData(m),
+                    StreamControlRepr::MaxStreamData(m) => Frame::MaxStreamData(m),
+                    StreamControlRepr::MaxStreams(m) => Frame::MaxStreams(m),
+                };
+                prop_assert_eq!(*got, want);
+            }
             (want, got) => prop_assert!(false, "encoded {want:?}, decoded {got:?}"),
         }
         Ok(())
@@ -265,6 +325,42 @@ fn data(to_end: bool) -> impl Strategy<Value = OwnedFrame> {
     )
 }
 
+fn stream(to_end: bool) -> impl Strategy<Value = OwnedFrame> {
+    let offset = prop_oneof![0u64..100_000, 0..=(MAX_STREAM_OFFSET - 64)];
+    (
+        0..=VARINT_MAX,
+        offset,
+        any::<bool>(),
+        vec(any::<u8>(), 0..64),
+    )
+        .prop_map(move |(stream_id, offset, fin, data)| OwnedFrame::Stream {
+            stream_id,
+            offset,
+            fin,
+            data,
+            to_end,
+        })
+}
+
+fn stream_control() -> impl Strategy<Value = OwnedFrame> {
+    let v = || prop_oneof![0u64..1000, 0..=VARINT_MAX];
+    prop_oneof![
+        (v(), v(), v()).prop_map(|(stream_id, error_code, final_size)| {
+            StreamControlRepr::ResetStream(ResetStreamFrame {
+                stream_id,
+                error_code,
+                final_size,
+            })
+        }),
+        v().prop_map(StreamControlRepr::MaxData),
+        (v(), v()).prop_map(|(stream_id, maximum)| {
+            StreamControlRepr::MaxStreamData(MaxStreamDataFrame { stream_id, maximum })
+        }),
+        v().prop_map(StreamControlRepr::MaxStreams),
+    ]
+    .prop_map(OwnedFrame::StreamControl)
+}
+
 /// Frames that may stand anywhere in a datagram.
 pub(super) fn middle_frame() -> impl Strategy<Value = OwnedFrame> {
     prop_oneof![
@@ -282,12 +378,18 @@ pub(super) fn middle_frame() -> impl Strategy<Value = OwnedFrame> {
             .prop_map(|(error_code, reason)| OwnedFrame::Close { error_code, reason }),
         (0x10u8..=0x3f, vec(any::<u8>(), 0..40))
             .prop_map(|(frame_type, body)| OwnedFrame::Extension { frame_type, body }),
+        stream(false),
+        stream_control(),
     ]
 }
 
 /// Frames that run to the end of the datagram.
 fn last_frame() -> impl Strategy<Value = OwnedFrame> {
-    prop_oneof![data(true), (1usize..40).prop_map(OwnedFrame::Padding)]
+    prop_oneof![
+        data(true),
+        stream(true),
+        (1usize..40).prop_map(OwnedFrame::Padding)
+    ]
 }
 
 pub(super) fn header() -> impl Strategy<Value = Header> {

@@ -1,0 +1,91 @@
+//! Building datagrams of stream frames (docs/protocol.md#stream-scheduling).
+//!
+//! Stream data goes only where a path's congestion window has room for a full datagram
+//! and its pacer lets it go (seed mHIP §III-B: a path is eligible while its window is not
+//! full); among those, the path with the smallest smoothed RTT carries it (the earliest
+//! arrival when windows keep queues short; MPTCP's default rule). Lost bytes go first, on
+//! whichever path is chosen now (seed ETOM §IV-B: the tunnel retransmits, not the path
+//! that lost them). Control frames (flow-control updates, resets) ride along, or go alone
+//! where ACKs go when no window has room.
+//!
+//! Invariant: a datagram carrying stream frames is marked reliable on its path, and the
+//! stream table records what it carried under its path sequence number, so its fate
+//! reaches the streams exactly once.
+
+use super::{Session, Transmit};
+use crate::ids::PathId;
+use crate::sched::{PacketMeta, Scheduler};
+use crate::time::Time;
+use crate::wire::Writer;
+
+/// Room kept for piggybacked ACK frames in a stream datagram.
+const ACK_ROOM: usize = 128;
+
+impl Session {
+    /// The path for the next stream datagram, if any has window and pacing room now;
+    /// otherwise notes when the pacer next allows one.
+    fn stream_path(&mut self, now: Time) -> Option<PathId> {
+        let size = self.config.max_datagram_size as u64;
+        let mut best = None;
+        let mut earliest: Option<Time> = None;
+        for slot in self.paths.iter().flatten() {
+            let p = &slot.tx;
+            if !p.state().is_usable() || !p.congestion().has_room(p.bytes_in_flight(), size) {
+                continue;
+            }
+            let release = p.pacing_release(now, size);
+            if release > now {
+                earliest = Some(earliest.map_or(release, |e| e.min(release)));
+                continue;
+            }
+            let srtt = p.rtt().srtt().unwrap_or(std::time::Duration::MAX);
+            if best.is_none_or(|(b, _)| srtt < b) {
+                best = Some((srtt, p.id()));
+            }
+        }
+        if best.is_none() {
+            self.stream_pace_until = earliest;
+        }
+        best.map(|(_, id)| id)
+    }
+
+    /// A datagram of stream frames, if the streams have something the paths can take.
+    pub(super) fn transmit_stream(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        self.stream_pace_until = None;
+        if !self.streams.wants_to_send() {
+            return None;
+        }
+        let (path, data) = match self.stream_path(now) {
+            Some(p) => (p, true),
+            None if self.streams.has_control_due() => (self.ack_path(now)?, false),
+            None => return None,
+        };
+        let seq = self.slot(path)?.tx.next_seq();
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        let room = w.remaining().min(ACK_ROOM);
+        self.write_acks(now, &mut w, room, false);
+        let mut sent = Vec::new();
+        self.streams.write_frames(&mut w, data, &mut sent);
+        if sent.is_empty() {
+            // Nothing fitted (cannot happen with a datagram of at least 576 bytes); the
+            // ACKs written are still worth sending.
+            if w.len() <= crate::wire::HEADER_LEN {
+                return None;
+            }
+        }
+        let len = w.len();
+        let meta = PacketMeta {
+            global_seq: self.next_global,
+            len,
+            arrival: now,
+            control: true,
+        };
+        self.scheduler.on_sent(now, path, &meta);
+        let slot = self.slot_mut(path)?;
+        let seq = slot.tx.on_sent(now, len, !sent.is_empty(), None, None);
+        slot.tx.mark_reliable(seq);
+        self.streams.on_datagram_sent(path, seq, sent);
+        Some(Transmit { path, len })
+    }
+}
