@@ -92,6 +92,13 @@ impl App {
         }
         let session = if side == 0 { &mut pair.a } else { &mut pair.b };
         self.buf.resize(64 << 10, 0);
+        // The peer says nothing back on our streams: read their empty replies to the end,
+        // as an application must before a stream is forgotten.
+        for id in self.writing.keys() {
+            if let Ok(r) = session.stream_read(now, *id, &mut self.buf) {
+                assert_eq!(r.len, 0, "no reply bytes on {id}");
+            }
+        }
         for (id, (read, fin, n)) in self.reading.iter_mut() {
             while !*fin {
                 let r = session.stream_read(now, *id, &mut self.buf).expect("read");

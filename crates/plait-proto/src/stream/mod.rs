@@ -425,7 +425,10 @@ impl Streams {
         let len = s.recv.peek(buf);
         s.recv.consume(len as u64);
         s.readable_signalled = false;
-        let fin = s.recv.is_done();
+        let fin = s.recv.at_end();
+        if fin {
+            s.recv.mark_fin_read();
+        }
         self.recv_consumed += len as u64;
         self.stats.bytes_read += len as u64;
         // Stream window: advertise more once half of it is used (auto-tuned: if the last
@@ -916,5 +919,7 @@ fn parse_request_len(head: &[u8]) -> Option<Result<(usize, usize), ()>> {
     }
 }
 
+#[cfg(test)]
+mod streams_proptest;
 #[cfg(test)]
 mod tests;

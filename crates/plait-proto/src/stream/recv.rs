@@ -33,6 +33,8 @@ pub struct RecvHalf {
     /// The limit this end advertised (MAX_STREAM_DATA).
     max_data: u64,
     final_size: Option<u64>,
+    /// The application was told the end (a read returned `fin`).
+    fin_read: bool,
 }
 
 impl RecvHalf {
@@ -45,6 +47,7 @@ impl RecvHalf {
             highest: 0,
             max_data,
             final_size: None,
+            fin_read: false,
         }
     }
 
@@ -90,9 +93,20 @@ impl RecvHalf {
         })
     }
 
-    /// Whether the application read everything, the end included.
+    /// Whether the application read everything and was told the end: only then may the
+    /// stream be forgotten.
     pub fn is_done(&self) -> bool {
+        self.fin_read
+    }
+
+    /// Whether every byte up to the final size has been read (the next read says `fin`).
+    pub fn at_end(&self) -> bool {
         self.final_size == Some(self.read)
+    }
+
+    /// The application was told the end.
+    pub fn mark_fin_read(&mut self) {
+        self.fin_read = true;
     }
 
     /// The read offset.
@@ -225,7 +239,7 @@ mod tests {
         assert_eq!(read_all(&mut r), b"abcdefghij");
         assert_eq!(r.on_data(8, b"ijKL", true), Ok(2));
         assert_eq!(read_all(&mut r), b"KL");
-        assert!(r.is_done());
+        assert!(r.at_end());
         assert_eq!(r.buffered(), 0);
     }
 

@@ -175,14 +175,18 @@ fn late_frames_for_closed_streams_are_ignored() {
     let mut buf = [0u8; 8];
     b.read(Time::ZERO, id, &mut buf, Duration::ZERO).unwrap();
     deliver(&mut b, &mut a).unwrap();
+    let r = a.read(Time::ZERO, id, &mut buf, Duration::ZERO).unwrap();
+    assert_eq!((r.len, r.fin), (0, true));
     // Nothing acknowledged b's FIN, so b keeps the stream; a read b's end and forgets it
     // once its own FIN is acknowledged: simulate by acking everything a sent.
     let keys: Vec<_> = a.in_flight.keys().copied().collect();
     for (p, s) in keys {
         a.on_datagram_acked(PathId(p), s);
     }
-    // A retransmission of the first frame arrives late at a closed stream of b's peer:
-    assert_eq!(a.on_stream_frame(&frame(0, 0, &opening(b""), true)), Ok(()));
+    assert_eq!(a.stats().open, 0, "a forgot the stream");
+    // A late copy of b's FIN arrives at a, whose stream is closed: ignored.
+    assert_eq!(a.on_stream_frame(&frame(0, 0, b"", true)), Ok(()));
+    assert_eq!(a.stats().open, 0);
 }
 
 #[test]
