@@ -291,3 +291,30 @@ fn same_seed_same_bytes_on_the_wire() {
     };
     assert_eq!(trace(), trace());
 }
+
+#[test]
+fn every_congestion_controller_delivers_over_unequal_paths() {
+    // The first test's paths, under each controller: correctness asserted, goodput reported
+    // (`cargo test -p plait-proto --release --test streams every_congestion -- --nocapture`).
+    for kind in plait_proto::cc::CongestionKind::ALL {
+        let paths = [link(16.0, 10, 0.0), link(4.0, 30, 0.02), link(2.0, 50, 0.0)];
+        let (mut a, mut b) = configs();
+        a.congestion = *kind;
+        b.congestion = *kind;
+        let mut pair = Pair::new(a, b, &paths, &[], 5);
+        let mut apps = [App::default(), App::default()];
+        let total = 4 << 20;
+        apps[0].open(0, &mut pair, 1, total);
+        let finished = run(&mut pair, &mut apps, Time::from_millis(60_000));
+        let (read, fin, _) = apps[1].reading.values().next().copied().expect("opened");
+        assert_eq!((read, fin), (total, true), "{}", kind.name());
+        let secs = finished.as_nanos() as f64 / 1e9;
+        let goodput = total as f64 * 8.0 / secs / 1e6;
+        eprintln!(
+            "{:8} 4 MiB in {secs:.2} s: {goodput:.2} Mbit/s ({:.2} of 22), retransmitted {} B",
+            kind.name(),
+            goodput / 22.0,
+            pair.a.stream_stats().bytes_retransmitted
+        );
+    }
+}
