@@ -318,3 +318,41 @@ fn every_congestion_controller_delivers_over_unequal_paths() {
         );
     }
 }
+
+#[test]
+fn a_path_that_dies_both_ways_and_returns_is_used_again() {
+    let paths = [link(20.0, 10, 0.0), link(10.0, 50, 0.0)];
+    let (a, b) = configs();
+    let mut pair = Pair::new(a, b, &paths, &[], 6);
+    let mut apps = [App::default(), App::default()];
+    apps[0].open(0, &mut pair, 1, 1 << 40);
+    let mut delivered = Vec::new();
+    for step in 1..=80u64 {
+        if step == 20 {
+            pair.blackhole[0][0] = true;
+            pair.blackhole[1][0] = true;
+        }
+        if step == 40 {
+            pair.blackhole[0][0] = false;
+            pair.blackhole[1][0] = false;
+        }
+        run(&mut pair, &mut apps, Time::from_millis(step * 100));
+        let read: u64 = apps[1].reading.values().map(|r| r.0).sum();
+        let cc = pair.a.path_congestion(plait_proto::PathId(0)).unwrap();
+        let view = &pair.a.path_views()[0];
+        eprintln!(
+            "{:.1} s read {read} window {} in flight {} state {:?} srtt {:?}",
+            step as f64 / 10.0,
+            cc.window,
+            cc.bytes_in_flight,
+            view.state,
+            view.srtt
+        );
+        delivered.push(read);
+    }
+    let rate = |from: usize, to: usize| (delivered[to] - delivered[from]) as f64 * 8.0 / ((to - from) as f64 / 10.0) / 1e6;
+    let (before, during, after) = (rate(10, 19), rate(25, 39), rate(60, 79));
+    eprintln!("Mbit/s before {before:.1}, blackhole {during:.1}, after {after:.1}");
+    assert!(during > 0.8 * 10.0 * 0.9, "the live path carries on: {during:.1}");
+    assert!(after > before * 0.9, "the returned path is used again: {after:.1} vs {before:.1}");
+}

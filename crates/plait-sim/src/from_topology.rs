@@ -33,7 +33,7 @@ use crate::scenario::{
 pub const WIRE_PACKET_BYTES: f64 = 1500.0;
 
 /// The rows every topology file runs: (name, mode, scheduler, repair).
-pub const RUNS: [(&str, Mode, Option<&str>, bool); 5] = [
+pub const RUNS: [(&str, Mode, Option<&str>, bool); 6] = [
     ("one TCP flow per path", Mode::Mtcp, None, false),
     ("plait", Mode::Plait, Some("plait"), false),
     ("plait + repair", Mode::Plait, Some("plait"), true),
@@ -44,6 +44,7 @@ pub const RUNS: [(&str, Mode, Option<&str>, bool); 5] = [
         Some("mptcp"),
         false,
     ),
+    ("plait streams", Mode::PlaitStream, None, false),
 ];
 
 /// Whether a TOML document is a topology file (its paths are `[[path]]`) rather than a
@@ -126,6 +127,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                 perfect_knowledge: false,
                 repair: scheduler.map(|_| repair),
                 min_pair_bytes: None,
+            congestion: None,
                 paper_kbps: None,
                 note: None,
             })

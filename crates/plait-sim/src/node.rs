@@ -19,7 +19,7 @@ mod sink;
 mod tcp_nodes;
 
 pub use cbr::{CbrSource, OnOffSource};
-pub use plait_gateway::{GatewayStats, PlaitGateway};
+pub use plait_gateway::{GatewayStats, PlaitGateway, StreamApp};
 pub use sink::CountingSink;
 pub use tcp_nodes::{TcpReceiver, TcpSender};
 

@@ -80,6 +80,20 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
     }
     let (mut in_order, mut received) = (0u64, 0u64);
     let mut series: Vec<u64> = Vec::new();
+    if let Some(Node::Plait(g)) = h.stream_sink.map(|n| world.node(n))
+        && let Some(crate::node::StreamApp::Sink { bytes, bins, .. }) = g.app()
+    {
+        // The split connection: what the mobile host's application read in order.
+        in_order = *bytes;
+        received = *bytes;
+        series.clone_from(bins);
+        // The peer's retransmissions, in the main flow's segments.
+        if let Some((gp, _)) = h.gateways
+            && let Node::Plait(p) = world.node(gp)
+        {
+            retransmissions = p.session().stream_stats().bytes_retransmitted / payload.max(1);
+        }
+    }
     for r in &h.receivers {
         if let Node::TcpReceiver(n) = world.node(*r) {
             let st = n.sink().stats();

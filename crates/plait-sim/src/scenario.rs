@@ -267,6 +267,10 @@ pub struct RunSpec {
     /// every pair).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_pair_bytes: Option<usize>,
+    /// Per-path congestion controller of the streams (mode `plait-stream`); absent: the
+    /// engine's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
     /// The paper's value for this row (kbit/s), for the reproduction table.
     #[serde(default)]
     pub paper_kbps: Option<f64>,
@@ -293,7 +297,11 @@ impl RunSpec {
                 .unwrap_or(d.reorder),
             repair: self.repair.unwrap_or(d.repair),
             max_hold: d.max_hold,
-            congestion: d.congestion,
+            congestion: self
+                .congestion
+                .as_deref()
+                .and_then(plait_proto::cc::CongestionKind::from_name)
+                .unwrap_or(d.congestion),
         }
     }
 }
@@ -308,6 +316,17 @@ pub enum Mode {
     Asi,
     /// One TCP flow through two plait engines (proxy and mobile host).
     Plait,
+    /// The split connection (seed ETOM §IV-B): the transfer's TCP ends at the proxy's
+    /// engine, whose application writes it into one engine stream that the mobile host's
+    /// engine reads; each path under its own congestion controller.
+    PlaitStream,
+}
+
+impl Mode {
+    /// Whether the run goes through plait engines.
+    pub fn uses_plait(self) -> bool {
+        matches!(self, Mode::Plait | Mode::PlaitStream)
+    }
 }
 
 /// A scenario the simulator cannot run; names the field.
@@ -448,7 +467,21 @@ impl Scenario {
             return Err(invalid("runs", "give at least one run"));
         }
         for (i, r) in self.runs.iter().enumerate() {
-            if r.mode == Mode::Plait {
+            if let Some(cc) = r.congestion.as_deref() {
+                if r.mode != Mode::PlaitStream {
+                    return Err(invalid(
+                        format!("runs[{i}].congestion"),
+                        "congestion applies only to mode = \"plait-stream\"",
+                    ));
+                }
+                if plait_proto::cc::CongestionKind::from_name(cc).is_none() {
+                    return Err(invalid(
+                        format!("runs[{i}].congestion"),
+                        format!("unknown congestion controller {cc:?}"),
+                    ));
+                }
+            }
+            if r.mode.uses_plait() {
                 if let Some(sched) = r.scheduler.as_deref()
                     && plait_proto::sched::SchedulerKind::from_name(sched).is_none()
                 {
@@ -472,7 +505,7 @@ impl Scenario {
             {
                 return Err(invalid(
                     format!("runs[{i}]"),
-                    "scheduler, reorder, repair and min_pair_bytes apply only to mode = \"plait\"",
+                    "scheduler, reorder, repair and min_pair_bytes apply only to modes \"plait\" and \"plait-stream\"",
                 ));
             }
         }

@@ -44,6 +44,7 @@ pub fn variants(
             perfect_knowledge: false,
             repair: None,
             min_pair_bytes: None,
+            congestion: None,
             paper_kbps: None,
             note: None,
         }];
@@ -55,6 +56,7 @@ pub fn variants(
             perfect_knowledge: false,
             repair: Some(false),
             min_pair_bytes: None,
+            congestion: None,
             paper_kbps: None,
             note: None,
         }));
@@ -67,6 +69,7 @@ pub fn variants(
             perfect_knowledge: false,
             repair: Some(true),
             min_pair_bytes: None,
+            congestion: None,
             paper_kbps: None,
             note: None,
         });

@@ -22,7 +22,7 @@ use plait_proto::{Config, PathId, Session, Time};
 
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
 use crate::node::{
-    CbrSource, CountingSink, Node, OnOffSource, PlaitGateway, TcpReceiver, TcpSender,
+    CbrSource, CountingSink, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
@@ -48,6 +48,8 @@ pub struct Handles {
     pub wireless_down: Vec<LinkId>,
     /// When the main flow starts (the per-seed start jitter).
     pub main_start: Time,
+    /// Mode `plait-stream`: the gateway whose application reads the transfer.
+    pub stream_sink: Option<NodeId>,
 }
 
 /// Derives a component seed from the run seed (SplitMix64 of both).
@@ -273,6 +275,42 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             h.path_flows = down_flows;
             h.gateways = Some((gp, gm));
         }
+        Mode::PlaitStream => {
+            let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let (proxy_session, mh_session) = sessions(scenario, run, seed);
+            let source = StreamApp::Source {
+                start: main_start,
+                stream: None,
+            };
+            let sink = StreamApp::Sink {
+                bytes: 0,
+                bins: Vec::new(),
+                bin: Duration::from_secs_f64(scenario.bin_s),
+                open: Vec::new(),
+            };
+            let gp = world.add_node(Node::Plait(Box::new(
+                PlaitGateway::new(proxy_session, down_flows.clone(), scenario.outer_header_bytes)
+                    .with_app(source),
+            )));
+            let gm = world.add_node(Node::Plait(Box::new(
+                PlaitGateway::new(mh_session, up_flows.clone(), scenario.outer_header_bytes)
+                    .with_app(sink),
+            )));
+            for (i, l) in links.iter().enumerate() {
+                world.set_route(
+                    down_flows[i],
+                    vec![Hop::Link(l.to_bs), Hop::Link(l.down), Hop::Node(gm)],
+                );
+                world.set_route(
+                    up_flows[i],
+                    vec![Hop::Link(l.up), Hop::Link(l.from_bs), Hop::Node(gp)],
+                );
+            }
+            h.path_flows = down_flows;
+            h.gateways = Some((gp, gm));
+            h.stream_sink = Some(gm);
+        }
     }
 
     for (i, (p, l)) in paths.iter().zip(&links).enumerate() {
@@ -325,7 +363,14 @@ fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session)
     let settings = run.engine_settings();
     let inner_max = scenario.tcp.packet_size + TCP_HEADER;
     let make = |component: u64| {
+        // The mobile host starts the session (the tunnel's client), the proxy answers.
+        let side = if component == 2 {
+            plait_proto::Side::Client
+        } else {
+            plait_proto::Side::Server
+        };
         let config = Config {
+            side,
             trust_hints: run.perfect_knowledge,
             min_pair_bytes: run
                 .min_pair_bytes

@@ -244,6 +244,23 @@ impl CongestionController for AnyController {
     }
 }
 
+/// One path's congestion state as a driver shows it (status, metrics).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CongestionView {
+    /// The controller's name.
+    pub controller: &'static str,
+    /// Its window, bytes.
+    pub window: u64,
+    /// Bytes in flight on the path.
+    pub bytes_in_flight: u64,
+    /// The pacing rate, bytes per second (`None` before an RTT sample).
+    pub pacing_rate: Option<f64>,
+    /// Window cuts so far.
+    pub congestion_events: u64,
+    /// Cuts undone as spurious.
+    pub undone: u64,
+}
+
 /// A path's congestion state: its controller, the recovery period, the undo record and
 /// the pacer (see the module docs).
 #[derive(Clone, Debug)]

@@ -352,7 +352,10 @@ impl Path {
                     let pkt = *p;
                     self.on_newly_acked(now, &pkt, was_lost);
                     out.newly_acked += 1;
-                    if pkt.ack_eliciting && !self.cc.in_recovery(pkt.sent) {
+                    if pkt.ack_eliciting
+                        && pkt.probe_id.is_none()
+                        && !self.cc.in_recovery(pkt.sent)
+                    {
                         cc_bytes += u64::from(pkt.len);
                         cc_limited |= pkt.cwnd_limited;
                     }
@@ -558,7 +561,11 @@ impl Path {
                     lost_bytes += u64::from(p.len);
                 }
                 lost += 1;
-                youngest_lost = Some(p.sent);
+                // A lost probe says the path is silent (liveness judges that), not that
+                // the sender overran it: probes are not congestion signals.
+                if p.probe_id.is_none() {
+                    youngest_lost = Some(p.sent);
+                }
                 if p.reliable {
                     self.resolved.push((p.seq, false));
                 }
@@ -571,6 +578,7 @@ impl Path {
         self.stats.lost += lost;
         if let Some(sent) = youngest_lost {
             let n = u32::try_from(lost).unwrap_or(u32::MAX);
+            // (`n` counts lost probes too; only the undo bookkeeping uses it.)
             self.cc.on_lost(now, n, sent, coupling);
         }
         if lost > 0 {

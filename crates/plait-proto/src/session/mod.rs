@@ -328,6 +328,21 @@ impl Session {
         self.slot(id).map(|s| *s.tx.stats())
     }
 
+    /// One path's congestion window, bytes in flight and pacing rate.
+    pub fn path_congestion(&self, id: PathId) -> Option<crate::cc::CongestionView> {
+        let tx = &self.slot(id)?.tx;
+        let cc = tx.congestion();
+        let (congestion_events, undone) = cc.counters();
+        Some(crate::cc::CongestionView {
+            controller: cc.name(),
+            window: cc.window(),
+            bytes_in_flight: tx.bytes_in_flight(),
+            pacing_rate: cc.pacing_rate(tx.rtt().srtt()),
+            congestion_events,
+            undone,
+        })
+    }
+
     /// The snapshot of every path, as schedulers see it, in `PathId` order.
     pub fn path_views(&self) -> Vec<PathView> {
         let (floor, trusted) = (self.owd_floor(), self.trusted_delay_floor());

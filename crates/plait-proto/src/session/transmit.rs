@@ -531,6 +531,24 @@ impl Session {
     /// else the first path.
     pub(super) fn ack_path(&mut self, now: Time) -> Option<PathId> {
         const ACK_DATAGRAM_ESTIMATE: usize = 64;
+        if self.streams.ever_used() {
+            // A session carrying streams sends an ACK-only datagram on the path whose ACK is
+            // due first: each path's feedback returns over that path, so a path that dies
+            // both ways takes only its own feedback with it. (The one-path-for-all rule
+            // below sent every ACK of a one-way stream transfer over the fastest path; when
+            // that path went dark, the other paths' senders heard nothing and judged them
+            // down too.)
+            let (every, delay) = (self.config.ack_every, self.config.max_ack_delay);
+            let due_first = self
+                .paths
+                .iter()
+                .flatten()
+                .filter_map(|s| s.rx.ack_deadline(every, delay).map(|t| (t, s.tx.id())))
+                .min();
+            if let Some((_, path)) = due_first {
+                return Some(path);
+            }
+        }
         self.refresh_views();
         let meta = PacketMeta {
             global_seq: self.next_global,

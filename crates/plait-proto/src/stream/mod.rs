@@ -291,6 +291,11 @@ impl Streams {
         }
     }
 
+    /// Whether any stream was ever opened on this session (by either end).
+    pub fn ever_used(&self) -> bool {
+        self.opened_local + self.opened_remote > 0
+    }
+
     /// Bytes held by all streams: written and unacknowledged, arrived and unread.
     pub fn buffered(&self) -> (u64, u64) {
         let recv = self.map.values().map(|s| s.recv.buffered()).sum();
