@@ -350,9 +350,17 @@ fn a_path_that_dies_both_ways_and_returns_is_used_again() {
         );
         delivered.push(read);
     }
-    let rate = |from: usize, to: usize| (delivered[to] - delivered[from]) as f64 * 8.0 / ((to - from) as f64 / 10.0) / 1e6;
+    let rate = |from: usize, to: usize| {
+        (delivered[to] - delivered[from]) as f64 * 8.0 / ((to - from) as f64 / 10.0) / 1e6
+    };
     let (before, during, after) = (rate(10, 19), rate(25, 39), rate(60, 79));
     eprintln!("Mbit/s before {before:.1}, blackhole {during:.1}, after {after:.1}");
-    assert!(during > 0.8 * 10.0 * 0.9, "the live path carries on: {during:.1}");
-    assert!(after > before * 0.9, "the returned path is used again: {after:.1} vs {before:.1}");
+    assert!(
+        during > 0.8 * 10.0 * 0.9,
+        "the live path carries on: {during:.1}"
+    );
+    assert!(
+        after > before * 0.9,
+        "the returned path is used again: {after:.1} vs {before:.1}"
+    );
 }

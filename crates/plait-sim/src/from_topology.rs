@@ -127,7 +127,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                 perfect_knowledge: false,
                 repair: scheduler.map(|_| repair),
                 min_pair_bytes: None,
-            congestion: None,
+                congestion: None,
                 paper_kbps: None,
                 note: None,
             })

@@ -290,8 +290,12 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 open: Vec::new(),
             };
             let gp = world.add_node(Node::Plait(Box::new(
-                PlaitGateway::new(proxy_session, down_flows.clone(), scenario.outer_header_bytes)
-                    .with_app(source),
+                PlaitGateway::new(
+                    proxy_session,
+                    down_flows.clone(),
+                    scenario.outer_header_bytes,
+                )
+                .with_app(source),
             )));
             let gm = world.add_node(Node::Plait(Box::new(
                 PlaitGateway::new(mh_session, up_flows.clone(), scenario.outer_header_bytes)

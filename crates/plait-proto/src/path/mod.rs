@@ -352,9 +352,7 @@ impl Path {
                     let pkt = *p;
                     self.on_newly_acked(now, &pkt, was_lost);
                     out.newly_acked += 1;
-                    if pkt.ack_eliciting
-                        && pkt.probe_id.is_none()
-                        && !self.cc.in_recovery(pkt.sent)
+                    if pkt.ack_eliciting && pkt.probe_id.is_none() && !self.cc.in_recovery(pkt.sent)
                     {
                         cc_bytes += u64::from(pkt.len);
                         cc_limited |= pkt.cwnd_limited;

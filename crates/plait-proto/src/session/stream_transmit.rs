@@ -57,7 +57,16 @@ impl Session {
         }
         let (path, data) = match self.stream_path(now) {
             Some(p) => (p, true),
-            None if self.streams.has_control_due() => (self.ack_path(now)?, false),
+            // Control frames with no window room go where ACKs go, but only on a usable
+            // path: one sent on a path that is down would never be resolved (acknowledged or
+            // declared lost) and so never sent again.
+            None if self.streams.has_control_due() => {
+                let path = self.ack_path(now)?;
+                if !self.slot(path)?.tx.state().is_usable() {
+                    return None;
+                }
+                (path, false)
+            }
             None => return None,
         };
         let seq = self.slot(path)?.tx.next_seq();

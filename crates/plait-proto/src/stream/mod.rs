@@ -216,6 +216,9 @@ struct Stream {
     local_reset: Option<LocalReset>,
     /// The peer's RESET_STREAM arrived.
     peer_reset: bool,
+    /// This end's direction was finished and entirely acknowledged when it reset: the peer
+    /// may have forgotten the stream already and will not answer the reset.
+    sent_all_before_reset: bool,
 }
 
 /// The session's streams (see the module docs).
@@ -314,6 +317,7 @@ impl Streams {
             finished_signalled: false,
             local_reset: None,
             peer_reset: false,
+            sent_all_before_reset: false,
         }
     }
 
@@ -407,11 +411,39 @@ impl Streams {
         // The final size is what was sent: bytes written but never sent are dropped.
         let final_size = s.send.sent_end();
         s.local_reset = Some(LocalReset::Due { code, final_size });
+        s.sent_all_before_reset = s.send.is_done();
         self.send_buffered -= s.send.buffered();
         s.send = SendHalf::new(0);
         self.recv_consumed += s.recv.abandon(None);
         s.max_stream_data_due = false;
         self.control_due.insert(id);
+        self.credit_session();
+        self.wake_writers();
+    }
+
+    /// Advertises more session credit once half the session window is used: called
+    /// wherever consumed credit grows (reads, resets, open requests), so credit freed
+    /// without a read is never left unadvertised.
+    fn credit_session(&mut self) {
+        if self.recv_max_data.saturating_sub(self.recv_consumed) < self.recv_window / 2 {
+            self.recv_max_data = self.recv_consumed + self.recv_window;
+            self.max_data_due = true;
+        }
+    }
+
+    /// Room freed in the session's send buffer: every stream whose write was refused and
+    /// that has room now is told so.
+    fn wake_writers(&mut self) {
+        if self.send_buffered >= self.limits.session_send_buffer {
+            return;
+        }
+        let per_stream = self.limits.stream_send_buffer;
+        for (id, s) in self.map.iter_mut() {
+            if s.send.want_writable && s.send.buffered() < per_stream {
+                s.send.want_writable = false;
+                self.events.push_back(StreamEvent::Writable(StreamId(*id)));
+            }
+        }
     }
 
     /// Reads in-order bytes of a stream into `buf`. `rtt` is the session's longest
@@ -460,8 +492,7 @@ impl Streams {
                 self.recv_window = (self.recv_window * 2).min(self.limits.max_session_window);
             }
             self.last_max_data_update = Some(now);
-            self.recv_max_data = self.recv_consumed + self.recv_window;
-            self.max_data_due = true;
+            self.credit_session();
         }
         self.maybe_free(id.0);
         Ok(StreamRead { len, fin })
@@ -513,10 +544,14 @@ impl Streams {
         let end = frame.offset + frame.data.len() as u64;
         if s.local_reset.is_some() || s.peer_reset {
             // Reset: nothing is kept, but the bytes count as received and consumed at once,
-            // so both ends keep the same session-wide credit.
-            let raised = s.recv.skip_to(end.min(s.recv.final_size().unwrap_or(end)));
+            // so both ends keep the same session-wide credit; the limits still hold.
+            let raised = s.recv.skip_to(end).map_err(|v| violation(v, id))?;
             self.recv_highest += raised;
+            if self.recv_highest > self.recv_max_data {
+                return Err(StreamViolation::FlowControl(StreamId(id)));
+            }
             self.recv_consumed += raised;
+            self.credit_session();
             return Ok(());
         }
         let raised = s
@@ -541,6 +576,10 @@ impl Streams {
             let (len, prefix) = match parse_request_len(&head[..got]) {
                 Some(Ok(x)) => x,
                 Some(Err(())) => return Err(StreamViolation::BadOpenRequest(StreamId(id))),
+                // The stream ended inside the request's length field.
+                None if s.recv.is_complete() => {
+                    return Err(StreamViolation::BadOpenRequest(StreamId(id)));
+                }
                 None => return Ok(()),
             };
             if len > MAX_OPEN_REQUEST {
@@ -562,7 +601,11 @@ impl Streams {
                 id: StreamId(id),
                 request,
             });
+            self.credit_session();
         }
+        let Some(s) = self.map.get_mut(&id) else {
+            return Ok(());
+        };
         if (s.recv.readable() > 0 || s.recv.is_complete()) && !s.readable_signalled {
             s.readable_signalled = true;
             self.events.push_back(StreamEvent::Readable(StreamId(id)));
@@ -599,8 +642,10 @@ impl Streams {
         }
         s.peer_reset = true;
         self.recv_consumed += s.recv.abandon(Some(frame.final_size));
-        if s.local_reset.is_none() {
-            if s.announced {
+        let (answer, announced) = (s.local_reset.is_none(), s.announced);
+        self.credit_session();
+        if answer {
+            if announced {
                 self.events.push_back(StreamEvent::Reset {
                     id: StreamId(id),
                     code: frame.error_code,
@@ -648,7 +693,12 @@ impl Streams {
     fn maybe_free(&mut self, id: u64) {
         let done = self.map.get(&id).is_some_and(|s| match s.local_reset {
             None => s.send.is_done() && s.recv.is_done(),
-            Some(LocalReset::Acked) => s.peer_reset,
+            // The peer answers a reset with its own, unless it forgot the stream: it does
+            // so only once it read this end's FIN, and its own final size is known here, so
+            // the credit both ends counted is already equal.
+            Some(LocalReset::Acked) => {
+                s.peer_reset || (s.sent_all_before_reset && s.recv.final_size().is_some())
+            }
             Some(_) => false,
         });
         if done {
@@ -840,6 +890,7 @@ impl Streams {
                 Sent::MaxData | Sent::MaxStreamData(_) | Sent::MaxStreams => {}
             }
         }
+        self.wake_writers();
     }
 
     /// The datagram `seq` on `path` was declared lost (or its path went down): what it
@@ -924,6 +975,8 @@ fn parse_request_len(head: &[u8]) -> Option<Result<(usize, usize), ()>> {
     }
 }
 
+#[cfg(test)]
+mod regression_tests;
 #[cfg(test)]
 mod streams_proptest;
 #[cfg(test)]

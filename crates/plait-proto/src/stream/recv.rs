@@ -190,18 +190,25 @@ impl RecvHalf {
         self.received = RangeSet::default();
         self.highest = to;
         self.read = to;
-        self.max_data = super::super::wire::MAX_STREAM_OFFSET;
+        // The advertised limit stays: a reset stream's late bytes are still bounded by it.
         self.final_size = final_size.or(self.final_size);
         unread
     }
 
     /// Data of an abandoned stream arrived up to `end`: nothing is kept; returns how much
-    /// it raised the highest offset (charged and at once consumed at session level).
-    pub fn skip_to(&mut self, end: u64) -> u64 {
+    /// it raised the highest offset (charged and at once consumed at session level), or
+    /// the violation (beyond the advertised limit or the final size).
+    pub fn skip_to(&mut self, end: u64) -> Result<u64, RecvViolation> {
+        if end > self.max_data {
+            return Err(RecvViolation::FlowControl);
+        }
+        if self.final_size.is_some_and(|f| end > f) {
+            return Err(RecvViolation::FinalSize);
+        }
         let raised = end.saturating_sub(self.highest);
         self.highest += raised;
         self.read = self.highest;
-        raised
+        Ok(raised)
     }
 
     /// A RESET_STREAM names `size` as final: check it against what arrived.
