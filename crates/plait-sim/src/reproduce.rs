@@ -72,6 +72,28 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
                 notes.push(format!("- **{}**: {}", row.run, note.trim()));
             }
         }
+        if result.rows.iter().any(|r| r.friendliness.is_some()) {
+            out.push_str(
+                "\nFriendliness (seed mHIP): the main flow's share of the path it shares with a \
+                 long-lived TCP NewReno flow, over that flow's (both on the wire); 1 is an \
+                 equal share.\n\n| variant | row | competing TCP kb/s | friendliness factor |\n|---|---|---|---|\n",
+            );
+            for row in &result.rows {
+                let (Some(tcp), Some(ff)) = (row.cross_tcp_kbps, row.friendliness) else {
+                    continue;
+                };
+                let variant = if row.variant.is_empty() {
+                    "-"
+                } else {
+                    &row.variant
+                };
+                let _ = writeln!(
+                    out,
+                    "| {variant} | {} | {:.1} ± {:.1} | {:.2} ± {:.2} |",
+                    row.run, tcp.mean, tcp.ci95, ff.mean, ff.ci95
+                );
+            }
+        }
         if !notes.is_empty() {
             let _ = write!(out, "\nNotes:\n\n{}\n", notes.join("\n"));
         }

@@ -45,6 +45,15 @@ pub struct RunResult {
     pub reorder_p50_ms: Option<f64>,
     /// Reorder-buffer holding time, 99th percentile, ms (plait runs).
     pub reorder_p99_ms: Option<f64>,
+    /// Goodput of the long-lived cross-traffic TCP flows, kbit/s (when a path has any):
+    /// the competitor of seed mHIP's friendliness factor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_tcp_kbps: Option<f64>,
+    /// Seed mHIP's friendliness factor: the main flow's kbit/s on the competitor's path
+    /// over the competitor's, both counted on the wire (datagrams with their headers,
+    /// segments with theirs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub friendliness: Option<f64>,
     /// Simulator events processed.
     pub events: u64,
     /// Width of one time bin of the series, s.
@@ -129,6 +138,29 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         _ => &[],
     };
     let (reorder_p50_ms, reorder_p99_ms) = percentiles(held);
+    let cross_tcp_kbps = (!h.cross_tcp_receivers.is_empty()).then(|| {
+        let bytes: u64 = h
+            .cross_tcp_receivers
+            .iter()
+            .filter_map(|r| match world.node(*r) {
+                Node::TcpReceiver(n) => Some(n.sink().stats().delivered_packets * payload),
+                _ => None,
+            })
+            .sum();
+        // Over the whole run: the competitors start at 0.
+        bytes as f64 * 8.0 / 1000.0 / scenario.duration_s
+    });
+    let friendliness = cross_tcp_kbps
+        .zip(h.cross_tcp_path)
+        .and_then(|(tcp, path)| {
+            let wire = tcp * f64::from(scenario.tcp.packet_size + crate::packet::TCP_HEADER)
+                / f64::from(scenario.tcp.packet_size.max(1));
+            let mine = h
+                .path_flows
+                .get(path)
+                .map(|f| world.recorder.total(*f) as f64 * 8.0 / 1000.0 / secs)?;
+            (wire > 0.0).then(|| mine / wire)
+        });
     let reorder_mean_ms = (!held.is_empty())
         .then(|| held.iter().map(|us| f64::from(*us)).sum::<f64>() / held.len() as f64 / 1000.0);
     RunResult {
@@ -143,6 +175,8 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         reorder_mean_ms,
         reorder_p50_ms,
         reorder_p99_ms,
+        cross_tcp_kbps,
+        friendliness,
         events: world.events(),
         bin_s: scenario.bin_s,
         goodput_series_kbps: series.iter().map(|b| per_bin(*b)).collect(),

@@ -195,8 +195,17 @@ pub struct CrossSpec {
     pub ftp: u32,
     /// Web-like on/off flows running the whole time.
     pub web: u32,
+    /// Long-lived TCP flows (the main flow's TCP settings) running the whole time over
+    /// this path's wired and wireless links (the main flow's round trip), competing for
+    /// the wireless one: the competitors of seed mHIP's friendliness tests.
+    /// Their goodput is reported (`cross_tcp_kbps`).
+    pub tcp: u32,
     /// Constant-rate UDP, kbit/s (0: none).
     pub udp_kbps: f64,
+    /// When the UDP starts, s.
+    pub udp_from_s: f64,
+    /// When the UDP stops, s (absent: at the end of the run).
+    pub udp_to_s: Option<f64>,
     /// Web flows: mean "on" time (a page transfer), s. PET-BMP takes its web model from a
     /// reference whose distributions it does not give; these defaults are a classic
     /// page/think-time model: an ~8 kB page then ~5 s of thinking, ~12 kbit/s on average.
@@ -212,7 +221,10 @@ impl Default for CrossSpec {
         CrossSpec {
             ftp: 0,
             web: 0,
+            tcp: 0,
             udp_kbps: 0.0,
+            udp_from_s: 0.0,
+            udp_to_s: None,
             web_on_s: 0.5,
             web_off_s: 5.0,
             web_rate_kbps: 128.0,

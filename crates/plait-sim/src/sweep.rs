@@ -215,6 +215,10 @@ pub struct RowSummary {
     pub reorder_p99_ms: Option<Stat>,
     /// The paper's value, if the scenario gives it.
     pub paper_kbps: Option<f64>,
+    /// Goodput of the long-lived competing TCP flows, kbit/s (scenarios with `cross.tcp`).
+    pub cross_tcp_kbps: Option<Stat>,
+    /// Seed mHIP's friendliness factor (see `RunResult::friendliness`).
+    pub friendliness: Option<Stat>,
 }
 
 /// Everything a sweep produced.
@@ -300,6 +304,8 @@ fn summarise(variant: &str, paper_kbps: Option<f64>, group: &[RunResult]) -> Row
         reorder_p50_ms: opt(&|r| r.reorder_p50_ms),
         reorder_p99_ms: opt(&|r| r.reorder_p99_ms),
         paper_kbps,
+        cross_tcp_kbps: opt(&|r| r.cross_tcp_kbps),
+        friendliness: opt(&|r| r.friendliness),
     }
 }
 

@@ -50,6 +50,10 @@ pub struct Handles {
     pub main_start: Time,
     /// Mode `plait-stream`: the gateway whose application reads the transfer.
     pub stream_sink: Option<NodeId>,
+    /// Receivers of the long-lived cross-traffic TCP flows (`cross.tcp`).
+    pub cross_tcp_receivers: Vec<NodeId>,
+    /// The first path with such a competitor (the friendliness factor's path).
+    pub cross_tcp_path: Option<usize>,
 }
 
 /// Derives a component seed from the run seed (SplitMix64 of both).
@@ -318,7 +322,11 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     }
 
     for (i, (p, l)) in paths.iter().zip(&links).enumerate() {
-        add_cross_traffic(&mut world, &mut flows, p, l, i, duration, &tcp, seed);
+        let receivers = add_cross_traffic(&mut world, &mut flows, p, l, i, duration, &tcp, seed);
+        if !receivers.is_empty() {
+            h.cross_tcp_path.get_or_insert(i);
+        }
+        h.cross_tcp_receivers.extend(receivers);
         add_changes(&mut world, p, l, duration, seed, i);
     }
     (world, h)
@@ -415,8 +423,35 @@ fn add_cross_traffic(
     duration: Time,
     tcp: &TcpConfig,
     seed: u64,
-) {
+) -> Vec<NodeId> {
     let base = 10_000 + 1000 * path as u64;
+    // Long-lived TCP competitors, from the start to the end.
+    let mut receivers = Vec::new();
+    for _ in 0..p.cross.tcp {
+        let data = flows.next();
+        let ack = flows.next();
+        let snd = world.add_node(Node::TcpSender(TcpSender::new(
+            tcp.clone(),
+            data,
+            Time::ZERO,
+        )));
+        let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+            ack,
+            None,
+            Duration::from_secs(1),
+        )));
+        // Through the wired hop too: the competitor's round trip is the main flow's, as
+        // in seed mHIP's Fig. 1 (both 120 ms), so neither gets the larger share by RTT.
+        world.set_route(
+            data,
+            vec![Hop::Link(l.to_bs), Hop::Link(l.down), Hop::Node(rcv)],
+        );
+        world.set_route(
+            ack,
+            vec![Hop::Link(l.up), Hop::Link(l.from_bs), Hop::Node(snd)],
+        );
+        receivers.push(rcv);
+    }
     let sink = world.add_node(Node::Sink(CountingSink::default()));
     // FTP: 200 – 2000 kB, start uniform in the run (PET-BMP §III-A).
     for k in 0..u64::from(p.cross.ftp) {
@@ -457,15 +492,17 @@ fn add_cross_traffic(
     }
     if p.cross.udp_kbps > 0.0 {
         let flow = flows.next();
+        let to = p.cross.udp_to_s.map_or(duration, secs);
         world.add_node(Node::Cbr(CbrSource::new(
             flow,
             1000,
             p.cross.udp_kbps * 1e3,
-            Time::ZERO,
-            duration,
+            secs(p.cross.udp_from_s),
+            to,
         )));
         world.set_route(flow, vec![Hop::Link(l.down), Hop::Node(sink)]);
     }
+    receivers
 }
 
 fn add_changes(
