@@ -1,10 +1,11 @@
-//! Property test of the controllers added beside NewReno (CUBIC, LIA, BALIA, mHIP): random
+//! Property test of the controllers added beside NewReno (CUBIC, LIA, BALIA, mHIP, BBR): random
 //! sequences of ACKs, congestion events, undos and persistent congestion, at random (also
 //! backwards) times, with random couplings (paths without an RTT, zero and huge windows,
 //! unusable paths, `this` missing or repeated), random and absurd `mss`, SRTTs from zero
 //! to `Duration::MAX`. Checks the module invariant after every operation: the controller's
 //! own window (not [`AnyController`]'s clamped one) stays within
-//! [`MIN_WINDOW`]`..=`[`MAX_WINDOW`], and nothing panics.
+//! [`MIN_WINDOW`]`..=`[`MAX_WINDOW`], a pacing rate (BBR's) is finite and positive, and
+//! nothing panics.
 
 use std::time::Duration;
 
@@ -91,6 +92,7 @@ proptest! {
             CongestionKind::Lia,
             CongestionKind::Balia,
             CongestionKind::Mhip,
+            CongestionKind::Bbr,
         ] {
             let mut cc = AnyController::new(kind, mss);
             let mut now = Time::ZERO;
@@ -120,6 +122,12 @@ proptest! {
                     "{kind:?} after {op:?}: window {w}"
                 );
                 prop_assert_eq!(cc.name(), kind.name());
+                if let Some(rate) = cc.pacing_rate() {
+                    prop_assert!(
+                        rate.is_finite() && rate > 0.0,
+                        "{kind:?} after {op:?}: pacing rate {rate}"
+                    );
+                }
             }
         }
     }

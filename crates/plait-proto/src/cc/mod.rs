@@ -9,7 +9,8 @@
 //! thresholds), persistent congestion (the path went down), and, for the coupled ones, a
 //! [`Coupling`] snapshot of every path of the session.
 //!
-//! Controllers, one file each: [`NewReno`], [`Cubic`] (RFC 9438), and the coupled [`Lia`]
+//! Controllers, one file each: [`NewReno`], [`Cubic`] (RFC 9438), the rate-based [`Bbr`]
+//! (after BBR v1, Cardwell et al. 2016), and the coupled [`Lia`]
 //! (RFC 6356), [`Balia`] (Peng et al. 2016) and [`Mhip`] (seed mHIP §IV-B); `aimd` holds
 //! the window bounds and NewReno-style bookkeeping they share. Adding one: a file here, a
 //! variant in [`CongestionKind`] (and `ALL`) and in [`AnyController`].
@@ -23,6 +24,7 @@
 
 mod aimd;
 mod balia;
+mod bbr;
 mod cubic;
 mod lia;
 mod mhip;
@@ -33,6 +35,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 pub use balia::Balia;
+pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
 pub use lia::Lia;
 pub use mhip::Mhip;
@@ -77,6 +80,9 @@ pub enum CongestionKind {
     Balia,
     /// Seed mHIP's two-level control (`mhip`): per-path AIMD under a global TCP window.
     Mhip,
+    /// BBR-like (`bbr`): rate-based, after BBR v1 (Cardwell et al. 2016); random loss does
+    /// not cut it.
+    Bbr,
 }
 
 impl CongestionKind {
@@ -87,6 +93,7 @@ impl CongestionKind {
         CongestionKind::Lia,
         CongestionKind::Balia,
         CongestionKind::Mhip,
+        CongestionKind::Bbr,
     ];
 
     /// The config name.
@@ -97,6 +104,7 @@ impl CongestionKind {
             CongestionKind::Lia => "lia",
             CongestionKind::Balia => "balia",
             CongestionKind::Mhip => "mhip",
+            CongestionKind::Bbr => "bbr",
         }
     }
 
@@ -185,6 +193,8 @@ pub enum AnyController {
     Balia(Balia),
     /// mHIP two-level.
     Mhip(Mhip),
+    /// BBR-like.
+    Bbr(Bbr),
 }
 
 impl AnyController {
@@ -196,6 +206,7 @@ impl AnyController {
             CongestionKind::Lia => AnyController::Lia(Lia::new(mss)),
             CongestionKind::Balia => AnyController::Balia(Balia::new(mss)),
             CongestionKind::Mhip => AnyController::Mhip(Mhip::new(mss)),
+            CongestionKind::Bbr => AnyController::Bbr(Bbr::new(mss)),
         }
     }
 
@@ -206,6 +217,7 @@ impl AnyController {
             AnyController::Lia(c) => c,
             AnyController::Balia(c) => c,
             AnyController::Mhip(c) => c,
+            AnyController::Bbr(c) => c,
         }
     }
 
@@ -216,6 +228,7 @@ impl AnyController {
             AnyController::Lia(c) => c,
             AnyController::Balia(c) => c,
             AnyController::Mhip(c) => c,
+            AnyController::Bbr(c) => c,
         }
     }
 }
@@ -390,6 +403,8 @@ impl PathCongestion {
     }
 }
 
+#[cfg(test)]
+mod bbr_tests;
 #[cfg(test)]
 mod controllers_proptest;
 #[cfg(test)]

@@ -1,0 +1,361 @@
+//! BBR-like delay-based control after BBR v1 (Cardwell, Cheng, Gunn, Hassas Yeganeh,
+//! Jacobson, "BBR: Congestion-Based Congestion Control", ACM Queue 14(5), 2016; the IETF
+//! description draft-cardwell-iccrg-bbr-congestion-control-00, cited "draft §x"; Linux
+//! `net/ipv4/tcp_bbr.c` where the draft leaves a detail open). Instead of reading loss as
+//! congestion, the controller models the path: the bottleneck bandwidth `BtlBw` (a windowed
+//! maximum of delivery-rate samples) and the round-trip propagation time `RTprop` (the
+//! path's minimum RTT). It paces at `pacing_gain × BtlBw` and bounds the data in flight by
+//! `cwnd_gain × BDP` with `BDP = BtlBw × RTprop`. A random loss on a lossy radio link does
+//! not change the model, so it does not cut the rate; and the standing queue stays near
+//! one BDP (cwnd_gain 2) instead of filling the bottleneck's drop-tail buffer.
+//!
+//! States (draft §4.3): **Startup** paces at 2/ln 2 ≈ 2.885 × BtlBw (the smallest gain
+//! that doubles the delivery rate each round, draft §4.3.2.1) until the estimate grew less
+//! than 25 % in three rounds (the pipe is full, draft §4.3.2.2); **Drain** paces at
+//! ln 2 / 2 (the inverse) until the bytes in flight fall to one BDP (draft §4.3.3);
+//! **ProbeBW** cycles the pacing gain through 1.25, 0.75 and six phases of 1, each one
+//! `RTprop` long (draft §4.3.4): the 1.25 phase probes for more bandwidth, the 0.75 phase
+//! drains the queue the probe made.
+//!
+//! Where and why this differs from BBR v1:
+//! - **Delivery-rate samples.** BBR stamps every packet with the connection's delivered
+//!   count and time and takes `delivered / max(send interval, ack interval)` per ACK
+//!   (draft §4.1.1.3, draft-cheng-iccrg-delivery-rate-estimation). The trait passes no
+//!   per-packet state, only the bytes each ACK frame acknowledged, so the controller counts
+//!   acknowledged bytes itself and samples `bytes / elapsed` over intervals between ACK
+//!   arrivals of at least `max(RTprop, 1 ms)`. The ACK-side interval alone overestimates
+//!   under ACK compression, which the one-RTprop length smooths; the interval spans about a
+//!   round, so in Startup a sample averages a rate that is still doubling (the estimate lags
+//!   by about half a round).
+//! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
+//!   sent in an app-limited period; here an interval is app-limited if any ACK in it was
+//!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
+//!   As in BBR (Linux `bbr_update_bw`), an app-limited sample enters the filter only if it
+//!   is at least the current estimate, so it can raise it but never lower it.
+//! - **Rounds.** BBR ends a round when a packet sent after the round began is acknowledged
+//!   (draft §4.1.1.2). Without per-packet state, a round here ends when the bytes
+//!   acknowledged since it began reach the bytes in flight when it began
+//!   ([`Acked::bytes_in_flight`]): all data outstanding then has been delivered, so what is
+//!   acknowledged next was sent after. Lost bytes are never acknowledged, so a round with
+//!   losses ends a few datagrams late.
+//! - **ProbeRTT omitted.** BBR v1 drains the pipe to 4 packets for 200 ms when `RTprop` was
+//!   not refreshed for 10 s (draft §4.3.5), because its own min-RTT filter expires and needs
+//!   a queue-free sample. Here `RTprop` is [`Acked::min_rtt`], the path's own RTT
+//!   estimator's minimum over a 5-minute window (`path::rtt::MIN_RTT_WINDOW`) that the
+//!   controller cannot expire or refresh, so a ProbeRTT would cost throughput every 10 s
+//!   for nothing. Consequence: a route change that raises the propagation delay is followed
+//!   only when that window lets the old minimum go (up to 5 minutes), meanwhile BDP is
+//!   underestimated and the window (2 × the old BDP) limits throughput; and several BBR
+//!   flows sharing a bottleneck are not synchronized into a common queue-free dip.
+//! - **Window.** BBR v1 grows cwnd by the bytes acknowledged toward its target
+//!   (Linux `bbr_set_cwnd`). Here, before any bandwidth sample, the window is the initial
+//!   window (10 datagrams, RFC 9002 §7.2) and there is no pacing rate (the wrapper paces at
+//!   1.25 × window / SRTT); in Startup it grows by the bytes acknowledged up to the target
+//!   and never shrinks (as Linux before the pipe is full: early samples undershoot); in
+//!   Drain and ProbeBW it is the target itself. The target is `cwnd_gain × BDP`, at least
+//!   4 datagrams (draft §4.2.3.1 `BBRMinPipeCwnd`), cwnd_gain 2/ln 2 in Startup and Drain
+//!   and 2 in ProbeBW (draft §4.3.2.1, §4.3.3, §4.3.4.2).
+//! - **Loss.** BBR v1 does not reduce its model on loss; during the first round of a
+//!   recovery it applies packet conservation (cwnd = in flight + acknowledged, draft
+//!   §4.2.3.4) and restores the prior cwnd when recovery ends. Omitted: the trait tells the
+//!   controller neither the bytes in flight at the loss (only those of the last ACK, which
+//!   still count the lost datagrams) nor when the recovery ends; and on the lossy links
+//!   plait targets a recovery period starts about every round (1 % loss is one loss per
+//!   100 datagrams; a BDP at 20 Mbit/s and 50 ms is 104 datagrams of 1200 B), so conservation would pin the
+//!   window to the flight nearly all the time and stop the 1.25 probe. A congestion event
+//!   does nothing; a spurious one has nothing to undo.
+//! - **Persistent congestion** (the path went down; BBR v1 has no such signal, Linux keeps
+//!   its model across an RTO): back to Startup with the minimum window and the bandwidth
+//!   filter cleared, since the path that comes back may not be the one that left.
+//! - **ProbeBW phases.** BBR randomizes the first phase after Drain (draft §4.3.4.3) to
+//!   desynchronize flows; with no RNG here (same inputs, same windows) it starts at the
+//!   1.25 phase. A phase lasts one `RTprop` (the paper's rule); the draft's refinements (the
+//!   1.25 phase lasts until the flight reached 1.25 BDP or a loss, the 0.75 phase ends
+//!   early once the flight is down to one BDP, draft §4.3.4.4) are not implemented.
+//! - **Pacing.** `pacing_gain × BtlBw`, without Linux's 1 % margin and without its rule
+//!   that Startup's rate never falls (the max filter already rarely falls); the wrapper's
+//!   pacer turns it into release times.
+//!
+//! Invariants: the window is within [`min_window`]`(mss)..=`[`MAX_WINDOW`] after every
+//! method (every write goes through [`clamp_window`]); the bandwidth estimate and the
+//! pacing rate are finite and non-negative, and the pacing rate is `None` unless the
+//! estimate is positive; an elapsed time divided by is at least 1 ms; time comes only from
+//! `now` (backwards time gives no sample).
+
+use std::time::Duration;
+
+use super::aimd::{clamp_window, sane_mss};
+use super::{Acked, CongestionController, Coupling, INITIAL_WINDOW_DATAGRAMS, min_window};
+use crate::time::Time;
+
+/// Startup's pacing and cwnd gain, 2/ln 2 (draft §4.3.2.1 `BBRHighGain`).
+pub const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
+/// Drain's pacing gain, ln 2 / 2 (draft §4.3.3).
+pub const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
+/// ProbeBW's cwnd gain (draft §4.3.4.2).
+pub const CWND_GAIN: f64 = 2.0;
+/// ProbeBW's pacing gains, one phase each (draft §4.3.4.2).
+pub const PROBE_BW_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// Rounds the bandwidth filter remembers (draft §4.1.1.4 `BtlBwFilterLen`; Linux
+/// `bbr_bw_rtts` = cycle length + 2).
+pub const BW_FILTER_ROUNDS: u64 = 10;
+/// Startup exits after this many rounds without this much growth (draft §4.3.2.2).
+const FULL_BW_GROWTH: f64 = 1.25;
+const FULL_BW_ROUNDS: u32 = 3;
+/// Smallest window from the model, datagrams (draft §4.2.3.1 `BBRMinPipeCwnd`).
+const MIN_PIPE_DATAGRAMS: u64 = 4;
+/// Shortest delivery-rate interval (so a zero min RTT cannot make one empty).
+const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Which state the controller is in (draft §4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BbrMode {
+    /// Exponential search for the bottleneck bandwidth.
+    Startup,
+    /// Draining the queue Startup built.
+    Drain,
+    /// Steady state, cycling the pacing gain; `phase` indexes [`PROBE_BW_GAINS`].
+    ProbeBw {
+        /// The current phase.
+        phase: usize,
+    },
+}
+
+/// A windowed maximum over [`BW_FILTER_ROUNDS`] rounds: the largest sample of each of the
+/// last rounds (slot `round % BW_FILTER_ROUNDS`), the estimate the largest of them. Aged
+/// only when a sample is inserted (as Linux `minmax_running_max`), so a spell without
+/// usable samples keeps it.
+#[derive(Clone, Copy, Debug, Default)]
+struct MaxFilter {
+    slots: [f64; BW_FILTER_ROUNDS as usize],
+    /// Round of the last insertion; the slots of later rounds are stale.
+    last_round: u64,
+    best: f64,
+}
+
+impl MaxFilter {
+    fn get(&self) -> f64 {
+        self.best
+    }
+
+    fn insert(&mut self, round: u64, bw: f64) {
+        if !bw.is_finite() || bw < 0.0 {
+            return;
+        }
+        // Rounds since the last insertion had no sample: their slots start empty.
+        let fresh = round.saturating_sub(self.last_round).min(BW_FILTER_ROUNDS);
+        for k in 0..fresh {
+            self.slots[(round.wrapping_sub(k) % BW_FILTER_ROUNDS) as usize] = 0.0;
+        }
+        self.last_round = self.last_round.max(round);
+        let slot = &mut self.slots[(self.last_round % BW_FILTER_ROUNDS) as usize];
+        *slot = slot.max(bw);
+        self.best = self.slots.iter().copied().fold(0.0, f64::max);
+    }
+}
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct Bbr {
+    mss: u64,
+    mode: BbrMode,
+    window: f64,
+    bw: MaxFilter,
+    /// RTprop: the last [`Acked::min_rtt`].
+    min_rtt: Duration,
+    /// Bytes acknowledged so far (saturating).
+    delivered: u64,
+    /// Rounds so far.
+    round: u64,
+    /// `delivered` at which the current round ends; `None`: the next ACK ends it.
+    round_end: Option<u64>,
+    /// The open delivery-rate interval: its start, `delivered` then, and whether an ACK in
+    /// it was app-limited.
+    interval: Option<(Time, u64, bool)>,
+    /// Startup's plateau detector (draft §4.3.2.2 `BBR.full_bw`, `full_bw_count`).
+    full_bw: f64,
+    full_bw_count: u32,
+    /// Start of the current ProbeBW phase.
+    phase_start: Time,
+}
+
+impl Bbr {
+    /// A controller in Startup with the initial window and no pacing rate, for datagrams of
+    /// `mss` bytes.
+    pub fn new(mss: u64) -> Bbr {
+        let mss = sane_mss(mss);
+        Bbr {
+            mss,
+            mode: BbrMode::Startup,
+            window: clamp_window((INITIAL_WINDOW_DATAGRAMS * mss) as f64, mss),
+            bw: MaxFilter::default(),
+            min_rtt: Duration::ZERO,
+            delivered: 0,
+            round: 0,
+            round_end: None,
+            interval: None,
+            full_bw: 0.0,
+            full_bw_count: 0,
+            phase_start: Time::ZERO,
+        }
+    }
+
+    /// The state.
+    pub fn mode(&self) -> BbrMode {
+        self.mode
+    }
+
+    /// The bottleneck bandwidth estimate, bytes per second (0 before any sample).
+    pub fn bandwidth(&self) -> f64 {
+        self.bw.get()
+    }
+
+    /// Rounds counted so far.
+    pub fn rounds(&self) -> u64 {
+        self.round
+    }
+
+    /// The pacing gain of the current state (phase).
+    pub fn pacing_gain(&self) -> f64 {
+        match self.mode {
+            BbrMode::Startup => HIGH_GAIN,
+            BbrMode::Drain => DRAIN_GAIN,
+            BbrMode::ProbeBw { phase } => PROBE_BW_GAINS[phase % PROBE_BW_GAINS.len()],
+        }
+    }
+
+    fn cwnd_gain(&self) -> f64 {
+        match self.mode {
+            BbrMode::Startup | BbrMode::Drain => HIGH_GAIN,
+            BbrMode::ProbeBw { .. } => CWND_GAIN,
+        }
+    }
+
+    /// `BtlBw × RTprop`, bytes.
+    fn bdp(&self) -> f64 {
+        self.bw.get() * self.min_rtt.as_secs_f64()
+    }
+
+    /// Counts the ACK's bytes; `true` if it ended a round (draft §4.1.1.2, approximated as
+    /// the module docs say).
+    fn update_round(&mut self, acked: &Acked) -> bool {
+        self.delivered = self.delivered.saturating_add(acked.bytes);
+        if self.round_end.is_some_and(|end| self.delivered < end) {
+            return false;
+        }
+        self.round = self.round.saturating_add(1);
+        self.round_end = Some(self.delivered.saturating_add(acked.bytes_in_flight));
+        true
+    }
+
+    /// Closes the delivery-rate interval if it lasted at least one RTprop and feeds the
+    /// sample to the filter (app-limited ones only if they do not lower it).
+    fn update_bw(&mut self, now: Time, acked: &Acked) {
+        let Some((start, at_start, limited)) = self.interval else {
+            self.interval = Some((now, self.delivered, acked.app_limited));
+            return;
+        };
+        let limited = limited || acked.app_limited;
+        let elapsed = now.saturating_since(start);
+        if elapsed < self.min_rtt.max(MIN_INTERVAL) {
+            self.interval = Some((start, at_start, limited));
+            return;
+        }
+        let bytes = self.delivered.saturating_sub(at_start);
+        let sample = bytes as f64 / elapsed.as_secs_f64();
+        if !limited || sample >= self.bw.get() {
+            self.bw.insert(self.round, sample);
+        }
+        self.interval = Some((now, self.delivered, false));
+    }
+
+    /// Startup's exit test, once per round on a non-app-limited ACK (draft §4.3.2.2).
+    fn check_full_pipe(&mut self, round_start: bool, app_limited: bool) {
+        let bw = self.bw.get();
+        if self.mode != BbrMode::Startup || !round_start || app_limited || bw <= 0.0 {
+            return;
+        }
+        if bw >= self.full_bw * FULL_BW_GROWTH {
+            self.full_bw = bw;
+            self.full_bw_count = 0;
+            return;
+        }
+        self.full_bw_count += 1;
+        if self.full_bw_count >= FULL_BW_ROUNDS {
+            self.mode = BbrMode::Drain;
+        }
+    }
+
+    /// ProbeBW's next phase once the current one lasted more than one RTprop (the paper's
+    /// rule; draft §4.3.4.4 uses `>` too).
+    fn advance_phase(&mut self, now: Time) {
+        if let BbrMode::ProbeBw { phase } = self.mode
+            && now.saturating_since(self.phase_start) > self.min_rtt
+        {
+            self.mode = BbrMode::ProbeBw {
+                phase: (phase + 1) % PROBE_BW_GAINS.len(),
+            };
+            self.phase_start = now;
+        }
+    }
+
+    fn set_window(&mut self, acked: &Acked) {
+        if self.bw.get() <= 0.0 {
+            return;
+        }
+        let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
+        let target = clamp_window((self.cwnd_gain() * self.bdp()).max(floor), self.mss);
+        self.window = match self.mode {
+            BbrMode::Startup if self.window < target => {
+                clamp_window((self.window + acked.bytes as f64).min(target), self.mss)
+            }
+            BbrMode::Startup => self.window,
+            BbrMode::Drain | BbrMode::ProbeBw { .. } => target,
+        };
+    }
+}
+
+impl CongestionController for Bbr {
+    fn on_ack(&mut self, now: Time, acked: &Acked, _coupling: &Coupling<'_>) {
+        self.min_rtt = acked.min_rtt;
+        let round_start = self.update_round(acked);
+        self.update_bw(now, acked);
+        self.advance_phase(now);
+        self.check_full_pipe(round_start, acked.app_limited);
+        if self.mode == BbrMode::Drain && (acked.bytes_in_flight as f64) <= self.bdp() {
+            // Draft §4.3.3 (first phase: see the module docs).
+            self.mode = BbrMode::ProbeBw { phase: 0 };
+            self.phase_start = now;
+        }
+        self.set_window(acked);
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, _coupling: &Coupling<'_>) {
+        // BBR v1 keeps its model on loss (module docs).
+    }
+
+    fn on_spurious_congestion(&mut self, _now: Time) {
+        // Nothing was cut.
+    }
+
+    fn on_persistent_congestion(&mut self, _now: Time) {
+        *self = Bbr {
+            window: min_window(self.mss) as f64,
+            min_rtt: self.min_rtt,
+            ..Bbr::new(self.mss)
+        };
+    }
+
+    fn window(&self) -> u64 {
+        self.window as u64
+    }
+
+    fn pacing_rate(&self) -> Option<f64> {
+        let bw = self.bw.get();
+        (bw > 0.0).then(|| self.pacing_gain() * bw)
+    }
+
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+}

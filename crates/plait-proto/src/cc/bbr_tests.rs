@@ -1,0 +1,314 @@
+//! Scripted ACK sequences through [`Bbr`], every number worked by hand. Common figures:
+//! MSS 1200 B; min RTT (RTprop) 100 ms; HIGH_GAIN = 2/ln 2 = 2.885390; DRAIN_GAIN =
+//! 1/2.885390 = 0.346574. Unless a test says otherwise an ACK reports 0 bytes in flight, so
+//! every ACK ends a round (a round ends once the bytes in flight at its start are
+//! acknowledged), and ACKs come one RTprop apart, so every ACK after the first closes a
+//! delivery-rate interval: sample = bytes of the ACK / 0.1 s.
+
+use std::time::Duration;
+
+use super::bbr::{CWND_GAIN, DRAIN_GAIN, HIGH_GAIN};
+use super::*;
+
+const MSS: u64 = 1200;
+
+fn none() -> Coupling<'static> {
+    Coupling {
+        this: PathId(0),
+        paths: &[],
+    }
+}
+
+fn ms(t: u64) -> Time {
+    Time::from_millis(t)
+}
+
+fn acked(bytes: u64, bytes_in_flight: u64, app_limited: bool) -> Acked {
+    Acked {
+        bytes,
+        srtt: Duration::from_millis(120),
+        min_rtt: Duration::from_millis(100),
+        bytes_in_flight,
+        app_limited,
+    }
+}
+
+fn ack(cc: &mut Bbr, t: u64, bytes: u64, bytes_in_flight: u64) {
+    cc.on_ack(ms(t), &acked(bytes, bytes_in_flight, false), &none());
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+#[track_caller]
+fn assert_close(a: f64, b: f64) {
+    assert!(close(a, b), "{a} != {b}");
+}
+
+#[track_caller]
+fn assert_rate(cc: &Bbr, rate: f64) {
+    let r = cc.pacing_rate().expect("a pacing rate");
+    assert_close(r, rate);
+}
+
+/// Startup over a 1 MB/s bottleneck (BDP 100 000 B), through Drain into ProbeBW at 900 ms.
+/// Returns the controller in ProbeBW phase 0 (begun at 900 ms), round 8, with 1 MB/s
+/// samples in rounds 5 to 8, every later ACK ending a round, the open interval begun at
+/// 900 ms.
+fn to_probe_bw() -> Bbr {
+    let mut cc = Bbr::new(MSS);
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    assert_eq!(cc.window(), 12_000, "initial window: 10 datagrams");
+    assert_eq!(cc.pacing_rate(), None);
+
+    // 100 ms: round 1; opens the first interval (delivered 12 000); no sample yet, so the
+    // initial window and no pacing rate.
+    ack(&mut cc, 100, 12_000, 0);
+    assert_eq!((cc.rounds(), cc.bandwidth()), (1, 0.0));
+    assert_eq!(cc.window(), 12_000);
+    assert_eq!(cc.pacing_rate(), None);
+
+    // 200 ms: 24 000 B in 0.1 s = 240 000 B/s. full_bw 0 → 240 000 (grew), count 0.
+    // Target 2.885390 × 240 000 × 0.1 = 69 249.4; Startup grows by the bytes acked:
+    // min(12 000 + 24 000, 69 249.4) = 36 000. Pacing 2.885390 × 240 000 = 692 493.6.
+    ack(&mut cc, 200, 24_000, 0);
+    assert_close(cc.bandwidth(), 240_000.0);
+    assert_eq!(cc.window(), 36_000);
+    assert_rate(&cc, HIGH_GAIN * 240_000.0);
+
+    // 300 ms: 480 000 B/s ≥ 1.25 × 240 000 = 300 000: grew. Window min(84 000, 138 498.7).
+    ack(&mut cc, 300, 48_000, 0);
+    assert_close(cc.bandwidth(), 480_000.0);
+    assert_eq!(cc.window(), 84_000);
+
+    // 400 ms: 960 000 B/s ≥ 600 000: grew, full_bw 960 000. Window min(180 000, 276 997.4).
+    ack(&mut cc, 400, 96_000, 0);
+    assert_close(cc.bandwidth(), 960_000.0);
+    assert_eq!(cc.window(), 180_000);
+
+    // 500 ms: the bottleneck: 1 000 000 B/s < 1.25 × 960 000 = 1 200 000: count 1.
+    // Target 2.885390 × 1 000 000 × 0.1 = 288 539.0; window min(280 000, 288 539.0).
+    ack(&mut cc, 500, 100_000, 0);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    assert_eq!(cc.window(), 280_000);
+    assert_eq!(cc.mode(), BbrMode::Startup);
+
+    // 600 ms: count 2; window min(380 000, 288 539.0) = 288 539.
+    ack(&mut cc, 600, 100_000, 0);
+    assert_eq!(cc.window(), 288_539);
+    assert_eq!(cc.mode(), BbrMode::Startup);
+
+    // 700 ms: count 3: the pipe is full → Drain. 200 000 B in flight > BDP 100 000: stays.
+    // Drain keeps cwnd gain 2/ln 2: window 288 539; pacing 1 000 000 / 2.885390.
+    // The round ends at delivered 480 000 + 200 000 = 680 000.
+    ack(&mut cc, 700, 100_000, 200_000);
+    assert_eq!(cc.rounds(), 7);
+    assert_eq!(cc.mode(), BbrMode::Drain);
+    assert_eq!(cc.window(), 288_539);
+    assert_rate(&cc, DRAIN_GAIN * 1_000_000.0);
+
+    // 800 ms: delivered 580 000 < 680 000 (same round); 150 000 in flight > 100 000.
+    ack(&mut cc, 800, 100_000, 150_000);
+    assert_eq!((cc.rounds(), cc.mode()), (7, BbrMode::Drain));
+
+    // 900 ms: delivered 680 000: round 8 (ending at the next ACK: 0 in flight). 0 in flight
+    // ≤ BDP 100 000 → ProbeBW, first phase 1.25. Window 2 × 100 000 = 200 000; pacing
+    // 1.25 × 1 000 000.
+    ack(&mut cc, 900, 100_000, 0);
+    assert_eq!(cc.rounds(), 8);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 0 });
+    assert_eq!(cc.window(), 200_000);
+    assert_rate(&cc, 1_250_000.0);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    cc
+}
+
+#[test]
+fn startup_grows_the_estimate_then_drains_then_probes() {
+    to_probe_bw();
+}
+
+#[test]
+fn startup_does_not_exit_on_app_limited_rounds() {
+    let mut cc = Bbr::new(MSS);
+    // 240 000 B/s at 200 ms (full_bw 240 000), then a plateau of app-limited rounds at
+    // the same rate: not counted toward the exit (draft §4.3.2.2), so still Startup.
+    ack(&mut cc, 100, 12_000, 0);
+    ack(&mut cc, 200, 24_000, 0);
+    for t in [300, 400, 500, 600, 700] {
+        cc.on_ack(ms(t), &acked(24_000, 0, true), &none());
+    }
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    // The same plateau not app-limited: counts 1, 2, 3 → Drain at the third (0 in flight
+    // ≤ BDP 24 000 → straight on to ProbeBW in the same ACK).
+    ack(&mut cc, 800, 24_000, 0);
+    ack(&mut cc, 900, 24_000, 0);
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    ack(&mut cc, 1000, 24_000, 0);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 0 });
+}
+
+#[test]
+fn probe_bw_cycles_the_pacing_gain_one_min_rtt_per_phase() {
+    let mut cc = to_probe_bw();
+    // Phase 0 began at 900 ms. 950 ms: 50 ms in, stays. 1000 ms: exactly RTprop in, stays
+    // (a phase ends when it lasted *more* than RTprop, draft §4.3.4.4). 1001 ms: next.
+    // Bytes: 50 000 at 950 and 1000 make the interval 900→1000 100 000 B / 0.1 s =
+    // 1 000 000 B/s, the estimate unchanged.
+    ack(&mut cc, 950, 50_000, 0);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 0 });
+    ack(&mut cc, 1000, 50_000, 0);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 0 });
+    assert_rate(&cc, 1_250_000.0);
+    ack(&mut cc, 1001, 1_000, 0);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 1 });
+    assert_rate(&cc, 750_000.0);
+    // Then every 101 ms one phase on: six of 1.0, then 1.25 again at 1001 + 7 × 101 =
+    // 1708 ms. ACKs of 100 000 B over 101 ms are samples of 990 099 B/s, below the
+    // estimate (the 1 000 000 sample of round 10, at 1000 ms, stays until round 20; these
+    // ACKs are rounds 12 to 18).
+    let mut t = 1001;
+    for (phase, gain) in [(2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0), (6, 1.0), (7, 1.0)] {
+        t += 101;
+        ack(&mut cc, t, 100_000, 0);
+        assert_eq!(cc.mode(), BbrMode::ProbeBw { phase });
+        assert_rate(&cc, gain * 1_000_000.0);
+        assert_eq!(cc.window(), 200_000, "cwnd gain 2 in every phase");
+    }
+    ack(&mut cc, 1708, 100_000, 0);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 0 });
+    assert_rate(&cc, 1_250_000.0);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+}
+
+#[test]
+fn window_is_twice_the_bdp_and_at_least_four_datagrams() {
+    let mut cc = to_probe_bw();
+    // 1 000 000 B/s × 0.1 s = 100 000 B; × 2 = 200 000.
+    assert_close(CWND_GAIN, 2.0);
+    assert_eq!(cc.window(), 200_000);
+    // The path's min RTT falls to 50 ms: BDP 50 000, window 100 000. (The ACK at 950 ms
+    // closes the interval begun at 900: 50 ms ≥ the new RTprop; 10 000 / 0.05 = 200 000
+    // B/s, below the estimate. The phase lasted 50 ms, not more than RTprop: still 0.)
+    let a = Acked {
+        min_rtt: Duration::from_millis(50),
+        ..acked(10_000, 0, false)
+    };
+    cc.on_ack(ms(950), &a, &none());
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    assert_eq!(cc.window(), 100_000);
+    // RTprop 1 ms: BDP 1 000 B, 2 × BDP = 2 000 < 4 datagrams = 4 800: the floor. (Sample
+    // 100 B / 1 ms = 100 000 B/s, below the estimate.)
+    let a = Acked {
+        min_rtt: Duration::from_millis(1),
+        ..acked(100, 0, false)
+    };
+    cc.on_ack(ms(951), &a, &none());
+    assert_eq!(cc.window(), 4 * MSS);
+}
+
+#[test]
+fn a_loss_does_not_cut_and_there_is_nothing_to_undo() {
+    let mut cc = to_probe_bw();
+    cc.on_congestion_event(ms(950), &none());
+    assert_eq!(cc.window(), 200_000);
+    assert_rate(&cc, 1_250_000.0);
+    assert_eq!(cc.mode(), BbrMode::ProbeBw { phase: 0 });
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    cc.on_spurious_congestion(ms(960));
+    assert_eq!(cc.window(), 200_000);
+    assert_rate(&cc, 1_250_000.0);
+}
+
+#[test]
+fn persistent_congestion_restarts_from_the_minimum_window() {
+    let mut cc = to_probe_bw();
+    cc.on_persistent_congestion(ms(1000));
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    assert_eq!(cc.window(), min_window(MSS));
+    assert_eq!(cc.window(), 2_400);
+    assert_eq!(cc.bandwidth(), 0.0);
+    assert_eq!(cc.pacing_rate(), None);
+    // The first ACK after opens a fresh interval: no sample, the window stays minimal.
+    ack(&mut cc, 2000, 2_400, 0);
+    assert_eq!((cc.window(), cc.pacing_rate()), (2_400, None));
+    // 2 400 B in 0.1 s = 24 000 B/s (the old 1 000 000 is gone). Target
+    // 2.885390 × 24 000 × 0.1 = 6 924.9; Startup: min(2 400 + 2 400, 6 924.9) = 4 800.
+    ack(&mut cc, 2100, 2_400, 0);
+    assert_close(cc.bandwidth(), 24_000.0);
+    assert_eq!(cc.window(), 4_800);
+    assert_rate(&cc, HIGH_GAIN * 24_000.0);
+}
+
+#[test]
+fn app_limited_samples_do_not_lower_the_estimate() {
+    let mut cc = to_probe_bw();
+    // Twelve app-limited rounds (9 to 20) of 10 000 B per 101 ms = 99 009.9 B/s: below the
+    // estimate, so never inserted; the filter is aged only by insertions, so 1 000 000
+    // stays although its newest sample is 12 rounds old (round 8 vs 20).
+    let mut t = 900;
+    for _ in 0..12 {
+        t += 101;
+        cc.on_ack(ms(t), &acked(10_000, 0, true), &none());
+    }
+    assert_eq!(cc.rounds(), 20);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    assert_eq!(cc.window(), 200_000);
+    // An app-limited sample above the estimate does count: 200 000 B in 0.1 s, round 21,
+    // the only slot within the window (rounds 12 to 21).
+    t += 100;
+    cc.on_ack(ms(t), &acked(200_000, 0, true), &none());
+    assert_close(cc.bandwidth(), 2_000_000.0);
+}
+
+#[test]
+fn samples_not_app_limited_lower_the_estimate_after_ten_rounds() {
+    let mut cc = to_probe_bw();
+    // The same 99 009.9 B/s samples, not app-limited, in rounds 9, 10, …: the 1 000 000
+    // samples of rounds 5 to 8 leave the window when round 18 inserts (18 − 8 = 10).
+    let mut t = 900;
+    for round in 9..=17 {
+        t += 101;
+        ack(&mut cc, t, 10_000, 0);
+        assert_eq!(cc.rounds(), round);
+        assert_close(cc.bandwidth(), 1_000_000.0);
+    }
+    t += 101;
+    ack(&mut cc, t, 10_000, 0);
+    assert_eq!(cc.rounds(), 18);
+    assert_close(cc.bandwidth(), 10_000.0 / 0.101);
+    // Window 2 × 99 009.9 × 0.1 = 19 801.98.
+    assert_eq!(cc.window(), 19_801);
+}
+
+#[test]
+fn a_round_ends_when_the_flight_at_its_start_is_acknowledged() {
+    let mut cc = Bbr::new(MSS);
+    // Round 1 begins with 30 000 B in flight: it ends at delivered 10 000 + 30 000.
+    ack(&mut cc, 100, 10_000, 30_000);
+    assert_eq!(cc.rounds(), 1);
+    ack(&mut cc, 110, 10_000, 30_000);
+    ack(&mut cc, 120, 10_000, 30_000);
+    assert_eq!(cc.rounds(), 1, "delivered 30 000 < 40 000");
+    ack(&mut cc, 130, 10_000, 30_000);
+    assert_eq!(cc.rounds(), 2, "delivered 40 000");
+}
+
+#[test]
+fn through_the_wrapper_a_loss_does_not_cut() {
+    let mut cc = PathCongestion::new(CongestionKind::Bbr, MSS);
+    assert_eq!(cc.name(), "bbr");
+    let coupling = none();
+    // 1 200 000 B/s: 120 000 B per 100 ms.
+    for t in 1..=3 {
+        cc.on_ack(ms(100 * t), &acked(120_000, 0, false), 0, &coupling);
+    }
+    let w = cc.window();
+    let rate = cc.pacing_rate(None).expect("own rate");
+    assert_close(rate, HIGH_GAIN * 1_200_000.0);
+    cc.on_lost(ms(350), 3, ms(300), &coupling);
+    assert_eq!(cc.counters(), (1, 0));
+    assert_eq!(cc.window(), w);
+    assert_eq!(cc.pacing_rate(None), Some(rate));
+}
