@@ -32,6 +32,12 @@
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
 //!   As in BBR (Linux `bbr_update_bw`), an app-limited sample enters the filter only if it
 //!   is at least the current estimate, so it can raise it but never lower it.
+//! - **ACKs during recovery.** The wrapper withholds ACKs of datagrams sent before a
+//!   recovery period began from the window-growing controllers; BBR takes them
+//!   ([`CongestionController::acks_in_recovery`]), since BBR v1 counts every delivered
+//!   packet in its rate samples whatever the recovery state, and at 1 % random loss a
+//!   recovery period begins about every round: withholding them would hide most of the
+//!   deliveries and make the estimate fall with the loss rate.
 //! - **Rounds.** BBR ends a round when a packet sent after the round began is acknowledged
 //!   (draft §4.1.1.2). Without per-packet state, a round here ends when the bytes
 //!   acknowledged since it began reach the bytes in flight when it began
@@ -357,5 +363,10 @@ impl CongestionController for Bbr {
 
     fn name(&self) -> &'static str {
         "bbr"
+    }
+
+    fn acks_in_recovery(&self) -> bool {
+        // Every delivered byte is a delivery-rate measurement (module docs).
+        true
     }
 }

@@ -312,3 +312,20 @@ fn through_the_wrapper_a_loss_does_not_cut() {
     assert_eq!(cc.window(), w);
     assert_eq!(cc.pacing_rate(None), Some(rate));
 }
+
+#[test]
+fn acks_of_datagrams_sent_before_a_loss_still_count() {
+    // NewReno's ACKs of datagrams sent before the recovery period are withheld (RFC 9002
+    // §7.3.2); BBR takes them: they are deliveries, whatever the loss.
+    let coupling = none();
+    let mut reno = PathCongestion::new(CongestionKind::NewReno, MSS);
+    let mut bbr = PathCongestion::new(CongestionKind::Bbr, MSS);
+    for cc in [&mut reno, &mut bbr] {
+        cc.on_lost(ms(350), 1, ms(300), &coupling);
+    }
+    assert!(reno.in_recovery(ms(340)));
+    assert!(!bbr.in_recovery(ms(340)));
+    // A second loss in the same period is still not a second event for BBR either.
+    bbr.on_lost(ms(360), 1, ms(340), &coupling);
+    assert_eq!(bbr.counters(), (1, 0));
+}

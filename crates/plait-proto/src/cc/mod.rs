@@ -19,7 +19,8 @@
 //! - a controller's window never drops below [`MIN_WINDOW`] nor exceeds [`MAX_WINDOW`];
 //! - at most one congestion event per recovery period: losses of datagrams sent before the
 //!   period began do not cut again (RFC 9002 §7.3.2), and ACKs of such datagrams do not
-//!   grow the window;
+//!   grow the window (they do not reach a controller, unless it measures the delivery rate
+//!   from every acknowledged byte: [`CongestionController::acks_in_recovery`]);
 //! - controllers read no clock and hold no randomness; same inputs, same windows.
 
 mod aimd;
@@ -118,7 +119,8 @@ impl CongestionKind {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Acked {
     /// Bytes of ack-eliciting datagrams newly acknowledged (sent after the recovery
-    /// period began; the wrapper filters the others out).
+    /// period began, the path filters the others out, unless
+    /// [`CongestionController::acks_in_recovery`]).
     pub bytes: u64,
     /// Smoothed RTT after this ACK.
     pub srtt: Duration,
@@ -177,6 +179,14 @@ pub trait CongestionController: Debug {
     }
     /// Short name for logs and status output.
     fn name(&self) -> &'static str;
+    /// Whether ACKs of datagrams sent before the current recovery period began still reach
+    /// [`CongestionController::on_ack`]. `false` (the default) for the window-growing
+    /// controllers, which must not grow on them (RFC 9002 §7.3.2); `true` for one that
+    /// measures the delivery rate from every acknowledged byte ([`Bbr`]): withholding them
+    /// would hide about a round of deliveries after every loss.
+    fn acks_in_recovery(&self) -> bool {
+        false
+    }
 }
 
 /// Any of the controllers, chosen by [`CongestionKind`] (a closed set: static dispatch and
@@ -255,6 +265,9 @@ impl CongestionController for AnyController {
     fn name(&self) -> &'static str {
         self.inner().name()
     }
+    fn acks_in_recovery(&self) -> bool {
+        self.inner().acks_in_recovery()
+    }
 }
 
 /// One path's congestion state as a driver shows it (status, metrics).
@@ -324,8 +337,15 @@ impl PathCongestion {
         (self.congestion_events, self.undone)
     }
 
-    /// Whether a datagram sent at `sent` belongs to a recovery period already reacted to.
+    /// Whether the ACK of a datagram sent at `sent` is withheld from the controller: the
+    /// datagram belongs to a recovery period already reacted to, and the controller does
+    /// not take such ACKs ([`CongestionController::acks_in_recovery`]).
     pub fn in_recovery(&self, sent: Time) -> bool {
+        !self.controller.acks_in_recovery() && self.in_recovery_period(sent)
+    }
+
+    /// Whether a datagram sent at `sent` belongs to a recovery period already reacted to.
+    fn in_recovery_period(&self, sent: Time) -> bool {
         self.recovery_start.is_some_and(|start| sent <= start)
     }
 
@@ -354,7 +374,7 @@ impl PathCongestion {
         if lost == 0 {
             return;
         }
-        if self.in_recovery(largest_sent) {
+        if self.in_recovery_period(largest_sent) {
             if let Some(undo) = &mut self.undoable {
                 undo.outstanding += lost;
             }
