@@ -24,9 +24,9 @@
 //!   per-packet state, only the bytes each ACK frame acknowledged, so the controller counts
 //!   acknowledged bytes itself and samples `bytes / elapsed` over intervals between ACK
 //!   arrivals of at least `max(RTprop, 1 ms)`. The ACK-side interval alone overestimates
-//!   under ACK compression, which the one-RTprop length smooths; the interval spans about a
-//!   round, so in Startup a sample averages a rate that is still doubling (the estimate lags
-//!   by about half a round).
+//!   under ACK compression, which the one-RTprop length smooths; an interval spans at least
+//!   one RTprop, so in Startup a sample averages a rate that is still doubling (the
+//!   estimate lags by about half a round).
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here an interval is app-limited if any ACK in it was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -36,8 +36,8 @@
 //!   recovery period began from the window-growing controllers; BBR takes them
 //!   ([`CongestionController::acks_in_recovery`]), since BBR v1 counts every delivered
 //!   packet in its rate samples whatever the recovery state, and at 1 % random loss a
-//!   recovery period begins about every round: withholding them would hide most of the
-//!   deliveries and make the estimate fall with the loss rate.
+//!   recovery period begins about every round: withholding them would hide much of the
+//!   deliveries and make the estimate fall as the loss rate rises.
 //! - **Rounds.** BBR ends a round when a packet sent after the round began is acknowledged
 //!   (draft §4.1.1.2). Without per-packet state, a round here ends when the bytes
 //!   acknowledged since it began reach the bytes in flight when it began
