@@ -32,19 +32,58 @@ use crate::scenario::{
 /// is counted in here.
 pub const WIRE_PACKET_BYTES: f64 = 1500.0;
 
-/// The rows every topology file runs: (name, mode, scheduler, repair).
-pub const RUNS: [(&str, Mode, Option<&str>, bool); 6] = [
-    ("one TCP flow per path", Mode::Mtcp, None, false),
-    ("plait", Mode::Plait, Some("plait"), false),
-    ("plait + repair", Mode::Plait, Some("plait"), true),
-    ("edpf", Mode::Plait, Some("edpf"), false),
-    (
+/// One row every topology file runs.
+#[derive(Clone, Copy, Debug)]
+pub struct TopologyRow {
+    /// Row name.
+    pub name: &'static str,
+    /// How the transfer crosses the paths.
+    pub mode: Mode,
+    /// plait's scheduler (mode `plait`).
+    pub scheduler: Option<&'static str>,
+    /// plait's loss repair (mode `plait`).
+    pub repair: bool,
+    /// The streams' congestion controller (mode `plait-stream`; `None`: the default).
+    pub congestion: Option<&'static str>,
+}
+
+const fn row(
+    name: &'static str,
+    mode: Mode,
+    scheduler: Option<&'static str>,
+    repair: bool,
+    congestion: Option<&'static str>,
+) -> TopologyRow {
+    TopologyRow {
+        name,
+        mode,
+        scheduler,
+        repair,
+        congestion,
+    }
+}
+
+/// The rows every topology file runs.
+pub const RUNS: [TopologyRow; 7] = [
+    row("one TCP flow per path", Mode::Mtcp, None, false, None),
+    row("plait", Mode::Plait, Some("plait"), false, None),
+    row("plait + repair", Mode::Plait, Some("plait"), true, None),
+    row("edpf", Mode::Plait, Some("edpf"), false, None),
+    row(
         "mptcp (default scheduler)",
         Mode::Plait,
         Some("mptcp"),
         false,
+        None,
     ),
-    ("plait streams", Mode::PlaitStream, None, false),
+    row("plait streams", Mode::PlaitStream, None, false, None),
+    row(
+        "plait streams, bbr",
+        Mode::PlaitStream,
+        None,
+        false,
+        Some("bbr"),
+    ),
 ];
 
 /// Whether a TOML document is a topology file (its paths are `[[path]]`) rather than a
@@ -100,6 +139,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
         });
     }
     let scenario = Scenario {
+        shared_bottleneck: None,
         name: format!("{} in simulation", file.name),
         description: format!("{} ({})", file.description, file.summary()),
         note: String::new(),
@@ -119,18 +159,26 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
         outer_header_bytes: 28,
         runs: RUNS
             .iter()
-            .map(|&(name, mode, scheduler, repair)| RunSpec {
-                name: name.into(),
-                mode,
-                scheduler: scheduler.map(Into::into),
-                reorder: scheduler.map(|_| "bmp".into()),
-                perfect_knowledge: false,
-                repair: scheduler.map(|_| repair),
-                min_pair_bytes: None,
-                congestion: None,
-                paper_kbps: None,
-                note: None,
-            })
+            .map(
+                |&TopologyRow {
+                     name,
+                     mode,
+                     scheduler,
+                     repair,
+                     congestion,
+                 }| RunSpec {
+                    name: name.into(),
+                    mode,
+                    scheduler: scheduler.map(Into::into),
+                    reorder: scheduler.map(|_| "bmp".into()),
+                    perfect_knowledge: false,
+                    repair: scheduler.map(|_| repair),
+                    min_pair_bytes: None,
+                    congestion: congestion.map(Into::into),
+                    paper_kbps: None,
+                    note: None,
+                },
+            )
             .collect(),
         bin_s: 0.1,
     };

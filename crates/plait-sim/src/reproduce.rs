@@ -74,9 +74,9 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
         }
         if result.rows.iter().any(|r| r.friendliness.is_some()) {
             out.push_str(
-                "\nFriendliness (seed mHIP): the main flow's share of the path it shares with a \
-                 long-lived TCP NewReno flow, over that flow's (both on the wire); 1 is an \
-                 equal share.\n\n| variant | row | competing TCP kb/s | friendliness factor |\n|---|---|---|---|\n",
+                "\nFriendliness (seed mHIP): the main flow's rate where it meets a long-lived TCP \
+                 NewReno flow (on the path they share, or all of it at a shared bottleneck), \
+                 over that flow's, both on the wire; 1 is an equal share.\n\n| variant | row | competing TCP kb/s | friendliness factor |\n|---|---|---|---|\n",
             );
             for row in &result.rows {
                 let (Some(tcp), Some(ff)) = (row.cross_tcp_kbps, row.friendliness) else {

@@ -161,6 +161,19 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 .map(|f| world.recorder.total(*f) as f64 * 8.0 / 1000.0 / secs)?;
             (wire > 0.0).then(|| mine / wire)
         });
+    // At a shared bottleneck: the whole main flow against one competitor.
+    let friendliness = friendliness.or_else(|| {
+        let tcp = cross_tcp_kbps.filter(|_| h.shared_competitors)?;
+        let n = h.cross_tcp_receivers.len().max(1) as f64;
+        let wire = tcp / n * f64::from(scenario.tcp.packet_size + crate::packet::TCP_HEADER)
+            / f64::from(scenario.tcp.packet_size.max(1));
+        let mine: f64 = h
+            .path_flows
+            .iter()
+            .map(|f| world.recorder.total(*f) as f64 * 8.0 / 1000.0 / secs)
+            .sum();
+        (wire > 0.0).then(|| mine / wire)
+    });
     let reorder_mean_ms = (!held.is_empty())
         .then(|| held.iter().map(|us| f64::from(*us)).sum::<f64>() / held.len() as f64 / 1000.0);
     RunResult {

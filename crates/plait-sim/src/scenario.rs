@@ -43,6 +43,10 @@ pub struct Scenario {
     pub server_proxy: WiredSpec,
     /// The paths between proxy and mobile host.
     pub paths: Vec<PathSpec>,
+    /// A link every path's data crosses (after its wired hop, before its wireless one),
+    /// shared with long-lived TCP competitors: the shared-bottleneck fairness test.
+    #[serde(default)]
+    pub shared_bottleneck: Option<SharedBottleneckSpec>,
     /// Bytes of outer headers on each plait datagram (28: IPv4 + UDP). Reproductions of
     /// the seeds set 0 so plait's 20-byte engine header matches their 20-byte IP-in-IP.
     #[serde(default = "default_outer")]
@@ -230,6 +234,21 @@ impl Default for CrossSpec {
             web_rate_kbps: 128.0,
         }
     }
+}
+
+/// A bottleneck all paths share (see [`Scenario::shared_bottleneck`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SharedBottleneckSpec {
+    /// Rate, kbit/s.
+    pub rate_kbps: f64,
+    /// One-way delay, ms.
+    pub delay_ms: f64,
+    /// Drop-tail queue, packets.
+    pub queue_packets: usize,
+    /// Long-lived TCP flows (the main flow's TCP settings) through it, entering over the
+    /// first path's wired hop so their round trip is the paths'.
+    pub tcp: u32,
 }
 
 /// Periodic random rate changes.

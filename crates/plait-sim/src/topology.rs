@@ -54,6 +54,9 @@ pub struct Handles {
     pub cross_tcp_receivers: Vec<NodeId>,
     /// The first path with such a competitor (the friendliness factor's path).
     pub cross_tcp_path: Option<usize>,
+    /// The competitors cross the shared bottleneck: the friendliness factor compares the
+    /// whole main flow with them.
+    pub shared_competitors: bool,
 }
 
 /// Derives a component seed from the run seed (SplitMix64 of both).
@@ -104,10 +107,32 @@ impl Flows {
 }
 
 struct PathLinks {
+    /// The proxy's wired hop towards the base station, then the shared bottleneck if the
+    /// scenario has one: what every route towards the mobile host crosses first.
     to_bs: LinkId,
+    shared_down: Option<LinkId>,
+    shared_up: Option<LinkId>,
     from_bs: LinkId,
     down: LinkId,
     up: LinkId,
+}
+
+impl PathLinks {
+    /// The links from the proxy to the mobile host over this path.
+    fn towards_mh(&self) -> Vec<Hop> {
+        let mut hops = vec![Hop::Link(self.to_bs)];
+        hops.extend(self.shared_down.map(Hop::Link));
+        hops.push(Hop::Link(self.down));
+        hops
+    }
+
+    /// The links back from the mobile host to the proxy.
+    fn towards_proxy(&self) -> Vec<Hop> {
+        let mut hops = vec![Hop::Link(self.up)];
+        hops.extend(self.shared_up.map(Hop::Link));
+        hops.push(Hop::Link(self.from_bs));
+        hops
+    }
 }
 
 /// Builds the world for `run` of `scenario` with `seed`.
@@ -161,6 +186,18 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         &scenario.paths
     };
 
+    let shared = scenario.shared_bottleneck.as_ref().map(|b| {
+        let config = link(
+            b.rate_kbps * 1e3,
+            ms(b.delay_ms),
+            b.queue_packets,
+            false,
+            LossModel::None,
+        );
+        let down = world.add_link(config.clone(), next_seed());
+        let up = world.add_link(config, next_seed());
+        (down, up)
+    });
     let mut links = Vec::new();
     for p in paths {
         let wired = |delay_ms: f64, s: &mut dyn FnMut() -> u64, w: &mut World| {
@@ -192,6 +229,8 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         h.wireless_down.push(down);
         links.push(PathLinks {
             to_bs,
+            shared_down: shared.map(|(d, _)| d),
+            shared_up: shared.map(|(_, u)| u),
             from_bs,
             down,
             up,
@@ -206,21 +245,16 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 let (s, r) = main_flow_ends(&mut world, &tcp, data, ack, main_start, scenario);
                 world.set_route(
                     data,
-                    vec![
-                        Hop::Link(to_proxy),
-                        Hop::Link(l.to_bs),
-                        Hop::Link(l.down),
-                        Hop::Node(r),
-                    ],
+                    [
+                        vec![Hop::Link(to_proxy)],
+                        l.towards_mh(),
+                        vec![Hop::Node(r)],
+                    ]
+                    .concat(),
                 );
                 world.set_route(
                     ack,
-                    vec![
-                        Hop::Link(l.up),
-                        Hop::Link(l.from_bs),
-                        Hop::Link(to_server),
-                        Hop::Node(s),
-                    ],
+                    [l.towards_proxy(), vec![Hop::Link(to_server), Hop::Node(s)]].concat(),
                 );
                 h.senders.push(s);
                 h.receivers.push(r);
@@ -266,11 +300,11 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             for (i, l) in links.iter().enumerate() {
                 world.set_route(
                     down_flows[i],
-                    vec![Hop::Link(l.to_bs), Hop::Link(l.down), Hop::Node(gm)],
+                    [l.towards_mh(), vec![Hop::Node(gm)]].concat(),
                 );
                 world.set_route(
                     up_flows[i],
-                    vec![Hop::Link(l.up), Hop::Link(l.from_bs), Hop::Node(gp)],
+                    [l.towards_proxy(), vec![Hop::Node(gp)]].concat(),
                 );
             }
             h.senders.push(s);
@@ -308,11 +342,11 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             for (i, l) in links.iter().enumerate() {
                 world.set_route(
                     down_flows[i],
-                    vec![Hop::Link(l.to_bs), Hop::Link(l.down), Hop::Node(gm)],
+                    [l.towards_mh(), vec![Hop::Node(gm)]].concat(),
                 );
                 world.set_route(
                     up_flows[i],
-                    vec![Hop::Link(l.up), Hop::Link(l.from_bs), Hop::Node(gp)],
+                    [l.towards_proxy(), vec![Hop::Node(gp)]].concat(),
                 );
             }
             h.path_flows = down_flows;
@@ -328,6 +362,35 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         }
         h.cross_tcp_receivers.extend(receivers);
         add_changes(&mut world, p, l, duration, seed, i);
+    }
+    if let (Some(b), Some(first)) = (&scenario.shared_bottleneck, links.first()) {
+        for _ in 0..b.tcp {
+            let data = flows.next();
+            let ack = flows.next();
+            let snd = world.add_node(Node::TcpSender(TcpSender::new(
+                tcp.clone(),
+                data,
+                Time::ZERO,
+            )));
+            let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+                ack,
+                None,
+                Duration::from_secs(1),
+            )));
+            let (Some(down), Some(up)) = (first.shared_down, first.shared_up) else {
+                break;
+            };
+            world.set_route(
+                data,
+                vec![Hop::Link(first.to_bs), Hop::Link(down), Hop::Node(rcv)],
+            );
+            world.set_route(
+                ack,
+                vec![Hop::Link(up), Hop::Link(first.from_bs), Hop::Node(snd)],
+            );
+            h.cross_tcp_receivers.push(rcv);
+            h.shared_competitors = true;
+        }
     }
     (world, h)
 }
@@ -442,14 +505,8 @@ fn add_cross_traffic(
         )));
         // Through the wired hop too: the competitor's round trip is the main flow's, as
         // in seed mHIP's Fig. 1 (both 120 ms), so neither gets the larger share by RTT.
-        world.set_route(
-            data,
-            vec![Hop::Link(l.to_bs), Hop::Link(l.down), Hop::Node(rcv)],
-        );
-        world.set_route(
-            ack,
-            vec![Hop::Link(l.up), Hop::Link(l.from_bs), Hop::Node(snd)],
-        );
+        world.set_route(data, [l.towards_mh(), vec![Hop::Node(rcv)]].concat());
+        world.set_route(ack, [l.towards_proxy(), vec![Hop::Node(snd)]].concat());
         receivers.push(rcv);
     }
     let sink = world.add_node(Node::Sink(CountingSink::default()));

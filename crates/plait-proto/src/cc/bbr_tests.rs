@@ -57,7 +57,7 @@ fn assert_rate(cc: &Bbr, rate: f64) {
 /// samples in rounds 5 to 8, every later ACK ending a round, the open interval begun at
 /// 900 ms.
 fn to_probe_bw() -> Bbr {
-    let mut cc = Bbr::new(MSS);
+    let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     assert_eq!(cc.mode(), BbrMode::Startup);
     assert_eq!(cc.window(), 12_000, "initial window: 10 datagrams");
     assert_eq!(cc.pacing_rate(), None);
@@ -131,7 +131,7 @@ fn startup_grows_the_estimate_then_drains_then_probes() {
 
 #[test]
 fn startup_does_not_exit_on_app_limited_rounds() {
-    let mut cc = Bbr::new(MSS);
+    let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     // 240 000 B/s at 200 ms (full_bw 240 000), then a plateau of app-limited rounds at
     // the same rate: not counted toward the exit (draft §4.3.2.2), so still Startup.
     ack(&mut cc, 100, 12_000, 0);
@@ -284,7 +284,7 @@ fn samples_not_app_limited_lower_the_estimate_after_ten_rounds() {
 
 #[test]
 fn a_round_ends_when_the_flight_at_its_start_is_acknowledged() {
-    let mut cc = Bbr::new(MSS);
+    let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     // Round 1 begins with 30 000 B in flight: it ends at delivered 10 000 + 30 000.
     ack(&mut cc, 100, 10_000, 30_000);
     assert_eq!(cc.rounds(), 1);
@@ -328,4 +328,22 @@ fn acks_of_datagrams_sent_before_a_loss_still_count() {
     // A second loss in the same period is still not a second event for BBR either.
     bbr.on_lost(ms(360), 1, ms(340), &coupling);
     assert_eq!(bbr.counters(), (1, 0));
+}
+
+/// With the ACK-aggregation allowance (the controller the engine runs), the window is the
+/// plain one plus `rate × 25 ms`: at 1 MB/s, 25 000 bytes more, in every mode.
+#[test]
+fn the_engine_s_window_leaves_room_for_delayed_acks() {
+    let mut plain = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
+    let mut engine = Bbr::new(MSS);
+    // 1 MB/s: 100 000 bytes per 100 ms ACK, through Startup, Drain and ProbeBW.
+    for k in 0..30 {
+        ack(&mut plain, 100 * k, 100_000, 0);
+        ack(&mut engine, 100 * k, 100_000, 0);
+        if plain.bandwidth() > 0.0 && plain.mode() == engine.mode() && k > 12 {
+            assert_close(engine.bandwidth(), plain.bandwidth());
+            assert_eq!(engine.window() - plain.window(), 25_000, "ACK {k}");
+        }
+    }
+    assert!(matches!(engine.mode(), BbrMode::ProbeBw { .. }));
 }
