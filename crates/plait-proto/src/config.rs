@@ -37,6 +37,8 @@ pub struct EngineSettings {
     pub repair: bool,
     /// Which congestion controller runs on each path for streams (default `newreno`).
     pub congestion: CongestionKind,
+    /// Which scheduler places stream datagrams (default `min-rtt`).
+    pub stream_scheduler: SchedulerKind,
 }
 
 impl Default for EngineSettings {
@@ -47,6 +49,7 @@ impl Default for EngineSettings {
             max_hold: DEFAULT_MAX_HOLD,
             repair: true,
             congestion: CongestionKind::default(),
+            stream_scheduler: SchedulerKind::MinRtt,
         }
     }
 }
@@ -100,6 +103,9 @@ pub struct Config {
     pub side: Side,
     /// The congestion controller of every path (docs/protocol.md#congestion-control).
     pub congestion: CongestionKind,
+    /// Which scheduler places stream datagrams, among the paths whose window and pacer
+    /// have room (docs/protocol.md#stream-scheduling).
+    pub stream_scheduler: SchedulerKind,
     /// Stream bounds and initial windows (docs/protocol.md#stream-flow-control).
     pub streams: StreamLimits,
 }
@@ -128,6 +134,7 @@ impl Default for Config {
             min_pair_bytes: MIN_PAIR_BYTES,
             side: Side::Client,
             congestion: settings.congestion,
+            stream_scheduler: settings.stream_scheduler,
             streams: StreamLimits::default(),
         }
     }
@@ -182,6 +189,7 @@ impl Config {
             max_datagram_size,
             repair: settings.repair,
             congestion: settings.congestion,
+            stream_scheduler: settings.stream_scheduler,
             ..Config::default()
         };
         c.reorder_config.max_hold = settings.max_hold;

@@ -175,6 +175,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                     repair: scheduler.map(|_| repair),
                     min_pair_bytes: None,
                     congestion: congestion.map(Into::into),
+                    stream_scheduler: None,
                     paper_kbps: None,
                     note: None,
                 },

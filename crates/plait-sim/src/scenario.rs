@@ -302,6 +302,10 @@ pub struct RunSpec {
     /// engine's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
+    /// The scheduler of stream datagrams (mode `plait-stream`); absent: the engine's
+    /// default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_scheduler: Option<String>,
     /// The paper's value for this row (kbit/s), for the reproduction table.
     #[serde(default)]
     pub paper_kbps: Option<f64>,
@@ -333,6 +337,11 @@ impl RunSpec {
                 .as_deref()
                 .and_then(plait_proto::cc::CongestionKind::from_name)
                 .unwrap_or(d.congestion),
+            stream_scheduler: self
+                .stream_scheduler
+                .as_deref()
+                .and_then(SchedulerKind::from_name)
+                .unwrap_or(d.stream_scheduler),
         }
     }
 }
@@ -498,6 +507,20 @@ impl Scenario {
             return Err(invalid("runs", "give at least one run"));
         }
         for (i, r) in self.runs.iter().enumerate() {
+            if let Some(sched) = r.stream_scheduler.as_deref() {
+                if r.mode != Mode::PlaitStream {
+                    return Err(invalid(
+                        format!("runs[{i}].stream_scheduler"),
+                        "stream_scheduler applies only to mode = \"plait-stream\"",
+                    ));
+                }
+                if SchedulerKind::from_name(sched).is_none() {
+                    return Err(invalid(
+                        format!("runs[{i}].stream_scheduler"),
+                        format!("unknown scheduler {sched:?}"),
+                    ));
+                }
+            }
             if let Some(cc) = r.congestion.as_deref() {
                 if r.mode != Mode::PlaitStream {
                     return Err(invalid(

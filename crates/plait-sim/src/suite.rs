@@ -45,6 +45,7 @@ pub fn variants(
             repair: None,
             min_pair_bytes: None,
             congestion: None,
+            stream_scheduler: None,
             paper_kbps: None,
             note: None,
         }];
@@ -57,6 +58,7 @@ pub fn variants(
             repair: Some(false),
             min_pair_bytes: None,
             congestion: None,
+            stream_scheduler: None,
             paper_kbps: None,
             note: None,
         }));
@@ -70,6 +72,7 @@ pub fn variants(
             repair: Some(true),
             min_pair_bytes: None,
             congestion: None,
+            stream_scheduler: None,
             paper_kbps: None,
             note: None,
         });

@@ -113,6 +113,10 @@ pub struct Session {
     streams: Streams,
     /// Stream data waits for a path's pacer until then (`None`: not paced).
     stream_pace_until: Option<Time>,
+    /// Places stream datagrams (its own instance: packet mode's scheduler state, e.g. a
+    /// round-robin position or queue model, is not disturbed by stream decisions; both see
+    /// every datagram sent).
+    stream_scheduler: AnyScheduler,
 }
 
 impl Session {
@@ -151,6 +155,7 @@ impl Session {
             repair_requests: VecDeque::new(),
             streams: Streams::new(config.side, config.streams.clone()),
             stream_pace_until: None,
+            stream_scheduler: AnyScheduler::new(config.stream_scheduler),
             config,
         })
     }

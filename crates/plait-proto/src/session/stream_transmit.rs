@@ -2,8 +2,10 @@
 //!
 //! Stream data goes only where a path's congestion window has room for a full datagram
 //! and its pacer lets it go (seed mHIP §III-B: a path is eligible while its window is not
-//! full); among those, the path with the smallest smoothed RTT carries it (the earliest
-//! arrival when windows keep queues short; MPTCP's default rule). Lost bytes go first, on
+//! full); among those, the stream scheduler (`Config::stream_scheduler`, default `min-rtt`:
+//! the smallest smoothed RTT, MPTCP's default rule) picks, seeing each path's window room in
+//! its view, so SWTC's window wait, mHIP's full-path rule and BLEST's blocking estimate act
+//! on real windows. Lost bytes go first, on
 //! whichever path is chosen now (seed ETOM §IV-B: the tunnel retransmits, not the path
 //! that lost them). Control frames (flow-control updates, resets) ride along, or go alone
 //! where ACKs go when no window has room.
@@ -14,7 +16,7 @@
 
 use super::{Session, Transmit};
 use crate::ids::PathId;
-use crate::sched::{PacketMeta, Scheduler};
+use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::time::Time;
 use crate::wire::Writer;
 
@@ -22,31 +24,51 @@ use crate::wire::Writer;
 const ACK_ROOM: usize = 128;
 
 impl Session {
-    /// The path for the next stream datagram, if any has window and pacing room now;
-    /// otherwise notes when the pacer next allows one.
+    /// The path for the next stream datagram, chosen by the stream scheduler among the
+    /// paths whose window and pacer have room for a full datagram now (their views show
+    /// `cwnd_room`: the room left, or 0 when a full datagram does not fit or the pacer holds
+    /// it); otherwise notes when the pacer next lets one go.
     fn stream_path(&mut self, now: Time) -> Option<PathId> {
         let size = self.config.max_datagram_size as u64;
-        let mut best = None;
+        self.refresh_views();
         let mut earliest: Option<Time> = None;
-        for slot in self.paths.iter().flatten() {
+        for view in &mut self.views {
+            let Some(slot) = self.paths.get(view.id.index()).and_then(Option::as_ref) else {
+                continue;
+            };
             let p = &slot.tx;
-            if !p.state().is_usable() || !p.congestion().has_room(p.bytes_in_flight(), size) {
-                continue;
-            }
+            let window = p.congestion().window();
+            let room = window.saturating_sub(p.bytes_in_flight());
             let release = p.pacing_release(now, size);
-            if release > now {
+            if release > now && room >= size && view.state.is_usable() {
                 earliest = Some(earliest.map_or(release, |e| e.min(release)));
-                continue;
             }
-            let srtt = p.rtt().srtt().unwrap_or(std::time::Duration::MAX);
-            if best.is_none_or(|(b, _)| srtt < b) {
-                best = Some((srtt, p.id()));
-            }
+            view.cwnd_room = Some(if room >= size && release <= now {
+                room
+            } else {
+                0
+            });
         }
-        if best.is_none() {
+        let meta = PacketMeta {
+            global_seq: self.next_global,
+            len: size as usize,
+            arrival: now,
+            control: false,
+        };
+        let choice = match self.stream_scheduler.select(now, &self.views, &meta) {
+            Selection::Send(p) => Some(p),
+            Selection::Duplicate(ps) => ps.first().copied(),
+            Selection::Wait(Some(t)) if t > now => {
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                None
+            }
+            Selection::Wait(_) => None,
+        }
+        .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_usable()));
+        if choice.is_none() {
             self.stream_pace_until = earliest;
         }
-        best.map(|(_, id)| id)
+        choice
     }
 
     /// A datagram of stream frames, if the streams have something the paths can take.
@@ -90,7 +112,7 @@ impl Session {
             arrival: now,
             control: true,
         };
-        self.scheduler.on_sent(now, path, &meta);
+        self.note_sent(now, path, &meta);
         let slot = self.slot_mut(path)?;
         let seq = slot.tx.on_sent(now, len, !sent.is_empty(), None, None);
         slot.tx.mark_reliable(seq);

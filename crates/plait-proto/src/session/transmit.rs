@@ -181,15 +181,22 @@ impl Session {
             arrival: now,
             control: true,
         };
-        self.scheduler.on_sent(now, path, &meta);
+        self.note_sent(now, path, &meta);
         self.slot_mut(path)?
             .tx
             .on_sent(now, len, ack_eliciting, probe_id, None);
         Some(Transmit { path, len })
     }
 
+    /// Tells both schedulers a datagram left on `path` (their models of the path queues
+    /// count every byte, whoever placed it).
+    pub(super) fn note_sent(&mut self, now: Time, path: PathId, meta: &PacketMeta) {
+        self.scheduler.on_sent(now, path, meta);
+        self.stream_scheduler.on_sent(now, path, meta);
+    }
+
     /// Rebuilds the schedulers' snapshot of every path.
-    fn refresh_views(&mut self) {
+    pub(super) fn refresh_views(&mut self) {
         let now = self.now;
         for slot in self.paths.iter_mut().flatten() {
             slot.tx.decay_loss(now);
@@ -367,7 +374,7 @@ impl Session {
             arrival,
             control: false,
         };
-        self.scheduler.on_sent(now, path, &meta);
+        self.note_sent(now, path, &meta);
         self.slot_mut(path)?
             .tx
             .on_sent(now, len, true, None, (!repair).then_some(global));

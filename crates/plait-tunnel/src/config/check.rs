@@ -319,6 +319,7 @@ fn engine(f: EngineFile) -> EngineSettings {
         max_hold: f.max_hold_ms.map_or(d.max_hold, |ms| ms.0),
         repair: f.repair.unwrap_or(d.repair),
         congestion: f.congestion.map_or(d.congestion, |c| c.0),
+        stream_scheduler: f.stream_scheduler.map_or(d.stream_scheduler, |s| s.0),
     }
 }
 

@@ -94,6 +94,7 @@ pub(super) struct EngineFile {
     pub(super) max_hold_ms: Option<HoldMs>,
     pub(super) repair: Option<bool>,
     pub(super) congestion: Option<CongestionName>,
+    pub(super) stream_scheduler: Option<SchedulerName>,
 }
 
 /// `status_socket`'s default depends on the role.

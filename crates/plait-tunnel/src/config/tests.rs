@@ -338,6 +338,14 @@ fn every_scheduler_and_reorder_name_is_accepted() {
         let text = format!("{}[engine]\nreorder = \"{}\"\n", min_client(), kind.name());
         assert_eq!(client_ok(&text).engine.reorder, kind);
     }
+    for kind in SchedulerKind::ALL {
+        let text = format!(
+            "{}[engine]\nstream_scheduler = \"{}\"\n",
+            min_client(),
+            kind.name()
+        );
+        assert_eq!(client_ok(&text).engine.stream_scheduler, kind);
+    }
     for kind in plait_proto::cc::CongestionKind::ALL {
         let text = format!(
             "{}[engine]\ncongestion = \"{}\"\n",
