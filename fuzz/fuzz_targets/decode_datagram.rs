@@ -1,7 +1,8 @@
 //! Fuzz target: decode arbitrary bytes as a plait datagram (docs/protocol.md#header,
 //! docs/protocol.md#frames) the way the session does, and check the decoder's promises:
 //! no panic on any input, `validate` agrees with iterating `frames`, ACK iterators stay
-//! within what the frame holds and never yield a range above `largest_full` or out of order.
+//! within what the frame holds and never yield a range above `largest_full` or out of order,
+//! and a STREAM frame's data ends at most at 2^62 - 1.
 
 #![no_main]
 
@@ -25,8 +26,16 @@ fn decode_payload(payload: &[u8]) {
         match frame {
             Ok(frame) => {
                 frames += 1;
-                if let Frame::Ack(ack) = frame {
-                    check_ack(&ack);
+                match frame {
+                    Frame::Ack(ack) => check_ack(&ack),
+                    // A decoded STREAM frame ends within the varint range
+                    // (docs/protocol.md#stream-frame).
+                    Frame::Stream(s) => assert!(
+                        s.offset
+                            .checked_add(s.data.len() as u64)
+                            .is_some_and(|end| end <= wire::MAX_STREAM_OFFSET)
+                    ),
+                    _ => {}
                 }
             }
             Err(e) => error = Some(e),

@@ -156,9 +156,17 @@ impl SendHalf {
     /// Copies the chunk's bytes into `out` (which must be `chunk.len` long).
     pub fn copy_out(&self, chunk: &Chunk, out: &mut [u8]) {
         let from = usize::try_from(chunk.offset - self.base).unwrap_or(usize::MAX);
-        for (dst, src) in out.iter_mut().zip(self.buf.range(from..)) {
-            *dst = *src;
+        // The ring's two halves, copied a slice at a time.
+        let (a, b) = self.buf.as_slices();
+        let mut written = 0;
+        if from < a.len() {
+            let n = (a.len() - from).min(out.len());
+            out[..n].copy_from_slice(&a[from..from + n]);
+            written = n;
         }
+        let from_b = from.saturating_sub(a.len());
+        let n = (out.len() - written).min(b.len().saturating_sub(from_b));
+        out[written..written + n].copy_from_slice(&b[from_b..from_b + n]);
     }
 
     /// Records that `chunk` went out.
@@ -262,6 +270,30 @@ mod tests {
             s.next_chunk(1000, 10).map(|c| (c.offset, c.len)),
             Some((50, 10))
         );
+    }
+
+    #[test]
+    fn copies_across_the_ring_s_wrap() {
+        let mut s = SendHalf::new(1 << 20);
+        // Fill, free the front, refill: the ring's content wraps.
+        s.write(&(0..200u8).collect::<Vec<_>>());
+        let all = s.next_chunk(200, u64::MAX).unwrap();
+        s.on_sent(&all);
+        s.on_acked(0..150, false);
+        s.write(&(200..=255u8).chain(0..100).collect::<Vec<_>>());
+        let expected: Vec<u8> = (150..=255u8).chain(0..100).collect();
+        for (offset, len) in [(150u64, 50u64), (150, 206), (190, 100), (300, 56), (205, 1)] {
+            let mut out = vec![0u8; len as usize];
+            let chunk = Chunk {
+                offset,
+                len,
+                fin: false,
+                new: false,
+            };
+            s.copy_out(&chunk, &mut out);
+            let at = (offset - 150) as usize;
+            assert_eq!(out, expected[at..at + len as usize], "{offset}+{len}");
+        }
     }
 
     #[test]
