@@ -52,6 +52,10 @@ pub enum StreamViolation {
     /// The stream's open request is longer than allowed or malformed.
     #[error("{0}: malformed open request")]
     BadOpenRequest(StreamId),
+    /// The peer's frames left more separate pieces waiting than the stream's window
+    /// allows (tiny frames with gaps: the bookkeeping, not the bytes, would grow).
+    #[error("{0}: too many separate pieces waiting")]
+    TooFragmented(StreamId),
 }
 
 impl StreamViolation {
@@ -63,6 +67,7 @@ impl StreamViolation {
             StreamViolation::StreamLimit(_) => 0x104,
             StreamViolation::NotOpened(_) => 0x105,
             StreamViolation::BadOpenRequest(_) => 0x107,
+            StreamViolation::TooFragmented(_) => 0x108,
         }
     }
 }

@@ -43,6 +43,12 @@ use crate::wire::{
 
 /// Longest open request, bytes.
 pub const MAX_OPEN_REQUEST: usize = 1024;
+/// Out-of-order pieces a stream may hold: one per this many bytes of its window, and at
+/// least [`MIN_SEGMENTS`]. A sender filling datagrams sends pieces of about 1.3 kB, so it
+/// stays far below; a peer sending 1-byte frames with gaps is refused before the
+/// bookkeeping (about 100 bytes per piece) outgrows the window.
+const BYTES_PER_SEGMENT: u64 = 64;
+const MIN_SEGMENTS: usize = 1024;
 /// A datagram with less room than this left takes no more STREAM frames.
 const MIN_CHUNK_ROOM: usize = 32;
 
@@ -558,6 +564,12 @@ impl Streams {
             .recv
             .on_data(frame.offset, frame.data, frame.fin)
             .map_err(|v| violation(v, id))?;
+        let cap = usize::try_from(s.window / BYTES_PER_SEGMENT)
+            .unwrap_or(usize::MAX)
+            .max(MIN_SEGMENTS);
+        if s.recv.segment_count() > cap {
+            return Err(StreamViolation::TooFragmented(StreamId(id)));
+        }
         self.recv_highest += raised;
         if self.recv_highest > self.recv_max_data {
             return Err(StreamViolation::FlowControl(StreamId(id)));

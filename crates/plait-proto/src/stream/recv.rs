@@ -165,6 +165,11 @@ impl RecvHalf {
         self.received.remove_below(new_read);
     }
 
+    /// Separate pieces held (what a peer sending tiny frames with gaps multiplies).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
     /// Bytes held (arrived, not yet read).
     pub fn buffered(&self) -> u64 {
         self.segments.values().map(|s| s.len() as u64).sum()

@@ -264,3 +264,22 @@ fn fin_inside_two_byte_length_is_not_bad_open_request() {
         Err(StreamViolation::BadOpenRequest(StreamId(0)))
     );
 }
+
+/// A peer sending 1-byte frames with 1-byte gaps is refused once the pieces outnumber the
+/// window's allowance (the bytes stay within the window, but each piece costs bookkeeping).
+#[test]
+fn tiny_frames_with_gaps_are_refused_before_the_bookkeeping_grows() {
+    let mut b = Streams::new(Side::Server, StreamLimits::default());
+    // Default window 256 KiB: at most 4096 pieces.
+    let mut refused = None;
+    for k in 0..10_000u64 {
+        if let Err(v) = b.on_stream_frame(&frame(0, 10 + 2 * k, b"x", false)) {
+            refused = Some((k, v));
+            break;
+        }
+    }
+    assert_eq!(
+        refused,
+        Some((4096, StreamViolation::TooFragmented(StreamId(0))))
+    );
+}
