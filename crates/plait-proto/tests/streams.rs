@@ -7,6 +7,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use plait_proto::cc::CongestionKind;
 use plait_proto::stream::StreamLimits;
 use plait_proto::{Config, Event, Side, StreamEvent, StreamId, Time};
 use support::{LinkSpec, Pair};
@@ -365,39 +366,45 @@ fn a_path_that_dies_both_ways_and_returns_is_used_again() {
     );
 }
 
-/// One gigabyte over three paths 8:1 apart, one lossy: every byte in order, per-path
-/// goodput against capacity reported. About 10 s of wall time in release:
+/// One gigabyte over three paths 8:1 apart, one lossy, under NewReno and under BBR: every
+/// byte in order, per-path goodput against capacity reported. About 10 s of wall time per
+/// controller in release:
 /// `cargo test -p plait-proto --release --test streams one_gigabyte -- --ignored --nocapture`.
 #[test]
 #[ignore = "1 GB: run in release with --ignored"]
 fn one_gigabyte_over_three_paths() {
-    let paths = [
-        link(80.0, 10, 0.0),
-        link(20.0, 30, 0.01),
-        link(10.0, 50, 0.0),
-    ];
-    let (a, b) = configs();
-    let mut pair = Pair::new(a, b, &paths, &[], 10);
-    let mut apps = [App::default(), App::default()];
-    let total = 1 << 30;
-    apps[0].open(0, &mut pair, 1, total);
-    let finished = run(&mut pair, &mut apps, Time::from_millis(600_000));
-    let (read, fin, _) = apps[1].reading.values().next().copied().expect("opened");
-    assert_eq!((read, fin), (total, true));
-    let secs = finished.as_nanos() as f64 / 1e9;
-    let capacity = [80.0, 20.0, 10.0];
-    let per_path: Vec<String> = pair
-        .link_delivered_bytes(0)
-        .iter()
-        .zip(capacity)
-        .map(|(b, c)| format!("{:.1}/{c}", *b as f64 * 8.0 / secs / 1e6))
-        .collect();
-    eprintln!(
-        "1 GiB in {secs:.1} s: {:.1} Mbit/s of 110 ({:.3}); per path (Mbit/s of capacity, datagrams with headers) {per_path:?}; {:?}",
-        total as f64 * 8.0 / secs / 1e6,
-        total as f64 * 8.0 / secs / 1e6 / 110.0,
-        pair.a.stream_stats()
-    );
+    for kind in [CongestionKind::NewReno, CongestionKind::Bbr] {
+        let paths = [
+            link(80.0, 10, 0.0),
+            link(20.0, 30, 0.01),
+            link(10.0, 50, 0.0),
+        ];
+        let (mut a, mut b) = configs();
+        a.congestion = kind;
+        b.congestion = kind;
+        let mut pair = Pair::new(a, b, &paths, &[], 10);
+        let mut apps = [App::default(), App::default()];
+        let total = 1 << 30;
+        apps[0].open(0, &mut pair, 1, total);
+        let finished = run(&mut pair, &mut apps, Time::from_millis(600_000));
+        let (read, fin, _) = apps[1].reading.values().next().copied().expect("opened");
+        assert_eq!((read, fin), (total, true), "{}", kind.name());
+        let secs = finished.as_nanos() as f64 / 1e9;
+        let capacity = [80.0, 20.0, 10.0];
+        let per_path: Vec<String> = pair
+            .link_delivered_bytes(0)
+            .iter()
+            .zip(capacity)
+            .map(|(b, c)| format!("{:.1}/{c}", *b as f64 * 8.0 / secs / 1e6))
+            .collect();
+        let goodput = total as f64 * 8.0 / secs / 1e6;
+        eprintln!(
+            "{}: 1 GiB in {secs:.1} s: {goodput:.1} Mbit/s of 110 ({:.3}); per path (Mbit/s of capacity, datagrams with headers) {per_path:?}; retransmitted {} B",
+            kind.name(),
+            goodput / 110.0,
+            pair.a.stream_stats().bytes_retransmitted
+        );
+    }
 }
 
 #[test]
