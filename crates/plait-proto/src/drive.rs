@@ -5,7 +5,9 @@
 //! 1. `handle_timeout(now)`: timers due (loss, liveness, probes);
 //! 2. `poll_delivery` until empty: in-order inner packets to the driver (TUN / application);
 //! 3. `poll_transmit` until empty: datagrams to the driver's paths;
-//! 4. `poll_event` until empty;
+//! 4. `poll_event` until empty (session events, then stream events: a stream that became
+//!    readable or writable is read or written by the driver with `stream_read` /
+//!    `stream_write`, after which it drives again, as after any input);
 //!
 //! and returns `poll_timeout()`, the time to call it again without new input. Deliveries go
 //! before transmits so an inner packet reaches its application as early as possible; the
