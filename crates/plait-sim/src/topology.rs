@@ -135,6 +135,32 @@ impl PathLinks {
     }
 }
 
+/// A TCP flow from time 0 to the end over `there` (data) and `back` (ACKs); returns its
+/// receiver, whose goodput is the competitor's.
+fn long_lived_tcp(
+    world: &mut World,
+    flows: &mut Flows,
+    tcp: &TcpConfig,
+    there: Vec<Hop>,
+    back: Vec<Hop>,
+) -> NodeId {
+    let data = flows.next();
+    let ack = flows.next();
+    let snd = world.add_node(Node::TcpSender(TcpSender::new(
+        tcp.clone(),
+        data,
+        Time::ZERO,
+    )));
+    let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
+        ack,
+        None,
+        Duration::from_secs(1),
+    )));
+    world.set_route(data, [there, vec![Hop::Node(rcv)]].concat());
+    world.set_route(ack, [back, vec![Hop::Node(snd)]].concat());
+    rcv
+}
+
 /// Builds the world for `run` of `scenario` with `seed`.
 pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) {
     let mut world = World::new(Duration::from_secs_f64(scenario.bin_s));
@@ -363,30 +389,16 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         h.cross_tcp_receivers.extend(receivers);
         add_changes(&mut world, p, l, duration, seed, i);
     }
-    if let (Some(b), Some(first)) = (&scenario.shared_bottleneck, links.first()) {
+    if let (Some(b), Some(first)) = (&scenario.shared_bottleneck, links.first())
+        && let (Some(down), Some(up)) = (first.shared_down, first.shared_up)
+    {
         for _ in 0..b.tcp {
-            let data = flows.next();
-            let ack = flows.next();
-            let snd = world.add_node(Node::TcpSender(TcpSender::new(
-                tcp.clone(),
-                data,
-                Time::ZERO,
-            )));
-            let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
-                ack,
-                None,
-                Duration::from_secs(1),
-            )));
-            let (Some(down), Some(up)) = (first.shared_down, first.shared_up) else {
-                break;
-            };
-            world.set_route(
-                data,
-                vec![Hop::Link(first.to_bs), Hop::Link(down), Hop::Node(rcv)],
-            );
-            world.set_route(
-                ack,
-                vec![Hop::Link(up), Hop::Link(first.from_bs), Hop::Node(snd)],
+            let rcv = long_lived_tcp(
+                &mut world,
+                &mut flows,
+                &tcp,
+                vec![Hop::Link(first.to_bs), Hop::Link(down)],
+                vec![Hop::Link(up), Hop::Link(first.from_bs)],
             );
             h.cross_tcp_receivers.push(rcv);
             h.shared_competitors = true;
@@ -488,27 +500,12 @@ fn add_cross_traffic(
     seed: u64,
 ) -> Vec<NodeId> {
     let base = 10_000 + 1000 * path as u64;
-    // Long-lived TCP competitors, from the start to the end.
-    let mut receivers = Vec::new();
-    for _ in 0..p.cross.tcp {
-        let data = flows.next();
-        let ack = flows.next();
-        let snd = world.add_node(Node::TcpSender(TcpSender::new(
-            tcp.clone(),
-            data,
-            Time::ZERO,
-        )));
-        let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
-            ack,
-            None,
-            Duration::from_secs(1),
-        )));
-        // Through the wired hop too: the competitor's round trip is the main flow's, as
-        // in seed mHIP's Fig. 1 (both 120 ms), so neither gets the larger share by RTT.
-        world.set_route(data, [l.towards_mh(), vec![Hop::Node(rcv)]].concat());
-        world.set_route(ack, [l.towards_proxy(), vec![Hop::Node(snd)]].concat());
-        receivers.push(rcv);
-    }
+    // Long-lived TCP competitors, from the start to the end, through the wired hop too:
+    // their round trip is the main flow's, as in seed mHIP's Fig. 1 (both 120 ms), so
+    // neither gets the larger share by RTT.
+    let receivers = (0..p.cross.tcp)
+        .map(|_| long_lived_tcp(world, flows, tcp, l.towards_mh(), l.towards_proxy()))
+        .collect();
     let sink = world.add_node(Node::Sink(CountingSink::default()));
     // FTP: 200 – 2000 kB, start uniform in the run (PET-BMP §III-A).
     for k in 0..u64::from(p.cross.ftp) {

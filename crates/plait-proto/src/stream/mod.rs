@@ -887,10 +887,6 @@ impl Streams {
                     }
                     let freed = s.send.on_acked(offset..offset + len, fin);
                     self.send_buffered -= freed;
-                    if freed > 0 && s.send.want_writable {
-                        s.send.want_writable = false;
-                        self.events.push_back(StreamEvent::Writable(StreamId(id)));
-                    }
                     self.maybe_free(id);
                 }
                 Sent::Reset(id) => {
