@@ -433,3 +433,38 @@ fn every_stream_scheduler_delivers_within_the_windows() {
         }
     }
 }
+
+#[test]
+fn packet_mode_and_streams_share_a_session() {
+    // Inner packets (packet mode) and a stream cross the same paths at once: every inner
+    // packet that was not lost on a link arrives, the stream arrives whole and in order.
+    let paths = [link(8.0, 10, 0.0), link(4.0, 40, 0.0)];
+    let (a, b) = configs();
+    let mut pair = Pair::new(a, b, &paths, &[], 12);
+    let mut apps = [App::default(), App::default()];
+    apps[0].open(0, &mut pair, 1, 2 << 20);
+    let mut sent = 0u64;
+    let mut next_packet = Time::ZERO;
+    for step in 1..=5_000u64 {
+        let t = Time::from_millis(step);
+        pair.run_until(t, |_| None);
+        // 1 Mbit/s of 1000-byte inner packets beside the stream.
+        while next_packet <= pair.now {
+            assert!(pair.send_inner(0, &support::payload(sent, 1000)));
+            sent += 1;
+            next_packet += Duration::from_millis(8);
+        }
+        for (side, app) in apps.iter_mut().enumerate() {
+            app.pump(side, &mut pair);
+        }
+        pair.drive_now();
+    }
+    pair.run_until(pair.now + Duration::from_secs(2), |_| None);
+    let (read, fin, _) = apps[1].reading.values().next().copied().expect("opened");
+    assert_eq!((read, fin), (2 << 20, true));
+    let delivered = pair.take_delivered(0).len() as u64;
+    assert!(
+        delivered >= sent * 98 / 100,
+        "{delivered} of {sent} inner packets"
+    );
+}
