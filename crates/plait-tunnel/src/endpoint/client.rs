@@ -198,10 +198,11 @@ impl ClientEndpoint {
     }
 
     fn start_session(&mut self, now: Time, fresh: FreshSession) {
-        let config = self
-            .params
-            .engine
-            .session_config(fresh.session_id(), self.random.next_u64());
+        let config = self.params.engine.session_config(
+            fresh.session_id(),
+            self.random.next_u64(),
+            plait_proto::Side::Client,
+        );
         let mut session = match Session::new(config) {
             Ok(s) => s,
             Err(e) => {

@@ -86,15 +86,30 @@ pub struct EngineParams {
 }
 
 impl EngineParams {
-    /// The engine configuration for one session (the simulator builds its sessions the
-    /// same way, `plait_proto::Config::for_session`).
-    pub fn session_config(&self, session_id: u32, seed: u64) -> plait_proto::Config {
-        plait_proto::Config::for_session(session_id, seed, self.max_datagram_size, &self.settings)
+    /// The engine configuration for one session at `side` (the client started the
+    /// session; the side decides the parity of the stream ids each end opens). The
+    /// simulator builds its sessions the same way, `plait_proto::Config::for_session`.
+    pub fn session_config(
+        &self,
+        session_id: u32,
+        seed: u64,
+        side: plait_proto::Side,
+    ) -> plait_proto::Config {
+        plait_proto::Config {
+            side,
+            ..plait_proto::Config::for_session(
+                session_id,
+                seed,
+                self.max_datagram_size,
+                &self.settings,
+            )
+        }
     }
 
     /// The largest inner packet (the TUN device's MTU).
     pub fn tun_mtu(&self) -> usize {
-        self.session_config(0, 0).max_inner_packet()
+        self.session_config(0, 0, plait_proto::Side::Client)
+            .max_inner_packet()
     }
 }
 

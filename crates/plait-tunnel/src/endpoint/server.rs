@@ -261,7 +261,9 @@ impl ServerEndpoint {
         fresh: FreshSession,
     ) {
         let session_id = fresh.session_id();
-        match Session::new(engine.session_config(session_id, random.next_u64())) {
+        let config =
+            engine.session_config(session_id, random.next_u64(), plait_proto::Side::Server);
+        match Session::new(config) {
             Ok(s) => {
                 if peer.link.start_session(fresh, s) {
                     info!(peer = %peer.config.name, session = format_args!("{session_id:08x}"), "client started a new session");
