@@ -372,6 +372,12 @@ impl ClientEndpoint {
     pub fn link_counters(&self) -> LinkCounters {
         self.link.counters()
     }
+
+    /// The engine session, for tests that act as the tunnel's application.
+    #[cfg(test)]
+    pub(crate) fn session_mut(&mut self) -> Option<&mut plait_proto::Session> {
+        self.link.session_mut()
+    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,12 @@ pub struct LinkCounters {
     pub spoofed: u64,
     /// Inner packets refused by the engine (queue full, too large, no session).
     pub refused: u64,
+    /// Streams the peer opened, reset at once: this build carries packet mode only.
+    pub streams_refused: u64,
 }
+
+/// RESET_STREAM code for a stream the peer opened where stream mode is off.
+pub const STREAM_REFUSED: u64 = 1;
 
 /// One peer's state. Every field is private: the key rotation, the pending fresh session
 /// and the path endpoints change only through the methods below, which keep the
@@ -196,6 +201,12 @@ impl Link {
     }
 
     /// Counters beyond the engine's.
+    /// The engine session, for tests that act as a peer's application.
+    #[cfg(test)]
+    pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
+        self.session.as_mut()
+    }
+
     pub fn counters(&self) -> LinkCounters {
         self.counters
     }
@@ -398,6 +409,28 @@ impl Link {
     /// Runs the engine's drain loop, sealing every transmit with the current keys.
     /// Returns the engine's next deadline.
     pub fn drive(&mut self, now: Time, out: &mut impl Outputs) -> Option<Time> {
+        let mut opened = Vec::new();
+        let next = self.drive_once(now, out, &mut opened);
+        if opened.is_empty() {
+            return next;
+        }
+        // No stream mode in this build: a stream the peer opens is reset at once, so it
+        // holds none of the session's stream memory; the RESET_STREAMs go out now.
+        if let Some(session) = self.session.as_mut() {
+            for id in opened.drain(..) {
+                let _ = session.stream_reset(now, id, STREAM_REFUSED);
+                self.counters.streams_refused += 1;
+            }
+        }
+        self.drive_once(now, out, &mut opened)
+    }
+
+    fn drive_once(
+        &mut self,
+        now: Time,
+        out: &mut impl Outputs,
+        opened: &mut Vec<plait_proto::StreamId>,
+    ) -> Option<Time> {
         let session = self.session.as_mut()?;
         let mut io = SealIo {
             keys: self.keys.current_mut(),
@@ -407,6 +440,7 @@ impl Link {
             allowed: self.allowed_sources.as_deref(),
             counters: &mut self.counters,
             names: &self.path_names,
+            opened,
         };
         plait_proto::drive(session, now, &mut io, &mut self.engine_buf)
     }
@@ -501,6 +535,8 @@ struct SealIo<'a, O: Outputs> {
     allowed: Option<&'a [IpNet]>,
     counters: &'a mut LinkCounters,
     names: &'a [String],
+    /// Streams the peer opened during this drive.
+    opened: &'a mut Vec<plait_proto::StreamId>,
 }
 
 impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
@@ -554,7 +590,11 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
             }
             // The tunnel carries packet mode only: no stream is ever opened, and a peer's
             // stream would have to be served by stream mode, which this build lacks.
-            Event::Stream(e) => debug!(?e, "stream event ignored (packet mode)"),
+            Event::Stream(plait_proto::StreamEvent::Opened { id, .. }) => {
+                debug!(%id, "peer opened a stream: refused, this build carries packet mode only");
+                self.opened.push(id);
+            }
+            Event::Stream(_) => {}
         }
     }
 }

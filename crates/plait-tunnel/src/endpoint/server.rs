@@ -337,6 +337,11 @@ impl ServerEndpoint {
         self.peers[p].link.send_inner(now.mono, packet, out);
     }
 
+    /// The counters of the `i`-th configured client's link.
+    pub fn peer_counters(&self, i: usize) -> Option<super::link::LinkCounters> {
+        self.peers.get(i).map(|p| p.link.counters())
+    }
+
     /// Timers of every session; retires expired keys.
     pub fn handle_timeout(&mut self, now: Now, out: &mut impl Outputs) {
         for peer in &mut self.peers {

@@ -310,6 +310,32 @@ fn tags(packets: &[Vec<u8>]) -> Vec<u32> {
 }
 
 #[test]
+fn a_stream_the_client_opens_is_refused_by_a_packet_mode_server() {
+    // This build carries packet mode only: the server resets any stream a peer opens at
+    // once, so a hostile client cannot park data in the server's stream buffers.
+    let k = keys();
+    let mut w = World::new(&k);
+    w.run_for(Duration::from_secs(2));
+    assert!(w.client.is_established(w.now));
+    let now = w.now;
+    let session = w.client.session_mut().expect("a session");
+    let id = session.open_stream(now, b"10.0.0.1:80").unwrap();
+    assert_eq!(session.stream_write(now, id, &[7u8; 5000]), Ok(5000));
+    w.traffic(20, 0);
+    w.run_for(Duration::from_secs(2));
+    assert_eq!(
+        w.server.peer_counters(0).map(|c| c.streams_refused),
+        Some(1)
+    );
+    let session = w.client.session_mut().expect("a session");
+    let stats = session.stream_stats();
+    assert_eq!((stats.resets, stats.open), (1, 0), "{stats:?}");
+    assert_eq!(session.stream_buffered(), (0, 0));
+    // Packet mode went on meanwhile.
+    assert_eq!(tags(&w.server_tun).len(), 20);
+}
+
+#[test]
 fn handshake_then_traffic_both_ways_on_both_paths() {
     let k = keys();
     let mut w = World::with_scheduler(&k, SchedulerKind::RoundRobin);
