@@ -12,6 +12,8 @@
 //! - [`config`], [`keys`]: TOML configuration and X25519 key encoding.
 //! - [`control`]: the status snapshot, `plait status` over a Unix socket, Prometheus metrics.
 //! - [`netcfg`]: routes, policy rules and NAT set up on request and undone on exit.
+//! - [`socks5`]: the sans-IO SOCKS5 server handshake (RFC 1928/1929) and the encoding of
+//!   a stream's target.
 
 pub mod config;
 pub mod control;
@@ -23,3 +25,4 @@ pub mod keys;
 pub mod message;
 pub mod netcfg;
 pub mod ratelimit;
+pub mod socks5;
