@@ -364,6 +364,41 @@ fn malformed_inputs_map_to_their_errors() {
 }
 
 #[test]
+fn errors_come_with_the_offending_byte() {
+    // Each input ends with the byte that is wrong: the handshake fails there, without
+    // waiting for the rest of the message.
+    use Socks5Error as E;
+    let up = user_pass();
+    for (policy, input, err) in [
+        (&AuthPolicy::NoAuth, vec![0x04], E::GreetingVersion(4)),
+        (&AuthPolicy::NoAuth, vec![0x05, 0x00], E::NoMethods),
+        (&up, cat(&[GREETING_BOTH, &[0x05]]), E::AuthVersion(5)),
+        (
+            &AuthPolicy::NoAuth,
+            cat(&[GREETING_NO_AUTH, &[0x04]]),
+            E::RequestVersion(4),
+        ),
+        (
+            &AuthPolicy::NoAuth,
+            cat(&[GREETING_NO_AUTH, &[0x05, 0x02]]),
+            E::CommandNotSupported(2),
+        ),
+        (
+            &AuthPolicy::NoAuth,
+            cat(&[GREETING_NO_AUTH, &[0x05, 0x01, 0x00, 0x05]]),
+            E::Address(TargetError::AddressType(5)),
+        ),
+        (
+            &AuthPolicy::NoAuth,
+            cat(&[GREETING_NO_AUTH, &[0x05, 0x01, 0x00, 0x03, 0x00]]),
+            E::Address(TargetError::EmptyDomain),
+        ),
+    ] {
+        assert_eq!(run(policy, &input).0, Outcome::Failed(err), "{input:02x?}");
+    }
+}
+
+#[test]
 fn error_messages_name_what_was_wrong() {
     for (err, text) in [
         (
