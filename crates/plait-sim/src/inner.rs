@@ -20,7 +20,9 @@ pub fn encode(pkt: &Packet, out: &mut Vec<u8>) {
     let (kind, a, b, flags, payload) = match &pkt.body {
         Body::Tcp(s) => (KIND_DATA, s.seq, 0, u8::from(s.retransmit), s.payload),
         Body::TcpAck(ack) => (KIND_ACK, ack.next_expected, ack.echo_seq, 0, 0),
-        Body::Udp | Body::Plait { .. } => (KIND_UDP, 0, 0, 0, 0),
+        Body::Udp | Body::Plait { .. } | Body::CmtData(_) | Body::CmtSack(_) => {
+            (KIND_UDP, 0, 0, 0, 0)
+        }
     };
     out.push(kind);
     out.extend_from_slice(&pkt.flow.to_be_bytes());

@@ -12,6 +12,10 @@ use crate::packet::Packet;
 use crate::route::{Hop, Routing};
 
 mod cbr;
+mod cmt_receiver;
+mod cmt_sender;
+#[cfg(test)]
+mod cmt_tests;
 mod plait_gateway;
 #[cfg(test)]
 mod plait_gateway_tests;
@@ -19,6 +23,8 @@ mod sink;
 mod tcp_nodes;
 
 pub use cbr::{CbrSource, OnOffSource};
+pub use cmt_receiver::{CmtReceiver, CmtReceiverCore, CmtReceiverStats};
+pub use cmt_sender::{CmtConfig, CmtCore, CmtSender, CmtSenderStats};
 pub use plait_gateway::{GatewayStats, PlaitGateway, StreamApp};
 pub use sink::CountingSink;
 pub use tcp_nodes::{TcpReceiver, TcpSender};
@@ -76,6 +82,10 @@ pub enum Node {
     OnOff(OnOffSource),
     /// Counts what arrives.
     Sink(CountingSink),
+    /// The `cmt-sctp` baseline's sender.
+    CmtSender(CmtSender),
+    /// The `cmt-sctp` baseline's receiver.
+    CmtReceiver(CmtReceiver),
 }
 
 impl Node {
@@ -87,6 +97,8 @@ impl Node {
             Node::Plait(n) => n.on_receive(now, pkt),
             Node::Cbr(_) | Node::OnOff(_) => {}
             Node::Sink(n) => n.on_receive(now, pkt),
+            Node::CmtSender(n) => n.on_receive(now, pkt),
+            Node::CmtReceiver(n) => n.on_receive(now, pkt),
         }
     }
 
@@ -99,6 +111,8 @@ impl Node {
             Node::Cbr(n) => n.on_wakeup(now, out),
             Node::OnOff(n) => n.on_wakeup(now, out),
             Node::Sink(_) => {}
+            Node::CmtSender(n) => n.on_wakeup(now, out),
+            Node::CmtReceiver(n) => n.on_wakeup(now, out),
         }
     }
 
@@ -110,7 +124,8 @@ impl Node {
             Node::Plait(n) => n.next_event(),
             Node::Cbr(n) => n.next_event(),
             Node::OnOff(n) => n.next_event(),
-            Node::Sink(_) => None,
+            Node::Sink(_) | Node::CmtReceiver(_) => None,
+            Node::CmtSender(n) => n.next_event(),
         }
     }
 }

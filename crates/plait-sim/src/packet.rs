@@ -29,6 +29,31 @@ pub struct TcpAck {
     pub echo_seq: u64,
 }
 
+/// A CMT-SCTP-like data packet: one chunk of `payload` bytes (the `cmt-sctp` baseline,
+/// [`crate::node::CmtSender`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmtData {
+    /// Transmission sequence number, one space shared by all paths, from 0.
+    pub tsn: u64,
+    /// The path (destination) it was sent on; the SACK goes back on it.
+    pub path: u8,
+    /// Payload bytes (the packet's `size` adds [`TCP_HEADER`]).
+    pub payload: u32,
+    /// A retransmission (never an RTT sample, Karn).
+    pub retransmit: bool,
+}
+
+/// A CMT-SCTP-like selective acknowledgement (RFC 4960 §3.3.4, in packets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CmtSack {
+    /// Every TSN below this has arrived (the next expected TSN: SCTP's cumulative TSN ack
+    /// plus one).
+    pub next_expected: u64,
+    /// Gap ack blocks: inclusive absolute TSN ranges above `next_expected` that arrived,
+    /// ascending and disjoint.
+    pub gaps: Vec<(u64, u64)>,
+}
+
 /// What a packet carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
@@ -36,6 +61,10 @@ pub enum Body {
     Tcp(TcpSegment),
     /// A TCP acknowledgement.
     TcpAck(TcpAck),
+    /// CMT-SCTP-like data (the `cmt-sctp` baseline).
+    CmtData(CmtData),
+    /// CMT-SCTP-like selective acknowledgement.
+    CmtSack(CmtSack),
     /// An unreliable datagram (constant-rate UDP cross traffic): only its size matters.
     Udp,
     /// A plait datagram on one of the engine's paths (outer IP/UDP headers in `size`).

@@ -80,11 +80,21 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
 
     let (mut dupacks, mut retransmissions, mut timeouts) = (0, 0, 0);
     for s in &h.senders {
-        if let Node::TcpSender(n) = world.node(*s) {
-            let st = n.tcp().stats();
-            dupacks += st.dupacks;
-            retransmissions += st.retransmissions;
-            timeouts += st.timeouts;
+        match world.node(*s) {
+            Node::TcpSender(n) => {
+                let st = n.tcp().stats();
+                dupacks += st.dupacks;
+                retransmissions += st.retransmissions;
+                timeouts += st.timeouts;
+            }
+            Node::CmtSender(n) => {
+                // SACKs that did not advance the cumulative ack stand for dupACKs.
+                let st = n.core().stats();
+                dupacks += st.dup_sacks;
+                retransmissions += st.retransmissions;
+                timeouts += st.timeouts;
+            }
+            _ => {}
         }
     }
     let (mut in_order, mut received) = (0u64, 0u64);
@@ -104,16 +114,27 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         }
     }
     for r in &h.receivers {
-        if let Node::TcpReceiver(n) = world.node(*r) {
-            let st = n.sink().stats();
-            in_order += st.delivered_packets * payload;
-            received += st.received * payload;
-            if series.len() < n.bins.len() {
-                series.resize(n.bins.len(), 0);
+        let bins = match world.node(*r) {
+            Node::TcpReceiver(n) => {
+                let st = n.sink().stats();
+                in_order += st.delivered_packets * payload;
+                received += st.received * payload;
+                &n.bins
             }
-            for (acc, b) in series.iter_mut().zip(&n.bins) {
-                *acc += b;
+            Node::CmtReceiver(n) => {
+                // The baseline's series is in-order delivery, as the split connection's.
+                let st = n.core().stats();
+                in_order += st.delivered * payload;
+                received += st.received * payload;
+                &n.bins
             }
+            _ => continue,
+        };
+        if series.len() < bins.len() {
+            series.resize(bins.len(), 0);
+        }
+        for (acc, b) in series.iter_mut().zip(bins) {
+            *acc += b;
         }
     }
     let per_path_kbps = h

@@ -306,6 +306,11 @@ pub struct RunSpec {
     /// default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_scheduler: Option<String>,
+    /// The receiver's buffer of the `cmt-sctp` baseline, packets (chunks held above a hole
+    /// count against it); absent: 64 (about ns-2 SCTP's `initialRwnd_` of 65536 bytes in
+    /// 1000-byte chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd_packets: Option<u32>,
     /// The paper's value for this row (kbit/s), for the reproduction table.
     #[serde(default)]
     pub paper_kbps: Option<f64>,
@@ -360,6 +365,10 @@ pub enum Mode {
     /// engine, whose application writes it into one engine stream that the mobile host's
     /// engine reads; each path under its own congestion controller.
     PlaitStream,
+    /// A CMT-SCTP-like baseline (seed ETOM §V's comparison): one sender at the proxy, one
+    /// receiver at the mobile host, one TSN space over all paths, per-path windows, SACKs
+    /// (see `node/cmt_sender.rs`).
+    CmtSctp,
 }
 
 impl Mode {
@@ -521,6 +530,20 @@ impl Scenario {
                     ));
                 }
             }
+            if let Some(rwnd) = r.rwnd_packets {
+                if r.mode != Mode::CmtSctp {
+                    return Err(invalid(
+                        format!("runs[{i}].rwnd_packets"),
+                        "rwnd_packets applies only to mode = \"cmt-sctp\"",
+                    ));
+                }
+                if !(1..=100_000).contains(&rwnd) {
+                    return Err(invalid(
+                        format!("runs[{i}].rwnd_packets"),
+                        "1 ..= 100000 packets",
+                    ));
+                }
+            }
             if let Some(cc) = r.congestion.as_deref() {
                 if r.mode != Mode::PlaitStream {
                     return Err(invalid(
@@ -633,6 +656,17 @@ scheduler = "edpf"
                 "paths[0].rate_kbps",
             ),
             (MIN.replace("\"edpf\"", "\"fastest\""), "runs[0].scheduler"),
+            (
+                MIN.replace("scheduler = \"edpf\"", "rwnd_packets = 64"),
+                "runs[0].rwnd_packets",
+            ),
+            (
+                MIN.replace(
+                    "mode = \"plait\"\nscheduler = \"edpf\"",
+                    "mode = \"cmt-sctp\"\nrwnd_packets = 0",
+                ),
+                "runs[0].rwnd_packets",
+            ),
             (
                 MIN.replace("name = \"t\"", "name = \"t\"\nduration_s = 0"),
                 "duration_s",

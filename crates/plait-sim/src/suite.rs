@@ -46,6 +46,7 @@ pub fn variants(
             min_pair_bytes: None,
             congestion: None,
             stream_scheduler: None,
+            rwnd_packets: None,
             paper_kbps: None,
             note: None,
         }];
@@ -59,6 +60,7 @@ pub fn variants(
             min_pair_bytes: None,
             congestion: None,
             stream_scheduler: None,
+            rwnd_packets: None,
             paper_kbps: None,
             note: None,
         }));
@@ -73,6 +75,7 @@ pub fn variants(
             min_pair_bytes: None,
             congestion: None,
             stream_scheduler: None,
+            rwnd_packets: None,
             paper_kbps: None,
             note: None,
         });

@@ -8,7 +8,10 @@
 //! - `mtcp`: one TCP flow per path (application-level striping), throughputs summed;
 //! - `asi`: one TCP flow over one path whose wireless rate is the sum of all;
 //! - `plait`: one TCP flow entering the plait engine at the proxy and leaving it at the MH;
-//!   the MH's ACKs go back through the engines too (both directions are symmetric).
+//!   the MH's ACKs go back through the engines too (both directions are symmetric);
+//! - `plait-stream`: the split connection, one engine stream from the proxy to the MH;
+//! - `cmt-sctp`: a CMT-SCTP-like sender at the proxy and receiver at the MH (seed ETOM's
+//!   baseline, `node/cmt_sender.rs`), one data and one SACK flow per path.
 //!
 //! Cross traffic enters at each base station and competes for its wireless link.
 //!
@@ -22,13 +25,17 @@ use plait_proto::{Config, PathId, Session, Time};
 
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
 use crate::node::{
-    CbrSource, CountingSink, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
+    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, Node, OnOffSource, PlaitGateway,
+    StreamApp, TcpReceiver, TcpSender,
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
 use crate::scenario::{Mode, PathSpec, RunSpec, Scenario};
 use crate::tcp::TcpConfig;
 use crate::world::{Change, World};
+
+/// The `cmt-sctp` baseline's receive buffer when the run names none, packets.
+pub const DEFAULT_RWND: u32 = 64;
 
 /// What a run needs to find in the built world to report on it.
 #[derive(Clone, Debug, Default)]
@@ -378,6 +385,42 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             h.path_flows = down_flows;
             h.gateways = Some((gp, gm));
             h.stream_sink = Some(gm);
+        }
+        Mode::CmtSctp => {
+            // Seed ETOM §V: the source sits with the proxy (MR), the destination with the
+            // mobile host (HA), as the split connection's ends do in `plait-stream`.
+            let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let rwnd = run.rwnd_packets.unwrap_or(DEFAULT_RWND);
+            let config = CmtConfig {
+                paths: links.len(),
+                packet_size: scenario.tcp.packet_size,
+                initial_cwnd: scenario.tcp.window_init,
+                rwnd,
+                ..CmtConfig::default()
+            };
+            let s = world.add_node(Node::CmtSender(CmtSender::new(
+                config,
+                down_flows.clone(),
+                main_start,
+            )));
+            let r = world.add_node(Node::CmtReceiver(CmtReceiver::new(
+                rwnd,
+                scenario.tcp.packet_size,
+                up_flows.clone(),
+                Duration::from_secs_f64(scenario.bin_s),
+            )));
+            for (i, l) in links.iter().enumerate() {
+                world.set_route(down_flows[i], [l.towards_mh(), vec![Hop::Node(r)]].concat());
+                world.set_route(
+                    up_flows[i],
+                    [l.towards_proxy(), vec![Hop::Node(s)]].concat(),
+                );
+            }
+            h.senders.push(s);
+            h.receivers.push(r);
+            h.main_flows.extend(&down_flows);
+            h.path_flows = down_flows;
         }
     }
 
