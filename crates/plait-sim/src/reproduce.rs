@@ -68,8 +68,12 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
                 row.retransmissions.mean,
                 row.timeouts.mean
             );
+            // Once per row name: a swept scenario repeats each row in every variant.
             if let Some(note) = spec.and_then(|r| r.note.as_deref()) {
-                notes.push(format!("- **{}**: {}", row.run, note.trim()));
+                let line = format!("- **{}**: {}", row.run, note.trim());
+                if !notes.contains(&line) {
+                    notes.push(line);
+                }
             }
         }
         if result.rows.iter().any(|r| r.friendliness.is_some()) {

@@ -9,6 +9,17 @@
 //! ```
 //! Each combination of values is a variant of the scenario, run in full.
 //!
+//! A table may instead move several fields together (one axis, not their product): each
+//! of its `values` is then a list with one value per field, and `name` and `labels`
+//! (optional, one per value) make the variant's label, e.g. `loss=5 %`:
+//! ```toml
+//! [[sweep]]
+//! fields = ["paths[0].loss.p", "paths[1].loss.p"]
+//! values = [[0.0, 0.0], [0.05, 0.05]]
+//! name = "loss"
+//! labels = ["0 %", "5 %"]
+//! ```
+//!
 //! Invariant: results come back in (variant, run, seed) order whatever the thread timing,
 //! so the output is deterministic.
 
@@ -59,30 +70,24 @@ pub fn load_variants(text: &str) -> Result<Vec<Variant>, ScenarioError> {
             ));
         }
     };
-    let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
-    for (i, s) in sweeps.iter().enumerate() {
-        let field = s.get("field").and_then(toml::Value::as_str);
-        let values = s.get("values").and_then(toml::Value::as_array);
-        match (field, values) {
-            (Some(f), Some(v)) if !v.is_empty() => axes.push((f.to_string(), v.clone())),
-            _ => {
-                return Err(ScenarioError::Parse(format!(
-                    "sweep[{i}]: needs field = \"...\" and non-empty values = [...]"
-                )));
-            }
-        }
-    }
+    let axes = sweeps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| axis(i, s))
+        .collect::<Result<Vec<Axis>, _>>()?;
     let mut variants = Vec::new();
-    let combos: usize = axes.iter().map(|(_, v)| v.len()).product();
+    let combos: usize = axes.iter().map(|a| a.values.len()).product();
     for n in 0..combos {
         let mut table = doc.clone();
         let mut labels = Vec::new();
         let mut rest = n;
-        for (field, values) in &axes {
-            let v = &values[rest % values.len()];
-            rest /= values.len();
-            set_field(&mut table, field, v.clone())?;
-            labels.push(format!("{field}={v}"));
+        for a in &axes {
+            let k = rest % a.values.len();
+            rest /= a.values.len();
+            for (field, v) in a.fields.iter().zip(&a.values[k]) {
+                set_field(&mut table, field, v.clone())?;
+            }
+            labels.push(a.labels[k].clone());
         }
         let text = toml::to_string(&table).map_err(|e| ScenarioError::Parse(e.to_string()))?;
         let scenario = Scenario::from_toml(&text)?;
@@ -92,6 +97,69 @@ pub fn load_variants(text: &str) -> Result<Vec<Variant>, ScenarioError> {
         });
     }
     Ok(variants)
+}
+
+/// One `[[sweep]]` table: the fields it sets, per step the value of each, per step a label.
+struct Axis {
+    fields: Vec<String>,
+    values: Vec<Vec<toml::Value>>,
+    labels: Vec<String>,
+}
+
+/// Reads `[[sweep]]` table `i` (see the module docs); errors name `sweep[i]`.
+fn axis(i: usize, s: &toml::Value) -> Result<Axis, ScenarioError> {
+    let err = |what: &str| Err(ScenarioError::Parse(format!("sweep[{i}]: {what}")));
+    let values = match s.get("values").and_then(toml::Value::as_array) {
+        Some(v) if !v.is_empty() => v,
+        _ => return err("needs non-empty values = [...]"),
+    };
+    if let Some(field) = s.get("field").and_then(toml::Value::as_str) {
+        return Ok(Axis {
+            fields: vec![field.to_string()],
+            labels: values.iter().map(|v| format!("{field}={v}")).collect(),
+            values: values.iter().map(|v| vec![v.clone()]).collect(),
+        });
+    }
+    let Some(fields) = s.get("fields").and_then(toml::Value::as_array) else {
+        return err("needs field = \"...\" or fields = [\"...\", ...]");
+    };
+    let fields: Vec<String> = fields
+        .iter()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect();
+    if fields.is_empty() {
+        return err("fields must be a non-empty list of strings");
+    }
+    let mut steps = Vec::new();
+    for v in values {
+        match v.as_array() {
+            Some(a) if a.len() == fields.len() => steps.push(a.clone()),
+            _ => return err("with fields, each value is a list with one value per field"),
+        }
+    }
+    let name = s
+        .get("name")
+        .and_then(toml::Value::as_str)
+        .map_or_else(|| fields.join(","), str::to_string);
+    let labels = match s.get("labels").and_then(toml::Value::as_array) {
+        None => steps
+            .iter()
+            .map(|a| {
+                let vs: Vec<String> = a.iter().map(ToString::to_string).collect();
+                format!("{name}={}", vs.join("/"))
+            })
+            .collect(),
+        Some(l) if l.len() == steps.len() && l.iter().all(toml::Value::is_str) => l
+            .iter()
+            .map(|x| format!("{name}={}", x.as_str().unwrap_or_default()))
+            .collect(),
+        Some(_) => return err("labels must be strings, one per value"),
+    };
+    Ok(Axis {
+        fields,
+        values: steps,
+        labels,
+    })
 }
 
 /// Sets a dotted field like `paths[2].wired_delay_ms`, `tcp.window` or `duration_s`.
@@ -347,6 +415,41 @@ values = [20, 50]
         assert!(v[3].label.contains("tcp.window=50"));
         let bad = text.replace("paths[1].wired_delay_ms", "paths[7].nope");
         assert!(load_variants(&bad).is_err());
+    }
+
+    #[test]
+    fn a_sweep_can_move_several_fields_together() {
+        let text = r#"
+name = "s"
+[[paths]]
+rate_kbps = 100
+[[paths]]
+rate_kbps = 100
+[[runs]]
+name = "a"
+mode = "mtcp"
+[[sweep]]
+fields = ["paths[0].rate_kbps", "paths[1].rate_kbps"]
+values = [[100, 100], [40, 160]]
+name = "ratio"
+labels = ["1:1", "1:4"]
+"#;
+        let v = load_variants(text).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].scenario.paths[0].rate_kbps, 40.0);
+        assert_eq!(v[1].scenario.paths[1].rate_kbps, 160.0);
+        assert_eq!(v[1].label, "ratio=1:4");
+        for bad in [
+            text.replace("[40, 160]", "[40]"),
+            text.replace("labels = [\"1:1\", \"1:4\"]", "labels = [\"1:1\"]"),
+            text.replace(
+                "fields = [\"paths[0].rate_kbps\", \"paths[1].rate_kbps\"]",
+                "fields = []",
+            ),
+        ] {
+            let e = load_variants(&bad).unwrap_err();
+            assert!(e.to_string().starts_with("sweep[0]"), "{e}");
+        }
     }
 
     #[test]
