@@ -298,6 +298,11 @@ pub struct RunSpec {
     /// every pair).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_pair_bytes: Option<usize>,
+    /// Both engines acknowledge after this many datagrams (modes `plait` and
+    /// `plait-stream`); absent: the engine's default (16, or 25 ms after the first). 1 is
+    /// the per-packet ACK of ns-2's TCP sink, as the seeds' per-link TCPs run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_every: Option<u32>,
     /// Per-path congestion controller of the streams (mode `plait-stream`); absent: the
     /// engine's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -579,10 +584,17 @@ impl Scenario {
                 || r.reorder.is_some()
                 || r.repair.is_some()
                 || r.min_pair_bytes.is_some()
+                || r.ack_every.is_some()
             {
                 return Err(invalid(
                     format!("runs[{i}]"),
-                    "scheduler, reorder, repair and min_pair_bytes apply only to modes \"plait\" and \"plait-stream\"",
+                    "scheduler, reorder, repair, min_pair_bytes and ack_every apply only to modes \"plait\" and \"plait-stream\"",
+                ));
+            }
+            if r.ack_every.is_some_and(|n| !(1..=1000).contains(&n)) {
+                return Err(invalid(
+                    format!("runs[{i}].ack_every"),
+                    "1 ..= 1000 datagrams",
                 ));
             }
         }
@@ -656,6 +668,10 @@ scheduler = "edpf"
                 "paths[0].rate_kbps",
             ),
             (MIN.replace("\"edpf\"", "\"fastest\""), "runs[0].scheduler"),
+            (
+                MIN.replace("scheduler = \"edpf\"", "ack_every = 0"),
+                "runs[0].ack_every",
+            ),
             (
                 MIN.replace("scheduler = \"edpf\"", "rwnd_packets = 64"),
                 "runs[0].rwnd_packets",

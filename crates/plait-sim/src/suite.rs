@@ -47,6 +47,7 @@ pub fn variants(
             congestion: None,
             stream_scheduler: None,
             rwnd_packets: None,
+            ack_every: None,
             paper_kbps: None,
             note: None,
         }];
@@ -61,6 +62,7 @@ pub fn variants(
             congestion: None,
             stream_scheduler: None,
             rwnd_packets: None,
+            ack_every: None,
             paper_kbps: None,
             note: None,
         }));
@@ -76,6 +78,7 @@ pub fn variants(
             congestion: None,
             stream_scheduler: None,
             rwnd_packets: None,
+            ack_every: None,
             paper_kbps: None,
             note: None,
         });

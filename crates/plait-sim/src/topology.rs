@@ -502,6 +502,7 @@ fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session)
         let config = Config {
             side,
             trust_hints: run.perfect_knowledge,
+            ack_every: run.ack_every.unwrap_or(Config::default().ack_every),
             min_pair_bytes: run
                 .min_pair_bytes
                 .unwrap_or(Config::default().min_pair_bytes),
