@@ -14,11 +14,11 @@
 //!   newly acknowledged chunk, about +1 packet per window), halving on loss; growth counts
 //!   chunks acknowledged by gap blocks too, which is CMT's CUC (cwnd update for CMT), and
 //!   stops while the path is in fast recovery (RFC 4960 §7.2.1);
-//! - scheduling: new data and retransmissions go to the next path, round-robin, whose
-//!   outstanding chunks are below its cwnd (CMT's sender fills every destination's window;
-//!   here per packet, so equal paths alternate); retransmissions first, lowest TSN first.
-//!   Retransmissions thus take the same round-robin as new data, not CMT's RTX-CWND or
-//!   RTX-SSTHRESH policies;
+//! - scheduling: new data goes to the next path, round-robin, whose outstanding chunks are
+//!   below its cwnd (CMT's sender fills every destination's window; here per packet, so
+//!   equal paths alternate); retransmissions go first, lowest TSN first, each to the path
+//!   with room and the largest cwnd (CMT's RTX-CWND policy, Iyengar et al. §5, which keeps
+//!   retransmissions off a path whose window a loss or timeout has just cut);
 //! - loss detection by missing reports (RFC 4960 §7.2.4): each SACK increments the report
 //!   count of every chunk still missing below the highest TSN it newly acknowledges (HTNA);
 //!   at three reports (the seed: "a lost chunk can not be retransmitted until three
@@ -32,7 +32,8 @@
 //!   recovery, set ssthresh = max(cwnd / 2, 4) and cwnd = ssthresh (RFC 4960 §7.2.3, its
 //!   4-MTU floor) and enter fast recovery until the cumulative ack passes the highest TSN
 //!   sent so far (per destination, as CMT; RFC 4960 has one per association); the lowest
-//!   marked chunk leaves at once even without window room (RFC 4960 §7.2.4 rule 4);
+//!   marked chunk leaves at once even without window room (RFC 4960 §7.2.4 rule 4), on the
+//!   path with the largest cwnd;
 //! - one retransmission timer per path (RFC 4960 §6.3): RTO from ns-2's tick estimator
 //!   ([`RttEstimator`], one timed chunk per path at a time, Karn's rule), min 1 s, initial
 //!   3 s, max 60 s; restarted whenever a chunk last sent on the path is newly acknowledged
@@ -278,9 +279,9 @@ impl CmtCore {
             }
         }
         if let Some(tsn) = first_lost {
-            // RFC 4960 §7.2.4 rule 4: the first fast retransmission ignores cwnd.
-            let p = self.rr % self.paths.len();
-            self.rr = p + 1;
+            // RFC 4960 §7.2.4 rule 4: the first fast retransmission ignores cwnd; RTX-CWND
+            // picks its path.
+            let p = self.rtx_path(false).unwrap_or(0);
             self.marked.remove(&tsn);
             self.send_chunk(now, p, tsn, true);
         }
@@ -395,34 +396,61 @@ impl CmtCore {
         first
     }
 
-    /// Fills every path's window, round-robin, retransmissions first.
+    /// Whether path `p` may send one more chunk.
+    fn has_room(&self, p: usize) -> bool {
+        f64::from(self.paths[p].outstanding) < self.paths[p].cwnd.floor()
+    }
+
+    /// CMT's RTX-CWND: the path with the largest cwnd (among those with room if
+    /// `need_room`); ties go to the first in round-robin order.
+    fn rtx_path(&self, need_room: bool) -> Option<usize> {
+        let n = self.paths.len();
+        let mut best: Option<usize> = None;
+        for p in (0..n).map(|k| (self.rr + k) % n) {
+            if need_room && !self.has_room(p) {
+                continue;
+            }
+            if best.is_none_or(|b| self.paths[p].cwnd > self.paths[b].cwnd) {
+                best = Some(p);
+            }
+        }
+        best
+    }
+
+    /// Fills every path's window: retransmissions first (lowest TSN first, RTX-CWND), then
+    /// new data round-robin over the paths with room.
     fn send_much(&mut self, now: Time) {
         let n = self.paths.len();
         loop {
+            if let Some(&tsn) = self.marked.first() {
+                let Some(p) = self.rtx_path(true) else {
+                    return;
+                };
+                self.marked.remove(&tsn);
+                self.send_chunk(now, p, tsn, true);
+                continue;
+            }
             let Some(p) = (0..n)
                 .map(|k| (self.rr + k) % n)
-                .find(|&p| f64::from(self.paths[p].outstanding) < self.paths[p].cwnd.floor())
+                .find(|&p| self.has_room(p))
             else {
                 return;
             };
-            if let Some(tsn) = self.marked.pop_first() {
-                self.send_chunk(now, p, tsn, true);
-            } else if self.next_tsn < self.cum + u64::from(self.config.rwnd.max(1)) {
-                let tsn = self.next_tsn;
-                self.next_tsn += 1;
-                self.chunks.push_back(Chunk {
-                    path: p,
-                    acked: false,
-                    marked: false,
-                    missing: 0,
-                    fast_retransmitted: false,
-                    retransmitted: false,
-                });
-                self.send_chunk(now, p, tsn, false);
-            } else {
+            if self.next_tsn >= self.cum + u64::from(self.config.rwnd.max(1)) {
                 self.stats.rwnd_blocked += 1;
                 return;
             }
+            let tsn = self.next_tsn;
+            self.next_tsn += 1;
+            self.chunks.push_back(Chunk {
+                path: p,
+                acked: false,
+                marked: false,
+                missing: 0,
+                fast_retransmitted: false,
+                retransmitted: false,
+            });
+            self.send_chunk(now, p, tsn, false);
             self.rr = (p + 1) % n;
         }
     }

@@ -124,9 +124,16 @@ fn a_loss_halves_only_the_window_of_the_path_it_was_sent_on() {
     c.on_sack(T, &sack(0, &[(1, 1)]));
     c.on_sack(T, &sack(0, &[(1, 2)]));
     assert_eq!((c.cwnd(0), c.cwnd(1)), (Some(11.0), Some(11.0)));
+    drain(&mut c);
     c.on_sack(T, &sack(0, &[(1, 3)]));
     // Path 0: ssthresh = max(11 / 2, 4) = 5.5 and cwnd = 5.5; path 1 keeps its 12.
     assert_eq!((c.cwnd(0), c.cwnd(1)), (Some(5.5), Some(12.0)));
+    // RTX-CWND: the retransmission takes the path with the larger window.
+    let rtx = drain(&mut c);
+    assert_eq!(
+        rtx.first().map(|d| (d.tsn, d.retransmit, d.path)),
+        Some((0, true, 1))
+    );
     // A second loss on path 0 within the same window does not cut again (fast recovery).
     c.on_sack(T, &sack(0, &[(1, 4), (6, 8)]));
     c.on_sack(T, &sack(0, &[(1, 4), (6, 9)]));
