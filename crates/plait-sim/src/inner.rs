@@ -13,8 +13,9 @@ const KIND_DATA: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_UDP: u8 = 3;
 
-/// Writes `pkt` as inner bytes into `out` (cleared first). UDP and plait packets are
-/// carried too (UDP as opaque bytes of its size); a plait datagram is not nested.
+/// Writes `pkt` as inner bytes into `out` (cleared first). UDP, plait and the CMT
+/// baseline's packets are carried too (as opaque UDP bytes of their size); a plait
+/// datagram is not nested.
 pub fn encode(pkt: &Packet, out: &mut Vec<u8>) {
     out.clear();
     let (kind, a, b, flags, payload) = match &pkt.body {

@@ -102,3 +102,32 @@ fn mms_fig8_ikr_above_wrrb_above_wrr() {
     }
     assert!(ikr > 1.05 * wrrb, "IKR above WRRB: {ikr} vs {wrrb} kbit/s");
 }
+
+/// Seed ETOM Fig. 3 and 7 (`scenarios/etom-fig3.toml`, `etom-fig7.toml`): under random and
+/// bursty loss the split connection (plait-stream, NewReno per path, an ACK per datagram)
+/// carries more than the CMT-SCTP-like baseline. One seed, 20 s, the 5 % and 0.6 s
+/// variants, to keep the debug build quick.
+#[test]
+fn etom_split_connection_beats_cmt_sctp_under_loss() {
+    for (file, label) in [
+        ("etom-fig3.toml", "loss=5 %"),
+        ("etom-fig7.toml", "mean bad=0.6 s"),
+    ] {
+        let path = format!("{}/../../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("scenario file");
+        let variants = plait_sim::sweep::load_variants(&text).expect("valid");
+        let mut s = variants
+            .into_iter()
+            .find(|v| v.label == label)
+            .expect("variant")
+            .scenario;
+        s.duration_s = 20.0;
+        let goodput = |pick: &dyn Fn(&plait_sim::scenario::RunSpec) -> bool| {
+            let run = s.runs.iter().find(|r| pick(r)).expect("row");
+            run_one(&s, run, 1).goodput_kbps
+        };
+        let etom = goodput(&|r| r.ack_every == Some(1));
+        let cmt = goodput(&|r| r.mode == plait_sim::scenario::Mode::CmtSctp);
+        assert!(etom > 1.2 * cmt, "{file} {label}: {etom} vs {cmt}");
+    }
+}

@@ -221,6 +221,8 @@ mode = "cmt-sctp"
 "#;
     let s = Scenario::from_toml(text).expect("valid");
     let r = run_one(&s, &s.runs[0], 1);
+    // Deterministic: the same seed gives the same result.
+    assert_eq!(r, run_one(&s, &s.runs[0], 1));
     assert!(r.goodput_kbps >= 0.9 * 10_000.0, "{r:?}");
     // Both paths carry their share.
     assert!(r.per_path_kbps.iter().all(|k| *k >= 0.9 * 5000.0), "{r:?}");
