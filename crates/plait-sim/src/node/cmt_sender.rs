@@ -17,8 +17,9 @@
 //! - scheduling: new data goes to the next path, round-robin, whose outstanding chunks are
 //!   below its cwnd (CMT's sender fills every destination's window; here per packet, so
 //!   equal paths alternate); retransmissions go first, lowest TSN first, each to the path
-//!   with room and the largest cwnd (CMT's RTX-CWND policy, Iyengar et al. §5, which keeps
-//!   retransmissions off a path whose window a loss or timeout has just cut);
+//!   with room and the largest cwnd (RTX-CWND, one of the retransmission policies Iyengar
+//!   et al. evaluate; it keeps retransmissions off a path whose window a loss or timeout
+//!   has just cut);
 //! - loss detection by missing reports (RFC 4960 §7.2.4): each SACK increments the report
 //!   count of every chunk still missing below the highest TSN it newly acknowledges (HTNA);
 //!   at three reports (the seed: "a lost chunk can not be retransmitted until three
