@@ -142,22 +142,19 @@ impl PathLinks {
     }
 }
 
-/// A TCP flow from time 0 to the end over `there` (data) and `back` (ACKs); returns its
+/// A TCP flow from `start` to the end over `there` (data) and `back` (ACKs); returns its
 /// receiver, whose goodput is the competitor's.
 fn long_lived_tcp(
     world: &mut World,
     flows: &mut Flows,
     tcp: &TcpConfig,
+    start: Time,
     there: Vec<Hop>,
     back: Vec<Hop>,
 ) -> NodeId {
     let data = flows.next();
     let ack = flows.next();
-    let snd = world.add_node(Node::TcpSender(TcpSender::new(
-        tcp.clone(),
-        data,
-        Time::ZERO,
-    )));
+    let snd = world.add_node(Node::TcpSender(TcpSender::new(tcp.clone(), data, start)));
     let rcv = world.add_node(Node::TcpReceiver(TcpReceiver::new(
         ack,
         None,
@@ -166,6 +163,14 @@ fn long_lived_tcp(
     world.set_route(data, [there, vec![Hop::Node(rcv)]].concat());
     world.set_route(ack, [back, vec![Hop::Node(snd)]].concat());
     rcv
+}
+
+/// A start uniformly in `[0, tcp.start_jitter_s)` from `component_seed`: competitors start
+/// at random like the main flow, so the seeds sample different slow-start races (with
+/// fixed starts every seed replayed one trajectory).
+fn jittered_start(scenario: &Scenario, component_seed: u64) -> Time {
+    let jitter = crate::time_nanos(Duration::from_secs_f64(scenario.tcp.start_jitter_s));
+    Time::from_nanos(component_seed % jitter.max(1))
 }
 
 /// Builds the world for `run` of `scenario` with `seed`.
@@ -425,7 +430,17 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     }
 
     for (i, (p, l)) in paths.iter().zip(&links).enumerate() {
-        let receivers = add_cross_traffic(&mut world, &mut flows, p, l, i, duration, &tcp, seed);
+        let receivers = add_cross_traffic(
+            &mut world,
+            &mut flows,
+            p,
+            l,
+            i,
+            duration,
+            &tcp,
+            scenario.tcp.start_jitter_s,
+            seed,
+        );
         if !receivers.is_empty() {
             h.cross_tcp_path.get_or_insert(i);
         }
@@ -435,11 +450,13 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     if let (Some(b), Some(first)) = (&scenario.shared_bottleneck, links.first())
         && let (Some(down), Some(up)) = (first.shared_down, first.shared_up)
     {
-        for _ in 0..b.tcp {
+        for k in 0..b.tcp {
+            let start = jittered_start(scenario, component_seed(seed, 31_000 + u64::from(k)));
             let rcv = long_lived_tcp(
                 &mut world,
                 &mut flows,
                 &tcp,
+                start,
                 vec![Hop::Link(first.to_bs), Hop::Link(down)],
                 vec![Hop::Link(up), Hop::Link(first.from_bs)],
             );
@@ -541,14 +558,20 @@ fn add_cross_traffic(
     path: usize,
     duration: Time,
     tcp: &TcpConfig,
+    tcp_start_jitter_s: f64,
     seed: u64,
 ) -> Vec<NodeId> {
     let base = 10_000 + 1000 * path as u64;
-    // Long-lived TCP competitors, from the start to the end, through the wired hop too:
+    let jitter_nanos = crate::time_nanos(Duration::from_secs_f64(tcp_start_jitter_s));
+    // Long-lived TCP competitors, from a random start to the end, through the wired hop too:
     // their round trip is the main flow's, as in seed mHIP's Fig. 1 (both 120 ms), so
     // neither gets the larger share by RTT.
     let receivers = (0..p.cross.tcp)
-        .map(|_| long_lived_tcp(world, flows, tcp, l.towards_mh(), l.towards_proxy()))
+        .map(|k| {
+            let component = 30_000 + 100 * path as u64 + u64::from(k);
+            let start = Time::from_nanos(component_seed(seed, component) % jitter_nanos.max(1));
+            long_lived_tcp(world, flows, tcp, start, l.towards_mh(), l.towards_proxy())
+        })
         .collect();
     let sink = world.add_node(Node::Sink(CountingSink::default()));
     // FTP: 200 – 2000 kB, start uniform in the run (PET-BMP §III-A).

@@ -61,6 +61,8 @@ pub(super) struct RenoWindow {
     ssthresh: f64,
     /// `(window, ssthresh)` before the last cut, for an undo.
     before_cut: Option<(f64, f64)>,
+    /// Bytes in flight when the pending congestion event's losses were found.
+    flight_at_loss: Option<f64>,
 }
 
 impl RenoWindow {
@@ -72,6 +74,7 @@ impl RenoWindow {
             window: 0.0,
             ssthresh: f64::INFINITY,
             before_cut: None,
+            flight_at_loss: None,
         };
         w.window = w.clamp((INITIAL_WINDOW_DATAGRAMS * mss) as f64);
         w
@@ -107,6 +110,19 @@ impl RenoWindow {
         if bytes.is_finite() && bytes > 0.0 {
             self.window = self.clamp(self.window + bytes);
         }
+    }
+
+    /// Bytes in flight when a congestion event's losses were found (see
+    /// [`RenoWindow::cut_base`]).
+    pub(super) fn note_flight(&mut self, flight: u64) {
+        self.flight_at_loss = Some(flight as f64);
+    }
+
+    /// What a cut reduces: the smaller of the window and the flight noted for this event
+    /// (RFC 5681 eq. 4's FlightSize), so a window grown past what was used is no cushion.
+    pub(super) fn cut_base(&mut self) -> f64 {
+        let flight = self.flight_at_loss.take().unwrap_or(f64::INFINITY);
+        self.window.min(flight)
     }
 
     /// A congestion event: window and threshold become `new_window` (clamped); the state

@@ -100,9 +100,13 @@ impl CongestionController for Balia {
         // Without an RTT this path's rate is unknown: alpha = 1, TCP's halving.
         let alpha = rtt.map_or(1.0, |rtt| self.rates(rtt, coupling).alpha);
         let alpha = if alpha.is_finite() { alpha } else { 1.0 };
-        let w = self.w.bytes();
+        let w = self.w.cut_base();
         self.w
             .cut_to(w - w / 2.0 * alpha.clamp(1.0, MAX_DECREASE_ALPHA));
+    }
+
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.w.note_flight(flight);
     }
 
     fn on_spurious_congestion(&mut self, _now: Time) {

@@ -307,7 +307,7 @@ fn through_the_wrapper_a_loss_does_not_cut() {
     let w = cc.window();
     let rate = cc.pacing_rate(None).expect("own rate");
     assert_close(rate, HIGH_GAIN * 1_200_000.0);
-    cc.on_lost(ms(350), 3, ms(300), &coupling);
+    cc.on_lost(ms(350), 3, ms(300), u64::MAX, &coupling);
     assert_eq!(cc.counters(), (1, 0));
     assert_eq!(cc.window(), w);
     assert_eq!(cc.pacing_rate(None), Some(rate));
@@ -321,12 +321,12 @@ fn acks_of_datagrams_sent_before_a_loss_still_count() {
     let mut reno = PathCongestion::new(CongestionKind::NewReno, MSS);
     let mut bbr = PathCongestion::new(CongestionKind::Bbr, MSS);
     for cc in [&mut reno, &mut bbr] {
-        cc.on_lost(ms(350), 1, ms(300), &coupling);
+        cc.on_lost(ms(350), 1, ms(300), u64::MAX, &coupling);
     }
     assert!(reno.in_recovery(ms(340)));
     assert!(!bbr.in_recovery(ms(340)));
     // A second loss in the same period is still not a second event for BBR either.
-    bbr.on_lost(ms(360), 1, ms(340), &coupling);
+    bbr.on_lost(ms(360), 1, ms(340), u64::MAX, &coupling);
     assert_eq!(bbr.counters(), (1, 0));
 }
 

@@ -292,7 +292,7 @@ fn mhip_through_path_congestion_undo() {
     // The wrapper's undo evidence arriving within ADDR (10 ms after the loss, SRTT 50 ms).
     let mut cc = PathCongestion::new(CongestionKind::Mhip, MSS);
     let paths = mhip_paths(&[]);
-    cc.on_lost(ms(100), 1, ms(60), &coupling(&paths));
+    cc.on_lost(ms(100), 1, ms(60), u64::MAX, &coupling(&paths));
     assert_eq!(cc.window(), 6_000);
     cc.on_ack(ms(110), &ack(0), 1, &coupling(&paths));
     assert_eq!(cc.window(), 12_000);

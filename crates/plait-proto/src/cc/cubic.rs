@@ -53,6 +53,8 @@ pub struct Cubic {
     mss: u64,
     s: State,
     before_cut: Option<State>,
+    /// Bytes in flight when the pending congestion event's losses were found.
+    flight_at_loss: Option<f64>,
 }
 
 impl Cubic {
@@ -73,6 +75,7 @@ impl Cubic {
                 after_timeout: false,
             },
             before_cut: None,
+            flight_at_loss: None,
         }
     }
 
@@ -147,9 +150,17 @@ impl CongestionController for Cubic {
         self.s.cwnd = self.clamp(next);
     }
 
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.flight_at_loss = Some(flight as f64);
+    }
+
     fn on_congestion_event(&mut self, _now: Time, _coupling: &Coupling<'_>) {
         self.before_cut = Some(self.s);
+        let flight = self.flight_at_loss.take().unwrap_or(f64::INFINITY);
         let s = &mut self.s;
+        // RFC 9438 §4.6 reduces from the flight size when it is below the window (a window
+        // grown past what was sent is no cushion).
+        s.cwnd = s.cwnd.min(flight.max(clamp_window(0.0, self.mss)));
         // §4.7 fast convergence: a cut before regaining W_max lowers it further.
         s.w_max = if s.cwnd < s.w_max {
             s.cwnd * (1.0 + BETA) / 2.0

@@ -72,7 +72,12 @@ impl CongestionController for Lia {
 
     fn on_congestion_event(&mut self, _now: Time, _coupling: &Coupling<'_>) {
         // RFC 6356 §3: the decrease is TCP's, w_i / 2.
-        self.w.cut_to(self.w.bytes() / 2.0);
+        let base = self.w.cut_base();
+        self.w.cut_to(base / 2.0);
+    }
+
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.w.note_flight(flight);
     }
 
     fn on_spurious_congestion(&mut self, _now: Time) {

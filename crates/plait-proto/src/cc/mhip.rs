@@ -116,8 +116,14 @@ impl CongestionController for Mhip {
             .chain(self.last_srtt)
             .min();
         self.addr = shortest.map(|addr| (now, addr));
-        // seed §IV-B.4: halve this path's cwnd and ssthresh only.
-        self.w.cut_to(self.w.bytes() / 2.0);
+        // seed §IV-B.4: halve this path's cwnd and ssthresh only (from the flight when it
+        // was below the window, as RFC 5681 eq. 4).
+        let base = self.w.cut_base();
+        self.w.cut_to(base / 2.0);
+    }
+
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.w.note_flight(flight);
     }
 
     fn on_spurious_congestion(&mut self, now: Time) {

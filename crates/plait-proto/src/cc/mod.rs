@@ -161,6 +161,11 @@ pub struct Coupling<'a> {
 pub trait CongestionController: Debug {
     /// Bytes were newly acknowledged (once per ACK frame that acknowledged any).
     fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>);
+    /// Bytes that were in flight when the losses of a congestion event were found (lost
+    /// ones included), called just before [`CongestionController::on_congestion_event`]:
+    /// a controller that cuts from the flight size (RFC 5681 eq. 4) rather than from a
+    /// window it was not using takes it here. Ignored by default.
+    fn on_flight_at_loss(&mut self, _flight: u64) {}
     /// A congestion event: datagrams sent after the current recovery period began were
     /// declared lost. Called at most once per recovery period.
     fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>);
@@ -246,6 +251,9 @@ impl AnyController {
 impl CongestionController for AnyController {
     fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>) {
         self.inner_mut().on_ack(now, acked, coupling);
+    }
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.inner_mut().on_flight_at_loss(flight);
     }
     fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
         self.inner_mut().on_congestion_event(now, coupling);
@@ -368,9 +376,17 @@ impl PathCongestion {
         }
     }
 
-    /// Datagrams were declared lost: `lost` of them, the youngest sent at `largest_sent`.
-    /// Cuts the window once per recovery period.
-    pub fn on_lost(&mut self, now: Time, lost: u32, largest_sent: Time, coupling: &Coupling<'_>) {
+    /// Datagrams were declared lost: `lost` of them, the youngest sent at `largest_sent`,
+    /// with `flight` bytes in flight when they were found (theirs included). Cuts the
+    /// window once per recovery period.
+    pub fn on_lost(
+        &mut self,
+        now: Time,
+        lost: u32,
+        largest_sent: Time,
+        flight: u64,
+        coupling: &Coupling<'_>,
+    ) {
         if lost == 0 {
             return;
         }
@@ -383,6 +399,7 @@ impl PathCongestion {
         self.recovery_start = Some(now);
         self.undoable = Some(UndoRecord { outstanding: lost });
         self.congestion_events += 1;
+        self.controller.on_flight_at_loss(flight);
         self.controller.on_congestion_event(now, coupling);
     }
 

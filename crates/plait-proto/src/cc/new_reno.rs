@@ -3,6 +3,10 @@
 //! per window acknowledged, a congestion event halves it. This is the per-link TCP of
 //! seed ETOM's split connection (§IV-B), run per path.
 //!
+//! The cut halves the smaller of the window and the bytes in flight when the losses were
+//! found (RFC 5681 eq. 4's FlightSize), so a window slow start grew past what was used is
+//! no cushion.
+//!
 //! Invariant: `window` stays within [`min_window`]`(mss)..=`[`MAX_WINDOW`].
 
 use super::{
@@ -23,6 +27,8 @@ pub struct NewReno {
     avoidance_credit: u64,
     /// `(window, ssthresh)` before the last cut, for an undo.
     before_cut: Option<(u64, u64)>,
+    /// Bytes in flight when the pending congestion event's losses were found.
+    flight_at_loss: Option<u64>,
 }
 
 impl NewReno {
@@ -35,6 +41,7 @@ impl NewReno {
             ssthresh: u64::MAX,
             avoidance_credit: 0,
             before_cut: None,
+            flight_at_loss: None,
         }
     }
 
@@ -61,9 +68,20 @@ impl CongestionController for NewReno {
         self.window = self.window.min(MAX_WINDOW);
     }
 
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.flight_at_loss = Some(flight);
+    }
+
     fn on_congestion_event(&mut self, _now: Time, _coupling: &Coupling<'_>) {
         self.before_cut = Some((self.window, self.ssthresh));
-        let cut = (self.window as f64 * LOSS_REDUCTION) as u64;
+        // RFC 5681 eq. 4: halve what was in flight, not a window slow start grew beyond
+        // what the sender used (in the simulator, a window of 300 datagrams with 130-180 in
+        // flight was "halved" to 153, no back-off at all, and starved a competing TCP).
+        let base = self
+            .flight_at_loss
+            .take()
+            .map_or(self.window, |f| f.min(self.window));
+        let cut = (base as f64 * LOSS_REDUCTION) as u64;
         self.ssthresh = cut.max(min_window(self.mss));
         self.window = self.ssthresh;
         self.avoidance_credit = 0;

@@ -44,14 +44,14 @@ fn newreno_slow_start_then_halving_once_per_recovery_period() {
     cc.on_ack(ms(50), &acked(10 * MSS), 0, &alone(&mut buf, 12_000));
     assert_eq!(cc.window(), 20 * MSS);
     // A loss of a datagram sent at 60 ms, found at 100 ms: halve.
-    cc.on_lost(ms(100), 1, ms(60), &alone(&mut buf, 24_000));
+    cc.on_lost(ms(100), 1, ms(60), u64::MAX, &alone(&mut buf, 24_000));
     assert_eq!(cc.window(), 10 * MSS);
     // More losses of datagrams sent before the period began: no second cut.
-    cc.on_lost(ms(110), 3, ms(90), &alone(&mut buf, 12_000));
+    cc.on_lost(ms(110), 3, ms(90), u64::MAX, &alone(&mut buf, 12_000));
     assert_eq!(cc.window(), 10 * MSS);
     assert_eq!(cc.counters(), (1, 0));
     // A datagram sent after 100 ms is lost: a new period, a new cut.
-    cc.on_lost(ms(200), 1, ms(150), &alone(&mut buf, 12_000));
+    cc.on_lost(ms(200), 1, ms(150), u64::MAX, &alone(&mut buf, 12_000));
     assert_eq!(cc.window(), 5 * MSS);
     assert_eq!(cc.counters(), (2, 0));
 }
@@ -60,7 +60,7 @@ fn newreno_slow_start_then_halving_once_per_recovery_period() {
 fn newreno_congestion_avoidance_adds_one_datagram_per_window() {
     let mut buf = Vec::new();
     let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
-    cc.on_lost(ms(10), 1, ms(5), &alone(&mut buf, 12_000));
+    cc.on_lost(ms(10), 1, ms(5), u64::MAX, &alone(&mut buf, 12_000));
     let w = cc.window();
     assert_eq!(w, 5 * MSS);
     cc.on_ack(ms(20), &acked(w - 1), 0, &alone(&mut buf, w));
@@ -86,7 +86,7 @@ fn spurious_loss_undoes_the_cut() {
     let mut buf = Vec::new();
     let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
     cc.on_ack(ms(50), &acked(10 * MSS), 0, &alone(&mut buf, 12_000));
-    cc.on_lost(ms(100), 2, ms(60), &alone(&mut buf, 24_000));
+    cc.on_lost(ms(100), 2, ms(60), u64::MAX, &alone(&mut buf, 24_000));
     assert_eq!(cc.window(), 10 * MSS);
     // One of the two "lost" datagrams arrives: not yet proof.
     cc.on_ack(ms(105), &acked(0), 1, &alone(&mut buf, 12_000));
@@ -104,7 +104,7 @@ fn persistent_congestion_collapses_to_the_minimum() {
     assert_eq!(cc.window(), min_window(MSS));
     // Losses of what was sent before going down do not cut below it.
     let mut buf = Vec::new();
-    cc.on_lost(ms(1001), 5, ms(900), &alone(&mut buf, 2400));
+    cc.on_lost(ms(1001), 5, ms(900), u64::MAX, &alone(&mut buf, 2400));
     assert_eq!(cc.window(), min_window(MSS));
 }
 
@@ -123,4 +123,21 @@ fn every_kind_has_a_name() {
         assert_eq!(AnyController::new(*k, MSS).name(), k.name());
     }
     assert_eq!(CongestionKind::from_name("vegas"), None);
+}
+
+#[test]
+fn newreno_halves_the_flight_not_a_window_it_did_not_use() {
+    // RFC 5681 eq. 4: with 300 datagrams of window but 150 in flight when the loss is
+    // found, the window becomes 75 datagrams, not 150.
+    let mut buf = Vec::new();
+    let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
+    for k in 0..29 {
+        cc.on_ack(ms(10 + k), &acked(10 * MSS), 0, &alone(&mut buf, 12_000));
+    }
+    assert_eq!(cc.window(), 300 * MSS);
+    cc.on_lost(ms(100), 1, ms(90), 150 * MSS, &alone(&mut buf, 300 * MSS));
+    assert_eq!(cc.window(), 75 * MSS);
+    // An undo restores the window as it was, unused part included.
+    cc.on_ack(ms(101), &acked(0), 1, &alone(&mut buf, 75 * MSS));
+    assert_eq!(cc.window(), 300 * MSS);
 }

@@ -577,7 +577,8 @@ impl Path {
         if let Some(sent) = youngest_lost {
             let n = u32::try_from(lost).unwrap_or(u32::MAX);
             // (`n` counts lost probes too; only the undo bookkeeping uses it.)
-            self.cc.on_lost(now, n, sent, coupling);
+            let flight = self.bytes_in_flight + lost_bytes;
+            self.cc.on_lost(now, n, sent, flight, coupling);
         }
         if lost > 0 {
             self.decay_loss(now);
