@@ -142,6 +142,43 @@ impl PathLinks {
     }
 }
 
+/// The two plait gateways of a run (proxy, mobile host), running `apps` (proxy's,
+/// mobile host's) if given, and each path's datagram flows between them. Returns the
+/// gateways and the flows towards the mobile host (the paths' main-flow traffic).
+fn plait_gateways(
+    world: &mut World,
+    flows: &mut Flows,
+    links: &[PathLinks],
+    scenario: &Scenario,
+    run: &RunSpec,
+    seed: u64,
+    apps: Option<(StreamApp, StreamApp)>,
+) -> (NodeId, NodeId, Vec<FlowId>) {
+    let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+    let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+    let (proxy_session, mh_session) = sessions(scenario, run, seed);
+    let outer = scenario.outer_header_bytes;
+    let mut proxy = PlaitGateway::new(proxy_session, down_flows.clone(), outer);
+    let mut mobile = PlaitGateway::new(mh_session, up_flows.clone(), outer);
+    if let Some((a, b)) = apps {
+        proxy = proxy.with_app(a);
+        mobile = mobile.with_app(b);
+    }
+    let gp = world.add_node(Node::Plait(Box::new(proxy)));
+    let gm = world.add_node(Node::Plait(Box::new(mobile)));
+    for (i, l) in links.iter().enumerate() {
+        world.set_route(
+            down_flows[i],
+            [l.towards_mh(), vec![Hop::Node(gm)]].concat(),
+        );
+        world.set_route(
+            up_flows[i],
+            [l.towards_proxy(), vec![Hop::Node(gp)]].concat(),
+        );
+    }
+    (gp, gm, down_flows)
+}
+
 /// A TCP flow from `start` to the end over `there` (data) and `back` (ACKs); returns its
 /// receiver, whose goodput is the competitor's.
 fn long_lived_tcp(
@@ -303,19 +340,8 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         Mode::Plait => {
             let data = flows.next();
             let ack = flows.next();
-            let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
-            let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
-            let (proxy_session, mh_session) = sessions(scenario, run, seed);
-            let gp = world.add_node(Node::Plait(Box::new(PlaitGateway::new(
-                proxy_session,
-                down_flows.clone(),
-                scenario.outer_header_bytes,
-            ))));
-            let gm = world.add_node(Node::Plait(Box::new(PlaitGateway::new(
-                mh_session,
-                up_flows.clone(),
-                scenario.outer_header_bytes,
-            ))));
+            let (gp, gm, down_flows) =
+                plait_gateways(&mut world, &mut flows, &links, scenario, run, seed, None);
             let (s, r) = main_flow_ends(&mut world, &tcp, data, ack, main_start, scenario);
             world.set_route(
                 data,
@@ -335,16 +361,6 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                     Hop::Node(s),
                 ],
             );
-            for (i, l) in links.iter().enumerate() {
-                world.set_route(
-                    down_flows[i],
-                    [l.towards_mh(), vec![Hop::Node(gm)]].concat(),
-                );
-                world.set_route(
-                    up_flows[i],
-                    [l.towards_proxy(), vec![Hop::Node(gp)]].concat(),
-                );
-            }
             h.senders.push(s);
             h.receivers.push(r);
             h.main_flows.push(data);
@@ -352,9 +368,6 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             h.gateways = Some((gp, gm));
         }
         Mode::PlaitStream => {
-            let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
-            let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
-            let (proxy_session, mh_session) = sessions(scenario, run, seed);
             let source = StreamApp::Source {
                 start: main_start,
                 stream: None,
@@ -365,28 +378,9 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 bin: Duration::from_secs_f64(scenario.bin_s),
                 open: Vec::new(),
             };
-            let gp = world.add_node(Node::Plait(Box::new(
-                PlaitGateway::new(
-                    proxy_session,
-                    down_flows.clone(),
-                    scenario.outer_header_bytes,
-                )
-                .with_app(source),
-            )));
-            let gm = world.add_node(Node::Plait(Box::new(
-                PlaitGateway::new(mh_session, up_flows.clone(), scenario.outer_header_bytes)
-                    .with_app(sink),
-            )));
-            for (i, l) in links.iter().enumerate() {
-                world.set_route(
-                    down_flows[i],
-                    [l.towards_mh(), vec![Hop::Node(gm)]].concat(),
-                );
-                world.set_route(
-                    up_flows[i],
-                    [l.towards_proxy(), vec![Hop::Node(gp)]].concat(),
-                );
-            }
+            let apps = Some((source, sink));
+            let (gp, gm, down_flows) =
+                plait_gateways(&mut world, &mut flows, &links, scenario, run, seed, apps);
             h.path_flows = down_flows;
             h.gateways = Some((gp, gm));
             h.stream_sink = Some(gm);

@@ -411,11 +411,6 @@ impl PathCongestion {
         self.pacer.reset();
     }
 
-    /// Whether `bytes` more may be sent with `bytes_in_flight` already out.
-    pub fn has_room(&self, bytes_in_flight: u64, bytes: u64) -> bool {
-        bytes_in_flight + bytes <= self.window()
-    }
-
     /// When the pacer next lets a datagram of `bytes` go (`now` or later), given the path's
     /// smoothed RTT (`None`: not paced yet).
     pub fn pacing_release(&self, now: Time, srtt: Option<Duration>, bytes: u64) -> Time {

@@ -226,12 +226,6 @@ impl Path {
         &self.cc
     }
 
-    /// Whether a datagram of `len` bytes may go now under the window and the pacer.
-    pub fn can_send_paced(&self, now: Time, len: u64) -> bool {
-        self.cc.has_room(self.bytes_in_flight, len)
-            && self.cc.pacing_release(now, self.rtt.srtt(), len) <= now
-    }
-
     /// When the pacer lets a datagram of `len` bytes go (`now` if at once).
     pub fn pacing_release(&self, now: Time, len: u64) -> Time {
         self.cc.pacing_release(now, self.rtt.srtt(), len)
