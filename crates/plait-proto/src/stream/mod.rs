@@ -253,6 +253,8 @@ pub struct Streams {
     max_data_due: bool,
     /// Streams with a control frame due (RESET_STREAM, MAX_STREAM_DATA).
     control_due: BTreeSet<u64>,
+    /// Streams whose write was refused or cut short: told `Writable` when room frees.
+    waiting_writers: BTreeSet<u64>,
     /// Where the round-robin over streams with data resumes.
     cursor: u64,
     /// What each unresolved datagram carried, by (path, path sequence number).
@@ -282,6 +284,7 @@ impl Streams {
             last_max_data_update: None,
             max_data_due: false,
             control_due: BTreeSet::new(),
+            waiting_writers: BTreeSet::new(),
             cursor: 0,
             in_flight: BTreeMap::new(),
             events: VecDeque::new(),
@@ -379,7 +382,7 @@ impl Streams {
         let n = usize::try_from(room).unwrap_or(usize::MAX).min(data.len());
         s.send.write(&data[..n]);
         if n < data.len() {
-            s.send.want_writable = true;
+            self.waiting_writers.insert(id.0);
         }
         self.send_buffered += n as u64;
         Ok(n)
@@ -440,16 +443,21 @@ impl Streams {
     /// Room freed in the session's send buffer: every stream whose write was refused and
     /// that has room now is told so.
     fn wake_writers(&mut self) {
-        if self.send_buffered >= self.limits.session_send_buffer {
+        if self.waiting_writers.is_empty() || self.send_buffered >= self.limits.session_send_buffer
+        {
             return;
         }
         let per_stream = self.limits.stream_send_buffer;
-        for (id, s) in self.map.iter_mut() {
-            if s.send.want_writable && s.send.buffered() < per_stream {
-                s.send.want_writable = false;
-                self.events.push_back(StreamEvent::Writable(StreamId(*id)));
+        let map = &self.map;
+        let events = &mut self.events;
+        self.waiting_writers.retain(|id| match map.get(id) {
+            Some(s) if s.send.buffered() < per_stream => {
+                events.push_back(StreamEvent::Writable(StreamId(*id)));
+                false
             }
-        }
+            Some(_) => true,
+            None => false,
+        });
     }
 
     /// Reads in-order bytes of a stream into `buf`. `rtt` is the session's longest
@@ -694,6 +702,7 @@ impl Streams {
     fn remove(&mut self, id: u64) {
         if self.map.remove(&id).is_some() {
             self.control_due.remove(&id);
+            self.waiting_writers.remove(&id);
             if !self.is_local(id) {
                 self.remote_allowed += 1;
                 self.max_streams_due = true;

@@ -208,7 +208,7 @@ fn reset_after_peer_forgot_stream_leaks_it_and_its_stream_credit() {
     );
 }
 
-/// A write refused because the *session* send buffer is full sets `want_writable` on the
+/// A write refused because the *session* send buffer is full puts the stream among the waiting writers
 /// refused stream, but `Writable` is only sent for a stream whose own bytes were
 /// acknowledged: the refused stream never hears that room freed (lost wakeup).
 #[test]

@@ -42,8 +42,6 @@ pub struct SendHalf {
     fin_sent: bool,
     fin_acked: bool,
     fin_lost: bool,
-    /// The application wanted to write and could not: tell it when room frees.
-    pub want_writable: bool,
 }
 
 impl SendHalf {
@@ -60,7 +58,6 @@ impl SendHalf {
             fin_sent: false,
             fin_acked: false,
             fin_lost: false,
-            want_writable: false,
         }
     }
 
