@@ -208,9 +208,9 @@ fn reset_after_peer_forgot_stream_leaks_it_and_its_stream_credit() {
     );
 }
 
-/// A write refused because the *session* send buffer is full puts the stream among the waiting writers
-/// refused stream, but `Writable` is only sent for a stream whose own bytes were
-/// acknowledged: the refused stream never hears that room freed (lost wakeup).
+/// A stream whose write the *session* send buffer refused hears `Writable` once room
+/// frees, though it was another stream's bytes that were acknowledged (an earlier version
+/// woke only streams whose own bytes were acknowledged: a lost wakeup).
 #[test]
 fn writable_lost_when_session_buffer_was_the_limit() {
     let lim = StreamLimits {
