@@ -12,15 +12,22 @@
 //!   (`table inet plait_<tun>`, loaded atomically with `nft -f -`) masquerades the tunnel's
 //!   networks leaving IFACE, then IP forwarding is switched on for the families in use.
 //! - [`NetConfig::add_route`]: one `PREFIX dev TUN` route in the main table.
+//! - Client stream mode, [`NetConfig::redirect_tcp`]: an nftables table of its own
+//!   (`table inet plait_streams_<tun>`, loaded like the NAT table) redirects TCP that would
+//!   enter the tunnel (locally generated: `output` hook; forwarded from a LAN: `prerouting`)
+//!   to a local listener, which reads the original destination from conntrack
+//!   ([`crate::io::original_dst`]).
 //!
 //! What to run is decided by pure functions ([`plan_route_into_tunnel`], [`plan_nat`],
-//! [`plan_add_route`], [`nat_script`]) that return [`Step`]s; [`NetConfig`] only executes
+//! [`plan_add_route`], [`plan_redirect_tcp`], [`nat_script`], [`redirect_script`]) that
+//! return [`Step`]s; [`NetConfig`] only executes
 //! them and records their undo.
 //!
 //! Invariants:
 //! - Nothing runs before all inputs of a call have been validated (interface names: 1..=15
 //!   bytes, no whitespace, `/`, `:`, quote or backslash; fwmark non-zero; table not one of
-//!   the reserved 0, 253, 254, 255; prefixes non-empty and distinct). Prefixes are used in
+//!   the reserved 0, 253, 254, 255; prefixes non-empty and distinct; redirect port and
+//!   destination ports non-zero, destination ports distinct). Prefixes are used in
 //!   canonical form (host bits cleared).
 //! - Every change that succeeded is recorded with its undo, in order. [`NetConfig::undo`]
 //!   runs the undos newest first and removes each record as it goes, so a second `undo`
@@ -390,7 +397,13 @@ pub fn plan_route_into_tunnel(
 /// The nftables table that [`NetConfig::enable_nat`] creates for `tun`: `plait_<tun>`, with
 /// characters other than ASCII letters, digits and `_` replaced by `_`.
 pub fn nft_table_name(tun: &str) -> String {
-    let mut name = String::from("plait_");
+    nft_name("plait_", tun)
+}
+
+/// `prefix` followed by `tun` with characters other than ASCII letters, digits and `_`
+/// replaced by `_`.
+fn nft_name(prefix: &str, tun: &str) -> String {
+    let mut name = String::from(prefix);
     name.extend(tun.chars().map(|c| {
         if c.is_ascii_alphanumeric() || c == '_' {
             c
@@ -465,6 +478,123 @@ pub fn plan_nat(tun: &str, out_iface: &str, tun_nets: &[IpNet]) -> Result<Vec<St
     Ok(steps)
 }
 
+/// The nftables table of [`NetConfig::redirect_tcp`] for `tun`: `plait_streams_<tun>`, with
+/// characters other than ASCII letters, digits and `_` replaced by `_` (as
+/// [`nft_table_name`]).
+pub fn redirect_table_name(tun: &str) -> String {
+    nft_name("plait_streams_", tun)
+}
+
+/// The nft script of [`NetConfig::redirect_tcp`]. Inputs must be valid (see
+/// [`plan_redirect_tcp`]). Like [`nat_script`], it first creates and deletes the table, so a
+/// table left over by a killed daemon is replaced in the same transaction.
+///
+/// The destination prefixes are used canonical and merged (`IpNet::aggregate`: host bits
+/// cleared, prefixes inside another dropped, adjacent ones joined, sorted), so the sets
+/// never hold overlapping intervals, which older nft versions reject. Per address family
+/// that has prefixes, one rule in each chain:
+///
+/// - `output` (`type nat hook output priority -100`; nft accepts the name `dstnat` only in
+///   prerouting, -100 is its value): locally generated TCP routed out of `tun`
+///   (`oifname`), destination in the prefixes, destination port in `ports` (any if empty),
+///   `redirect to :PORT` (the kernel rewrites the destination to 127.0.0.1 or ::1).
+/// - `prerouting` (`priority dstnat`): forwarded TCP from hosts behind this one: not
+///   arriving on `tun`, not addressed to a local address (`fib daddr type != local`), and
+///   routed into `tun` by this host's routing (`fib daddr oifname "TUN"`, a routing lookup
+///   with the policy rules and mark 0, so it sees [`NetConfig::route_into_tunnel`]'s table
+///   and `suppress_prefixlength 0` rule; checked in a network namespace by
+///   `tests/redirect_netns.rs`), same prefixes and ports; `redirect to :PORT` (the kernel
+///   rewrites the destination to the incoming interface's first address).
+///
+/// The listener reads the original destination with `SO_ORIGINAL_DST` /
+/// `IP6T_SO_ORIGINAL_DST` ([`crate::io::original_dst`]).
+pub fn redirect_script(tun: &str, port: u16, destinations: &[IpNet], ports: &[u16]) -> String {
+    let table = redirect_table_name(tun);
+    let destinations: Vec<IpNet> = destinations.iter().map(IpNet::trunc).collect();
+    let destinations = IpNet::aggregate(&destinations);
+    let proto = if ports.is_empty() {
+        "meta l4proto tcp".to_string()
+    } else {
+        let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+        format!("tcp dport {{ {} }}", list.join(", "))
+    };
+    // One `ip daddr { … }` / `ip6 daddr { … }` match per family that has prefixes.
+    let mut matches = Vec::new();
+    for (family, v4) in [("ip", true), ("ip6", false)] {
+        let list: Vec<String> = destinations
+            .iter()
+            .filter(|p| matches!(p, IpNet::V4(_)) == v4)
+            .map(IpNet::to_string)
+            .collect();
+        if !list.is_empty() {
+            matches.push(format!("{family} daddr {{ {} }}", list.join(", ")));
+        }
+    }
+    let mut s = format!(
+        "# plait: redirect TCP into tunnel {tun} to local port {port} (stream mode); removed by `nft delete table inet {table}`\n\
+         table inet {table} {{}}\n\
+         delete table inet {table}\n\
+         table inet {table} {{\n\
+         \tchain output {{\n\
+         \t\ttype nat hook output priority -100; policy accept;\n"
+    );
+    for m in &matches {
+        s.push_str(&format!(
+            "\t\toifname \"{tun}\" {m} {proto} redirect to :{port}\n"
+        ));
+    }
+    s.push_str(
+        "\t}\n\
+         \tchain prerouting {\n\
+         \t\ttype nat hook prerouting priority dstnat; policy accept;\n",
+    );
+    for m in &matches {
+        s.push_str(&format!(
+            "\t\tiifname != \"{tun}\" fib daddr type != local fib daddr oifname \"{tun}\" {m} {proto} redirect to :{port}\n"
+        ));
+    }
+    s.push_str("\t}\n}\n");
+    s
+}
+
+/// The step of [`NetConfig::redirect_tcp`]: load [`redirect_script`] with `nft -f -`, undone
+/// by `nft delete table inet plait_streams_<tun>`. Checks first: `tun` a valid interface
+/// name, `port` non-zero, `destinations` non-empty (duplicates are dropped), `ports`
+/// non-zero and distinct (empty: every destination port).
+pub fn plan_redirect_tcp(
+    tun: &str,
+    port: u16,
+    destinations: &[IpNet],
+    ports: &[u16],
+) -> Result<Vec<Step>, NetCfgError> {
+    check_ifname(tun)?;
+    if port == 0 {
+        return Err(NetCfgError::Invalid(
+            "redirect to port 0: the stream listener needs a real port".into(),
+        ));
+    }
+    let destinations = canonical(destinations, "destinations to redirect", false)?;
+    for (i, p) in ports.iter().enumerate() {
+        if *p == 0 {
+            return Err(NetCfgError::Invalid(
+                "destination port 0 given to redirect".into(),
+            ));
+        }
+        if ports[..i].contains(p) {
+            return Err(NetCfgError::Invalid(format!(
+                "destination port {p} given twice"
+            )));
+        }
+    }
+    let mut load = Cmd::new(Tool::Nft, &["-f", "-"]);
+    load.stdin = Some(redirect_script(tun, port, &destinations, ports));
+    let table = redirect_table_name(tun);
+    Ok(vec![Step::run(
+        load,
+        Cmd::new(Tool::Nft, &["delete", "table", "inet", &table]),
+    )])
+}
+
 /// The step of [`NetConfig::add_route`]: `ip -F route add PREFIX dev TUN`.
 pub fn plan_add_route(tun: &str, prefix: IpNet) -> Result<Vec<Step>, NetCfgError> {
     check_ifname(tun)?;
@@ -534,6 +664,21 @@ impl NetConfig {
         tun_nets: &[IpNet],
     ) -> Result<(), NetCfgError> {
         let steps = plan_nat(tun, out_iface, tun_nets)?;
+        self.apply(steps)
+    }
+
+    /// Client stream mode: redirects TCP that would enter `tun` (locally generated, and
+    /// forwarded from hosts behind this one) to the local listener on `port`, for
+    /// destinations in `destinations` and destination ports in `ports` (all if empty); see
+    /// [`redirect_script`]. Undone by deleting the table.
+    pub fn redirect_tcp(
+        &mut self,
+        tun: &str,
+        port: u16,
+        destinations: &[IpNet],
+        ports: &[u16],
+    ) -> Result<(), NetCfgError> {
+        let steps = plan_redirect_tcp(tun, port, destinations, ports)?;
         self.apply(steps)
     }
 
@@ -997,6 +1142,117 @@ mod tests {
         assert!(plan_nat("plait0", "eth 0", &n).is_err());
         assert!(plan_nat("plait0", "eth\"0", &n).is_err());
         assert!(plan_nat("plait0", "eth0", &[]).is_err());
+    }
+
+    #[test]
+    fn redirect_script_content() {
+        let dest = nets(&["0.0.0.0/0", "::/0"]);
+        let steps = plan_redirect_tcp("plait0", 7443, &dest, &[]).unwrap();
+        assert_eq!(steps.len(), 1);
+        let Step::Run {
+            apply,
+            undo,
+            replace_leftovers,
+        } = &steps[0]
+        else {
+            panic!("the step is not the nft script: {steps:?}")
+        };
+        assert!(
+            !replace_leftovers,
+            "the script replaces a leftover table itself"
+        );
+        assert_eq!(apply.tool, Tool::Nft);
+        assert_eq!(apply.args, ["-f", "-"]);
+        assert_eq!(undo.line(), "nft delete table inet plait_streams_plait0");
+        let script = apply.stdin.as_deref().unwrap();
+        assert_eq!(script, redirect_script("plait0", 7443, &dest, &[]));
+        let expected = "table inet plait_streams_plait0 {}\n\
+             delete table inet plait_streams_plait0\n\
+             table inet plait_streams_plait0 {\n\
+             \tchain output {\n\
+             \t\ttype nat hook output priority -100; policy accept;\n\
+             \t\toifname \"plait0\" ip daddr { 0.0.0.0/0 } meta l4proto tcp redirect to :7443\n\
+             \t\toifname \"plait0\" ip6 daddr { ::/0 } meta l4proto tcp redirect to :7443\n\
+             \t}\n\
+             \tchain prerouting {\n\
+             \t\ttype nat hook prerouting priority dstnat; policy accept;\n\
+             \t\tiifname != \"plait0\" fib daddr type != local fib daddr oifname \"plait0\" ip daddr { 0.0.0.0/0 } meta l4proto tcp redirect to :7443\n\
+             \t\tiifname != \"plait0\" fib daddr type != local fib daddr oifname \"plait0\" ip6 daddr { ::/0 } meta l4proto tcp redirect to :7443\n\
+             \t}\n\
+             }\n";
+        assert!(script.starts_with(
+            "# plait: redirect TCP into tunnel plait0 to local port 7443 (stream mode); \
+             removed by `nft delete table inet plait_streams_plait0`\n"
+        ));
+        assert!(script.ends_with(expected), "{script}");
+        assert_eq!(script.lines().count(), 1 + expected.lines().count());
+    }
+
+    #[test]
+    fn redirect_v4_prefixes_and_ports() {
+        // Host bits cleared, duplicates dropped, a prefix inside another merged into it; no
+        // IPv6 rules without IPv6 prefixes.
+        let dest = nets(&["10.1.2.3/8", "192.0.2.0/24", "10.0.0.0/8", "10.9.0.0/16"]);
+        let steps = plan_redirect_tcp("wg-x.1", 1080, &dest, &[443, 80]).unwrap();
+        let Step::Run { apply, undo, .. } = &steps[0] else {
+            panic!("{steps:?}")
+        };
+        assert_eq!(undo.line(), "nft delete table inet plait_streams_wg_x_1");
+        let script = apply.stdin.as_deref().unwrap();
+        assert!(
+            script.contains("table inet plait_streams_wg_x_1 {\n"),
+            "{script}"
+        );
+        assert!(
+            script.contains(
+                "\t\toifname \"wg-x.1\" ip daddr { 10.0.0.0/8, 192.0.2.0/24 } \
+                 tcp dport { 443, 80 } redirect to :1080\n"
+            ),
+            "{script}"
+        );
+        assert!(
+            script.contains(
+                "\t\tiifname != \"wg-x.1\" fib daddr type != local fib daddr oifname \"wg-x.1\" \
+                 ip daddr { 10.0.0.0/8, 192.0.2.0/24 } tcp dport { 443, 80 } redirect to :1080\n"
+            ),
+            "{script}"
+        );
+        assert_eq!(script.matches("redirect to").count(), 2, "{script}");
+        assert!(!script.contains("ip6"), "{script}");
+        assert!(!script.contains("l4proto"), "{script}");
+    }
+
+    #[test]
+    fn redirect_v6_only() {
+        let script = redirect_script("plait0", 9, &nets(&["2001:db8::1/32"]), &[22]);
+        assert!(!script.contains(" ip daddr"), "{script}");
+        assert_eq!(
+            script
+                .matches("ip6 daddr { 2001:db8::/32 } tcp dport { 22 } redirect to :9\n")
+                .count(),
+            2,
+            "{script}"
+        );
+    }
+
+    #[test]
+    fn redirect_rejects_bad_inputs() {
+        let all = nets(&["0.0.0.0/0"]);
+        assert!(matches!(
+            plan_redirect_tcp("bad name", 1080, &all, &[]),
+            Err(NetCfgError::InvalidName { .. })
+        ));
+        assert!(plan_redirect_tcp("plait\"0", 1080, &all, &[]).is_err());
+        assert!(plan_redirect_tcp("plait0", 0, &all, &[]).is_err());
+        assert!(plan_redirect_tcp("plait0", 1080, &[], &[]).is_err());
+        assert!(plan_redirect_tcp("plait0", 1080, &all, &[0]).is_err());
+        let err = plan_redirect_tcp("plait0", 1080, &all, &[80, 443, 80]).unwrap_err();
+        assert!(err.to_string().contains("port 80 given twice"), "{err}");
+        // Duplicate destinations are not an error: they collapse.
+        plan_redirect_tcp("plait0", 1080, &nets(&["0.0.0.0/0", "0.0.0.0/0"]), &[]).unwrap();
+        let mut nc = NetConfig::new();
+        assert!(nc.redirect_tcp("plait0", 0, &all, &[]).is_err());
+        assert!(nc.applied().is_empty());
     }
 
     #[test]

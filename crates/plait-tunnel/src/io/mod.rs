@@ -1,7 +1,9 @@
-//! Real I/O for the daemon: the TUN device and batched UDP sockets.
+//! Real I/O for the daemon: the TUN device, batched UDP sockets, and the original
+//! destination of a redirected TCP connection.
 //!
 //! Invariants: every descriptor here is non-blocking (the event loop waits in one place,
 //! `mio::Poll`); buffers are allocated once at start, none per packet.
 
+pub mod original_dst;
 pub mod tun;
 pub mod udp;
