@@ -1,12 +1,14 @@
 //! What no value's type can check alone, on a file serde has read: exactly one private key
 //! (inline or in a file, which is read here), keys and names not reused, list elements
-//! (placed at the element), address families, client prefixes that do not overlap; and
+//! (placed at the element) and duplicates, address families, client prefixes that do not
+//! overlap, the SOCKS5 listener and its credentials (the password file is read here); and
 //! the public types built from the result.
 //!
 //! Invariant: runs only on what serde accepted, so a bad value, a missing or an unknown
 //! field is reported before any problem found here. Every error points at the value it is
 //! about; only a missing private key, which is top-level, has no position.
 
+use std::fmt::Display;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use ipnet::IpNet;
@@ -15,10 +17,11 @@ use toml::Spanned as S;
 use tracing::warn;
 
 use super::error::{ConfigError, Doc};
-use super::file::{ClientEntryFile, ClientFile, ControlFile, EngineFile, List, PathFile};
-use super::file::{ServerFile, TunFile};
+use super::file::{ClientEntryFile, ClientFile, ClientStreamsFile, ControlFile, EngineFile};
+use super::file::{List, PathFile, ServerFile, ServerStreamsFile, TunFile};
 use super::secrets::readable_by_others;
-use super::values::{FileName, KeyText, PeerAddr, Prefix, TunAddress};
+use super::values::{FileName, KeyText, PeerAddr, Port, Prefix, Socks5Password, TunAddress};
+use super::values::{PortAddr, Socks5Username, credential_len};
 use super::*;
 
 impl Doc<'_> {
@@ -34,7 +37,7 @@ impl Doc<'_> {
         }
         let preshared_key = self.key("", "preshared_key", f.preshared_key, f.preshared_key_file)?;
         let route = match &f.route {
-            Some(list) => self.list::<Prefix, _>("route", list, None)?,
+            Some(list) => self.list::<Prefix, _, _>("route", list, None)?,
             None => Vec::new(),
         };
         Ok(ClientConfig {
@@ -46,6 +49,7 @@ impl Doc<'_> {
             control: self.control(f.control, DEFAULT_CLIENT_STATUS_SOCKET)?,
             route,
             paths: self.paths(f.path)?,
+            streams: f.streams.map(|s| self.client_streams(s)).transpose()?,
         })
     }
 
@@ -110,18 +114,179 @@ impl Doc<'_> {
             control,
             nat: f.nat.map(|n| n.0),
             clients,
+            streams: f.streams.map(|s| self.server_streams(s)).transpose()?,
+        })
+    }
+
+    fn client_streams(&self, f: ClientStreamsFile) -> Result<ClientStreams, ConfigError> {
+        let d = ClientStreams::default();
+        let transparent = f.transparent.unwrap_or(d.transparent);
+        let transparent_port = f.transparent_port.map_or(d.transparent_port, |p| p.0);
+        if let Some(v) = &f.socks5 {
+            let addr = v.get_ref().0;
+            // The transparent listener holds the port on every address of both families.
+            if transparent && addr.port() == transparent_port {
+                let message = format!(
+                    "{addr} takes the transparent listener's port: `streams.transparent_port` \
+                     is {transparent_port}, bound on every address; give `streams.socks5` \
+                     another port or change `streams.transparent_port`"
+                );
+                return Err(self.at("streams.socks5", v, message));
+            }
+        }
+        let socks5_auth = self.socks5_auth(
+            f.socks5.as_ref(),
+            f.socks5_username,
+            f.socks5_password,
+            f.socks5_password_file,
+        )?;
+        let socks5 = f.socks5.map(|v| v.into_inner().0);
+        if let Some(addr) = socks5
+            && socks5_auth.is_none()
+            && let Some(warning) = open_socks5(addr)
+        {
+            warn!("{warning}");
+        }
+        let destinations = match &f.destinations {
+            Some(list) => {
+                let field = "streams.destinations";
+                let empty = "at least one prefix is required; leave `destinations` out for \
+                             every destination";
+                let nets: Vec<IpNet> = self.list::<Prefix, _, _>(field, list, Some(empty))?;
+                self.unique(field, &nets, list)?;
+                nets
+            }
+            None => d.destinations,
+        };
+        let ports = match &f.ports {
+            Some(list) => {
+                let ports: Vec<u16> = self.list::<Port, _, _>("streams.ports", list, None)?;
+                self.unique("streams.ports", &ports, list)?;
+                ports
+            }
+            None => d.ports,
+        };
+        Ok(ClientStreams {
+            transparent,
+            transparent_port,
+            socks5,
+            socks5_auth,
+            destinations,
+            ports,
+            idle_timeout: f.idle_timeout_s.map_or(d.idle_timeout, |t| t.0),
+            max_connections: f.max_connections.map_or(d.max_connections, |n| n.0),
+        })
+    }
+
+    /// `socks5_username` with `socks5_password` or `socks5_password_file` (one of the two),
+    /// only with `socks5`; `None` if none of the three is given.
+    fn socks5_auth(
+        &self,
+        socks5: Option<&S<PortAddr>>,
+        username: Option<S<Socks5Username>>,
+        inline: Option<S<Socks5Password>>,
+        file: Option<S<FileName>>,
+    ) -> Result<Option<(String, Zeroizing<String>)>, ConfigError> {
+        let field = |name: &str| format!("streams.{name}");
+        let password = match (inline, file) {
+            (Some(_), Some(f)) => {
+                let message = "give either `socks5_password` or `socks5_password_file`, not both";
+                return Err(self.at(&field("socks5_password_file"), &f, message));
+            }
+            (Some(v), None) => Some(Password::Inline(v)),
+            (None, Some(f)) => Some(Password::File(f)),
+            (None, None) => None,
+        };
+        let (username, password) = match (username, password) {
+            (None, None) => return Ok(None),
+            (Some(u), None) => {
+                let message = "a username needs a password: give `socks5_password` or \
+                               `socks5_password_file` too";
+                return Err(self.at(&field("socks5_username"), &u, message));
+            }
+            (None, Some(Password::Inline(v))) => {
+                let message = "a password needs a username: give `socks5_username` too";
+                return Err(self.at(&field("socks5_password"), &v, message));
+            }
+            (None, Some(Password::File(f))) => {
+                let message = "a password needs a username: give `socks5_username` too";
+                return Err(self.at(&field("socks5_password_file"), &f, message));
+            }
+            (Some(u), Some(p)) => (u, p),
+        };
+        if socks5.is_none() {
+            let message = "SOCKS5 credentials without a SOCKS5 listener: set `streams.socks5` \
+                           or leave the credentials out";
+            return Err(self.at(&field("socks5_username"), &username, message));
+        }
+        let password = match password {
+            Password::Inline(v) => {
+                warn_if_readable(self.file, "socks5_password");
+                v.into_inner().0
+            }
+            Password::File(f) => self.password_file(&f)?,
+        };
+        Ok(Some((username.into_inner().0, password)))
+    }
+
+    /// The password in `streams.socks5_password_file`, without its trailing newline.
+    fn password_file(&self, f: &S<FileName>) -> Result<Zeroizing<String>, ConfigError> {
+        let field = "streams.socks5_password_file";
+        let path = self.dir.join(&f.get_ref().0);
+        warn_if_readable(&path, "socks5_password");
+        let mut password = std::fs::read_to_string(&path)
+            .map(Zeroizing::new)
+            .map_err(|e| self.at(field, f, format!("cannot read {}: {e}", path.display())))?;
+        if password.ends_with('\n') {
+            password.pop();
+            if password.ends_with('\r') {
+                password.pop();
+            }
+        }
+        credential_len("password", password.len())
+            .map_err(|e| self.at(field, f, format!("{}: {e}", path.display())))?;
+        Ok(password)
+    }
+
+    fn server_streams(&self, f: ServerStreamsFile) -> Result<ServerStreams, ConfigError> {
+        let d = ServerStreams::default();
+        let allow = match &f.allow {
+            Some(list) => {
+                let empty = "at least one prefix is required; to carry no streams, leave out \
+                             [streams]";
+                let nets: Vec<IpNet> =
+                    self.list::<Prefix, _, _>("streams.allow", list, Some(empty))?;
+                self.unique("streams.allow", &nets, list)?;
+                nets
+            }
+            None => d.allow,
+        };
+        let deny = match &f.deny {
+            Some(list) => {
+                let nets: Vec<IpNet> = self.list::<Prefix, _, _>("streams.deny", list, None)?;
+                self.unique("streams.deny", &nets, list)?;
+                nets
+            }
+            None => d.deny,
+        };
+        Ok(ServerStreams {
+            allow,
+            deny,
+            connect_timeout: f.connect_timeout_s.map_or(d.connect_timeout, |t| t.0),
+            idle_timeout: f.idle_timeout_s.map_or(d.idle_timeout, |t| t.0),
+            max_streams_per_client: f
+                .max_streams_per_client
+                .map_or(d.max_streams_per_client, |n| n.0),
+            max_buffered_per_client: f
+                .max_buffered_mib_per_client
+                .map_or(d.max_buffered_per_client, |b| b.0),
         })
     }
 
     fn listen(&self, list: &List) -> Result<Vec<SocketAddr>, ConfigError> {
         let empty = "at least one address is required";
-        let listen: Vec<SocketAddr> = self.list::<PeerAddr, _>("listen", list, Some(empty))?;
-        for (i, (addr, v)) in listen.iter().zip(list.get_ref()).enumerate() {
-            if let Some(j) = listen.iter().take(i).position(|a| a == addr) {
-                let message = format!("{addr} is listed twice (listen[{j}])");
-                return Err(self.at(&format!("listen[{i}]"), v, message));
-            }
-        }
+        let listen: Vec<SocketAddr> = self.list::<PeerAddr, _, _>("listen", list, Some(empty))?;
+        self.unique("listen", &listen, list)?;
         Ok(listen)
     }
 
@@ -162,7 +327,7 @@ impl Doc<'_> {
             let ips = &c.allowed_ips;
             let empty = "at least one prefix is required";
             let allowed_ips: Vec<IpNet> =
-                self.list::<Prefix, _>(&field("allowed_ips"), ips, Some(empty))?;
+                self.list::<Prefix, _, _>(&field("allowed_ips"), ips, Some(empty))?;
             // Prefixes of one client may overlap; another client's may not.
             for (k, (net, v)) in allowed_ips.iter().zip(ips.get_ref()).enumerate() {
                 for (j, other) in clients.iter().enumerate() {
@@ -195,7 +360,7 @@ impl Doc<'_> {
         }
         let empty = "at least one address is required";
         let addresses: Vec<IpNet> =
-            self.list::<TunAddress, _>("tun.addresses", list, Some(empty))?;
+            self.list::<TunAddress, _, _>("tun.addresses", list, Some(empty))?;
         if let [a, b] = addresses.as_slice()
             && a.addr().is_ipv4() == b.addr().is_ipv4()
             && let Some(v) = list.get_ref().get(1)
@@ -288,25 +453,47 @@ impl Doc<'_> {
         }
     }
 
-    /// List `field`, each element checked by its type `T` (an error is the type's, named
-    /// `route[1]` and placed at the element); `if_empty` is the message refusing `[]`.
-    fn list<T, U>(
+    /// List `field`, each element (read as an `R`) checked by its type `T` (an error is the
+    /// type's, named `route[1]` and placed at the element); `if_empty` is the message
+    /// refusing `[]`.
+    fn list<T, U, R>(
         &self,
         field: &str,
-        list: &List,
+        list: &S<Vec<S<R>>>,
         if_empty: Option<&str>,
     ) -> Result<Vec<U>, ConfigError>
     where
-        T: TryFrom<String, Error = String> + Into<U>,
+        R: Clone,
+        T: TryFrom<R, Error = String> + Into<U>,
     {
         if let Some(message) = if_empty.filter(|_| list.get_ref().is_empty()) {
             return Err(self.at(field, list, message));
         }
-        let check = |(i, v): (usize, &S<String>)| match T::try_from(v.get_ref().clone()) {
+        let check = |(i, v): (usize, &S<R>)| match T::try_from(v.get_ref().clone()) {
             Ok(value) => Ok(value.into()),
             Err(e) => Err(self.at(&format!("{field}[{i}]"), v, e)),
         };
         list.get_ref().iter().enumerate().map(check).collect()
+    }
+
+    /// Refuses an element of list `field` equal to an earlier one, as checked (`values`,
+    /// from `list`): `"10.0.0.1/8"` repeats `"10.0.0.0/8"`.
+    fn unique<U, R>(
+        &self,
+        field: &str,
+        values: &[U],
+        list: &S<Vec<S<R>>>,
+    ) -> Result<(), ConfigError>
+    where
+        U: PartialEq + Display,
+    {
+        for (i, (value, v)) in values.iter().zip(list.get_ref()).enumerate() {
+            if let Some(j) = values.iter().take(i).position(|other| other == value) {
+                let message = format!("{value} is listed twice ({field}[{j}])");
+                return Err(self.at(&format!("{field}[{i}]"), v, message));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -321,6 +508,23 @@ fn engine(f: EngineFile) -> EngineSettings {
         congestion: f.congestion.map_or(d.congestion, |c| c.0),
         stream_scheduler: f.stream_scheduler.map_or(d.stream_scheduler, |s| s.0),
     }
+}
+
+/// A SOCKS5 password, as the file gives it.
+enum Password {
+    Inline(S<Socks5Password>),
+    File(S<FileName>),
+}
+
+/// The warning for a SOCKS5 listener on `addr` without authentication, unless only this
+/// host can reach it (a loopback address).
+pub(super) fn open_socks5(addr: SocketAddr) -> Option<String> {
+    (!addr.ip().to_canonical().is_loopback()).then(|| {
+        format!(
+            "SOCKS5 on {addr} without authentication: anyone who can reach it can use the \
+             tunnel"
+        )
+    })
 }
 
 /// Logs a warning if `path`, which holds key `name`, can be read by other users.

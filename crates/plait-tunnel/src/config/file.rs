@@ -10,14 +10,17 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, CongestionName, FileName, HoldMs, IfName, KeyText, Label, MAX_NAME, PathMtu,
-    PortAddr, RateMbit, ReorderName, SchedulerName, ServerAddr, TunMtu,
+    BindAddr, BufferMib, CongestionName, ConnectSecs, FileName, HoldMs, IdleSecs, IfName, KeyText,
+    Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit, ReorderName, SchedulerName, ServerAddr,
+    Socks5Password, Socks5Username, StreamCount, TunMtu,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
 /// A list whose elements are checked one by one after reading, so that an element's error
 /// is placed at the element (toml would place it at the array).
 pub(super) type List = S<Vec<S<String>>>;
+/// The same, of integers.
+pub(super) type IntList = S<Vec<S<i64>>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +37,24 @@ pub(super) struct ClientFile {
     #[serde(default)]
     pub(super) control: ControlFile,
     pub(super) path: S<Vec<S<PathFile>>>,
+    /// `None`: no `[streams]` table, packet mode only.
+    pub(super) streams: Option<ClientStreamsFile>,
+}
+
+/// Each `None` is the default of [`super::ClientStreams`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClientStreamsFile {
+    pub(super) transparent: Option<bool>,
+    pub(super) transparent_port: Option<Port>,
+    pub(super) socks5: Option<S<PortAddr>>,
+    pub(super) socks5_username: Option<S<Socks5Username>>,
+    pub(super) socks5_password: Option<S<Socks5Password>>,
+    pub(super) socks5_password_file: Option<S<FileName>>,
+    pub(super) destinations: Option<List>,
+    pub(super) ports: Option<IntList>,
+    pub(super) idle_timeout_s: Option<IdleSecs>,
+    pub(super) max_connections: Option<StreamCount>,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +85,20 @@ pub(super) struct ServerFile {
     #[serde(default)]
     pub(super) control: ControlFile,
     pub(super) client: S<Vec<ClientEntryFile>>,
+    /// `None`: no `[streams]` table, packet mode only.
+    pub(super) streams: Option<ServerStreamsFile>,
+}
+
+/// Each `None` is the default of [`super::ServerStreams`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ServerStreamsFile {
+    pub(super) allow: Option<List>,
+    pub(super) deny: Option<List>,
+    pub(super) connect_timeout_s: Option<ConnectSecs>,
+    pub(super) idle_timeout_s: Option<IdleSecs>,
+    pub(super) max_streams_per_client: Option<StreamCount>,
+    pub(super) max_buffered_mib_per_client: Option<BufferMib>,
 }
 
 #[derive(Deserialize)]

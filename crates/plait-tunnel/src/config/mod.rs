@@ -12,8 +12,12 @@
 //! (`values`) checks it as it is read, and toml places any error. Then `check` does
 //! what involves several values or the file system and builds the public types. `error`
 //! turns either step's error into a [`ConfigError`] with its position and field path.
-//! Relative file names (key files, the status socket) are taken relative to the config
-//! file's directory.
+//! Relative file names (key files, the status socket, the SOCKS5 password file) are taken
+//! relative to the config file's directory.
+//!
+//! Stream mode is on when a file has a `[streams]` table ([`ClientStreams`],
+//! [`ServerStreams`]; an empty table is all defaults) and off, packet mode only, when it
+//! has none. Secrets (keys, the SOCKS5 password) never appear in `Debug` output.
 
 mod check;
 mod error;
@@ -25,9 +29,11 @@ mod values;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::EngineSettings;
+use zeroize::Zeroizing;
 
 use crate::keys::Key;
 
@@ -51,6 +57,32 @@ pub const DEFAULT_SERVER_STATUS_SOCKET: &str = "/run/plait/server.sock";
 /// Default `listen` of `plait server`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:7744";
 
+/// Default `streams.transparent_port` of a client: the transparent listener's port.
+pub const DEFAULT_TRANSPARENT_PORT: u16 = 7745;
+/// Default `streams.idle_timeout_s` (client and server): one hour.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Default `streams.connect_timeout_s` of a server.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default and largest `streams.max_connections` (client) and
+/// `streams.max_streams_per_client` (server).
+pub const MAX_STREAMS: usize = 16_384;
+/// Default `streams.max_buffered_mib_per_client` of a server, MiB.
+pub const DEFAULT_MAX_BUFFERED_MIB: u64 = 64;
+/// Default `streams.destinations` (client) and `streams.allow` (server): everything.
+pub const DEFAULT_STREAM_DESTINATIONS: [&str; 2] = ["0.0.0.0/0", "::/0"];
+/// Default `streams.deny` of a server: its loopback, unspecified, link-local and multicast
+/// addresses.
+pub const DEFAULT_STREAM_DENY: [&str; 8] = [
+    "127.0.0.0/8",
+    "::1/128",
+    "0.0.0.0/8",
+    "::/128",
+    "169.254.0.0/16",
+    "fe80::/10",
+    "224.0.0.0/4",
+    "ff00::/8",
+];
+
 /// Smallest path MTU (outer packets) and smallest IPv6 MTU (RFC 8200).
 const MIN_IPV6_MTU: u16 = 1280;
 /// Smallest TUN MTU for IPv4-only tunnels (RFC 791's "every host must accept").
@@ -59,6 +91,12 @@ const MIN_IPV4_MTU: u16 = 576;
 const MAX_HOLD_MS: u64 = 10_000;
 /// Longest Unix socket path (`sun_path` is 108 bytes with the terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
+/// Longest `streams.idle_timeout_s`: a week.
+const MAX_IDLE_TIMEOUT_S: u64 = 604_800;
+/// Longest `streams.connect_timeout_s`.
+const MAX_CONNECT_TIMEOUT_S: u64 = 300;
+/// Largest `streams.max_buffered_mib_per_client`.
+const MAX_BUFFERED_MIB: u64 = 1024;
 
 /// `plait client --config FILE`.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +117,8 @@ pub struct ClientConfig {
     pub route: Vec<IpNet>,
     /// The paths, in path-id order (path id = index). 1..=16.
     pub paths: Vec<PathConfig>,
+    /// Stream mode (`[streams]`); `None` = packet mode only.
+    pub streams: Option<ClientStreams>,
 }
 
 /// One `[[path]]` of a client.
@@ -117,6 +157,8 @@ pub struct ServerConfig {
     pub nat: Option<String>,
     /// Known clients (at least one).
     pub clients: Vec<ClientEntry>,
+    /// Stream mode (`[streams]`); `None` = packet mode only.
+    pub streams: Option<ServerStreams>,
 }
 
 /// One `[[client]]` of a server.
@@ -152,6 +194,98 @@ pub struct ControlConfig {
     pub status_socket: PathBuf,
     /// Prometheus text endpoint (`None` = off), e.g. `127.0.0.1:9477`.
     pub metrics: Option<SocketAddr>,
+}
+
+/// `[streams]` of a client (docs/tunnel.md#stream-mode): which TCP connections are
+/// terminated here and carried as streams, and the listeners that take them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientStreams {
+    /// Redirect matching TCP connections to the transparent listener with nftables
+    /// (default true).
+    pub transparent: bool,
+    /// Port of the transparent listener (default [`DEFAULT_TRANSPARENT_PORT`]), bound on the
+    /// wildcard addresses; not 0.
+    pub transparent_port: u16,
+    /// SOCKS5 listener address (default `None` = no SOCKS5), e.g. `127.0.0.1:1080`; port not
+    /// 0, not the transparent listener's port while `transparent` is on.
+    pub socks5: Option<SocketAddr>,
+    /// RFC 1929 username and password for SOCKS5 (`None` = no authentication), each 1..=255
+    /// bytes; only with `socks5`. The password is wiped on drop, and `Zeroizing`'s `Debug`
+    /// does not print it.
+    pub socks5_auth: Option<(String, Zeroizing<String>)>,
+    /// Destination prefixes whose TCP connections use stream mode (default `0.0.0.0/0`,
+    /// `::/0`); non-empty, no duplicates, host bits cleared.
+    pub destinations: Vec<IpNet>,
+    /// Destination ports that use stream mode (default empty = every port); each
+    /// 1..=65535, no duplicates.
+    pub ports: Vec<u16>,
+    /// A connection with no bytes either way for this long is closed (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`]; 1 s to a week).
+    pub idle_timeout: Duration,
+    /// Connections open at once at most (default and largest [`MAX_STREAMS`]); beyond it
+    /// new ones are refused with a log line.
+    pub max_connections: usize,
+}
+
+/// `[streams]` of a server (docs/tunnel.md#stream-mode): where it connects for its
+/// clients and how much each client may hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerStreams {
+    /// Destinations the server connects to for its clients (default `0.0.0.0/0`, `::/0`);
+    /// non-empty, no duplicates, host bits cleared.
+    pub allow: Vec<IpNet>,
+    /// Destinations refused even if allowed; deny wins over allow (default
+    /// [`DEFAULT_STREAM_DENY`]; a file's list replaces it, `[]` denies nothing); no
+    /// duplicates, host bits cleared.
+    pub deny: Vec<IpNet>,
+    /// Time a connect to a destination may take (default [`DEFAULT_CONNECT_TIMEOUT`];
+    /// 1 to 300 s).
+    pub connect_timeout: Duration,
+    /// A stream with no bytes either way for this long is closed (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`]; 1 s to a week).
+    pub idle_timeout: Duration,
+    /// Streams one client may have open at once (default and largest [`MAX_STREAMS`]).
+    pub max_streams_per_client: usize,
+    /// Bytes the server buffers for one client's streams at most (default
+    /// [`DEFAULT_MAX_BUFFERED_MIB`] MiB; 1 to 1024 MiB).
+    pub max_buffered_per_client: u64,
+}
+
+impl Default for ClientStreams {
+    /// What an empty `[streams]` table means.
+    fn default() -> ClientStreams {
+        ClientStreams {
+            transparent: true,
+            transparent_port: DEFAULT_TRANSPARENT_PORT,
+            socks5: None,
+            socks5_auth: None,
+            destinations: prefixes(&DEFAULT_STREAM_DESTINATIONS),
+            ports: Vec::new(),
+            idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
+            max_connections: MAX_STREAMS,
+        }
+    }
+}
+
+impl Default for ServerStreams {
+    /// What an empty `[streams]` table means.
+    fn default() -> ServerStreams {
+        ServerStreams {
+            allow: prefixes(&DEFAULT_STREAM_DESTINATIONS),
+            deny: prefixes(&DEFAULT_STREAM_DENY),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
+            max_streams_per_client: MAX_STREAMS,
+            max_buffered_per_client: DEFAULT_MAX_BUFFERED_MIB << 20,
+        }
+    }
+}
+
+/// The default lists, which are valid prefixes.
+fn prefixes(list: &[&str]) -> Vec<IpNet> {
+    list.iter()
+        .filter_map(|net| net.parse::<IpNet>().ok())
+        .collect()
 }
 
 impl Default for TunConfig {

@@ -952,6 +952,510 @@ fn allowed_ips_must_not_overlap_between_clients() {
     assert!(m.contains("client[0].allowed_ips[0]"), "{m}");
 }
 
+// --- streams ----------------------------------------------------------------------
+
+fn with_client_streams(body: &str) -> String {
+    format!("{}[streams]\n{body}", min_client())
+}
+
+fn with_server_streams(body: &str) -> String {
+    format!("{}[streams]\n{body}", min_server())
+}
+
+/// The client with `[streams]` `body` fails on `field` at the line holding `needle`.
+#[track_caller]
+fn client_streams_fail(body: &str, field: &str, needle: &str) -> String {
+    client_fails(&with_client_streams(body), field, needle)
+}
+
+#[track_caller]
+fn server_streams_fail(body: &str, field: &str, needle: &str) -> String {
+    server_fails(&with_server_streams(body), field, needle)
+}
+
+fn nets(list: &[&str]) -> Vec<IpNet> {
+    list.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+#[test]
+fn no_streams_table_is_packet_mode() {
+    assert_eq!(client_ok(&min_client()).streams, None);
+    assert_eq!(server_ok(&min_server()).streams, None);
+    assert_eq!(client_ok(CLIENT_EXAMPLE).streams, None);
+    assert_eq!(server_ok(SERVER_EXAMPLE).streams, None);
+}
+
+#[test]
+fn empty_streams_table_gives_defaults() {
+    let c = client_ok(&with_client_streams("")).streams.unwrap();
+    assert_eq!(c, ClientStreams::default());
+    assert_eq!(
+        c,
+        ClientStreams {
+            transparent: true,
+            transparent_port: 7745,
+            socks5: None,
+            socks5_auth: None,
+            destinations: nets(&["0.0.0.0/0", "::/0"]),
+            ports: vec![],
+            idle_timeout: Duration::from_secs(3600),
+            max_connections: 16384,
+        }
+    );
+    assert_eq!(DEFAULT_TRANSPARENT_PORT, 7745);
+    let s = server_ok(&with_server_streams("")).streams.unwrap();
+    assert_eq!(s, ServerStreams::default());
+    assert_eq!(
+        s,
+        ServerStreams {
+            allow: nets(&["0.0.0.0/0", "::/0"]),
+            deny: nets(&[
+                "127.0.0.0/8",
+                "::1/128",
+                "0.0.0.0/8",
+                "::/128",
+                "169.254.0.0/16",
+                "fe80::/10",
+                "224.0.0.0/4",
+                "ff00::/8",
+            ]),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(3600),
+            max_streams_per_client: 16384,
+            max_buffered_per_client: 64 << 20,
+        }
+    );
+    // An inline table is the same table.
+    let text = replaced(&min_client(), "[tun]", "streams = {}\n[tun]");
+    assert_eq!(client_ok(&text).streams, Some(ClientStreams::default()));
+}
+
+#[test]
+fn every_client_stream_option_is_read() {
+    let c = client_ok(&with_client_streams(
+        r#"transparent = false
+transparent_port = 1
+socks5 = "[::1]:1080"
+socks5_username = "alice"
+socks5_password = "pw"
+destinations = ["10.1.2.3/8", "2001:db8::1", "192.0.2.0/24"]
+ports = [443, 1, 65535]
+idle_timeout_s = 604800
+max_connections = 1
+"#,
+    ))
+    .streams
+    .unwrap();
+    assert!(!c.transparent);
+    assert_eq!(c.transparent_port, 1);
+    assert_eq!(c.socks5, Some("[::1]:1080".parse().unwrap()));
+    let (user, password) = c.socks5_auth.as_ref().unwrap();
+    assert_eq!((user.as_str(), password.as_str()), ("alice", "pw"));
+    // Host bits cleared; a bare address is a host.
+    assert_eq!(
+        c.destinations,
+        nets(&["10.0.0.0/8", "2001:db8::1/128", "192.0.2.0/24"])
+    );
+    assert_eq!(c.ports, vec![443, 1, 65535]);
+    assert_eq!(c.idle_timeout, Duration::from_secs(604_800));
+    assert_eq!(c.max_connections, 1);
+    // Lower and upper ends of the other ranges.
+    let c = client_ok(&with_client_streams(
+        "transparent_port = 65535\nidle_timeout_s = 1\nmax_connections = 16384\nports = []\n",
+    ))
+    .streams
+    .unwrap();
+    assert_eq!(c.transparent_port, 65535);
+    assert_eq!(c.idle_timeout, Duration::from_secs(1));
+    assert_eq!(c.max_connections, 16384);
+    assert!(c.ports.is_empty());
+}
+
+#[test]
+fn every_server_stream_option_is_read() {
+    let s = server_ok(&with_server_streams(
+        r#"allow = ["10.9.8.7/16", "2001:db8::/32"]
+deny = []
+connect_timeout_s = 300
+idle_timeout_s = 1
+max_streams_per_client = 1
+max_buffered_mib_per_client = 1024
+"#,
+    ))
+    .streams
+    .unwrap();
+    assert_eq!(s.allow, nets(&["10.9.0.0/16", "2001:db8::/32"]));
+    assert!(s.deny.is_empty(), "[] denies nothing");
+    assert_eq!(s.connect_timeout, Duration::from_secs(300));
+    assert_eq!(s.idle_timeout, Duration::from_secs(1));
+    assert_eq!(s.max_streams_per_client, 1);
+    assert_eq!(s.max_buffered_per_client, 1024 << 20);
+    let s = server_ok(&with_server_streams(
+        "deny = [\"10.0.0.1\"]\nconnect_timeout_s = 1\nmax_streams_per_client = 16384\n\
+         max_buffered_mib_per_client = 1\n",
+    ))
+    .streams
+    .unwrap();
+    // A given list replaces the default one.
+    assert_eq!(s.deny, nets(&["10.0.0.1/32"]));
+    assert_eq!(s.allow, ServerStreams::default().allow);
+    assert_eq!(s.connect_timeout, Duration::from_secs(1));
+    assert_eq!(s.max_streams_per_client, 16384);
+    assert_eq!(s.max_buffered_per_client, 1 << 20);
+}
+
+#[test]
+fn client_stream_numbers_are_checked() {
+    for bad in ["0", "65536", "-1"] {
+        let body = format!("transparent_port = {bad}\n");
+        let m = client_streams_fail(&body, "streams.transparent_port", "transparent_port");
+        assert!(m.contains("between 1 and 65535"), "{m}");
+    }
+    for bad in ["0", "604801", "-5"] {
+        let body = format!("idle_timeout_s = {bad}\n");
+        let m = client_streams_fail(&body, "streams.idle_timeout_s", "idle_timeout_s");
+        assert!(m.contains("between 1 and 604800"), "{m}");
+    }
+    for bad in ["0", "16385"] {
+        let body = format!("max_connections = {bad}\n");
+        let m = client_streams_fail(&body, "streams.max_connections", "max_connections");
+        assert!(m.contains("between 1 and 16384"), "{m}");
+    }
+}
+
+#[test]
+fn client_stream_lists_are_checked() {
+    let m = client_streams_fail(
+        "destinations = []\n",
+        "streams.destinations",
+        "destinations",
+    );
+    assert!(m.contains("at least one"), "{m}");
+    let body = "destinations = [\"10.0.0.0/8\", \"example.com\"]\n";
+    client_streams_fail(body, "streams.destinations[1]", "destinations");
+    // Duplicates are found after host bits are cleared.
+    let body =
+        "# destinations\ndestinations = [\n  \"10.0.0.0/8\",\n  \"::/0\",\n  \"10.1.2.3/8\",\n]\n";
+    let m = client_streams_fail(body, "streams.destinations[2]", "\"10.1.2.3/8\"");
+    assert!(m.contains("listed twice (streams.destinations[0])"), "{m}");
+    for (body, field) in [
+        ("ports = [80, 0]", "streams.ports[1]"),
+        ("ports = [80, 443, 65536]", "streams.ports[2]"),
+        ("ports = [-1]", "streams.ports[0]"),
+        ("ports = [80, \"443\"]", "streams.ports[1]"),
+        ("ports = [80, 1.5]", "streams.ports[1]"),
+        ("ports = 80", "streams.ports"),
+    ] {
+        client_streams_fail(&format!("{body}\n"), field, "ports");
+    }
+    let body = "ports = [\n  443,\n  80,\n  443,\n]\n";
+    let m = client_streams_fail(body, "streams.ports[2]", "  443,\n]");
+    assert!(m.contains("443 is listed twice (streams.ports[0])"), "{m}");
+}
+
+#[test]
+fn socks5_address_is_checked() {
+    for bad in ["127.0.0.1", "127.0.0.1:0", "[::1]:0", "localhost:1080", ""] {
+        let body = format!("socks5 = \"{bad}\"\n");
+        client_streams_fail(&body, "streams.socks5", "socks5");
+    }
+    // Not the transparent listener's port, whatever the address (it holds every address).
+    for (body, needle) in [
+        ("socks5 = \"127.0.0.1:7745\"\n", "socks5"),
+        (
+            "transparent_port = 1080\nsocks5 = \"[::1]:1080\"\n",
+            "socks5 =",
+        ),
+        (
+            "socks5 = \"0.0.0.0:1080\"\ntransparent_port = 1080\n",
+            "socks5",
+        ),
+    ] {
+        let m = client_streams_fail(body, "streams.socks5", needle);
+        assert!(m.contains("`streams.transparent_port`"), "{m}");
+        assert!(m.contains("`streams.socks5`"), "{m}");
+    }
+    // Without the transparent listener the port is free.
+    let text = with_client_streams("transparent = false\nsocks5 = \"127.0.0.1:7745\"\n");
+    let c = client_ok(&text).streams.unwrap();
+    assert_eq!(c.socks5, Some("127.0.0.1:7745".parse().unwrap()));
+    assert_eq!(c.socks5_auth, None);
+}
+
+#[test]
+fn socks5_credentials_come_in_pairs_and_need_socks5() {
+    let socks5 = "socks5 = \"127.0.0.1:1080\"\n";
+    let body = format!("{socks5}socks5_username = \"alice\"\n");
+    let m = client_streams_fail(&body, "streams.socks5_username", "socks5_username");
+    assert!(m.contains("socks5_password_file"), "{m}");
+    let body = format!("{socks5}socks5_password = \"pw\"\n");
+    let m = client_streams_fail(&body, "streams.socks5_password", "socks5_password");
+    assert!(m.contains("socks5_username"), "{m}");
+    let body = format!("{socks5}socks5_password_file = \"pw.txt\"\n");
+    client_streams_fail(
+        &body,
+        "streams.socks5_password_file",
+        "socks5_password_file",
+    );
+    let body = format!(
+        "{socks5}socks5_username = \"alice\"\nsocks5_password = \"pw\"\n\
+         socks5_password_file = \"pw.txt\"\n"
+    );
+    let m = client_streams_fail(
+        &body,
+        "streams.socks5_password_file",
+        "socks5_password_file",
+    );
+    assert!(m.contains("not both"), "{m}");
+    let body = "socks5_username = \"alice\"\nsocks5_password = \"pw\"\n";
+    let m = client_streams_fail(body, "streams.socks5_username", "socks5_username");
+    assert!(m.contains("`streams.socks5`"), "{m}");
+}
+
+#[test]
+fn socks5_credentials_are_1_to_255_bytes() {
+    let socks5 = "socks5 = \"127.0.0.1:1080\"\n";
+    let long = "u".repeat(256);
+    for bad in ["", long.as_str()] {
+        let body = format!("{socks5}socks5_username = \"{bad}\"\nsocks5_password = \"pw\"\n");
+        let m = client_streams_fail(&body, "streams.socks5_username", "socks5_username");
+        assert!(m.contains("1 to 255"), "{m}");
+    }
+    let long = "secret!".repeat(37);
+    for bad in ["", long.as_str()] {
+        let body = format!("{socks5}socks5_username = \"alice\"\nsocks5_password = \"{bad}\"\n");
+        let m = client_streams_fail(&body, "streams.socks5_password", "socks5_password");
+        assert!(m.contains("1 to 255"), "{m}");
+        assert!(!m.contains("secret!"), "the password is shown: {m}");
+    }
+    let ok = "p".repeat(255);
+    let body = format!("{socks5}socks5_username = \"{ok}\"\nsocks5_password = \"{ok}\"\n");
+    let c = client_ok(&with_client_streams(&body)).streams.unwrap();
+    assert_eq!(c.socks5_auth.unwrap().1.len(), 255);
+}
+
+#[test]
+fn socks5_password_file_is_read_relative_to_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    let path = dir.path().join("client.toml");
+    let body = "socks5 = \"127.0.0.1:1080\"\nsocks5_username = \"alice\"\n\
+                socks5_password_file = \"secrets/socks5\"\n";
+    let text = with_client_streams(body);
+    let password = |contents: &str| {
+        std::fs::write(dir.path().join("secrets/socks5"), contents).unwrap();
+        parse_client(&text, &path).map(|c| c.streams.unwrap().socks5_auth.unwrap().1)
+    };
+    // One trailing newline (LF or CRLF) is dropped, nothing else.
+    for (contents, want) in [
+        ("hunter2\n", "hunter2"),
+        ("hunter2", "hunter2"),
+        ("hunter2\r\n", "hunter2"),
+        (" two words \n\n", " two words \n"),
+    ] {
+        assert_eq!(password(contents).unwrap().as_str(), want, "{contents:?}");
+    }
+    for bad in ["\n", "", &"x".repeat(256)] {
+        let e = password(bad).unwrap_err();
+        assert_eq!(e.field(), Some("streams.socks5_password_file"), "{e}");
+        assert_eq!(
+            e.line(),
+            Some(line_of(&text, "socks5_password_file")),
+            "{e}"
+        );
+        assert!(e.to_string().contains("1 to 255"), "{e}");
+    }
+    std::fs::remove_file(dir.path().join("secrets/socks5")).unwrap();
+    let e = parse_client(&text, &path).unwrap_err();
+    assert_eq!(e.field(), Some("streams.socks5_password_file"), "{e}");
+    let shown = e.to_string();
+    let full = dir.path().join("secrets/socks5").display().to_string();
+    assert!(shown.contains(&full), "{shown}");
+    let text = with_client_streams(&body.replace("secrets/socks5", ""));
+    let m = client_fails(
+        &text,
+        "streams.socks5_password_file",
+        "socks5_password_file",
+    );
+    assert!(m.contains("must not be empty"), "{m}");
+}
+
+#[test]
+fn the_socks5_password_is_never_debug_printed() {
+    let body = "socks5 = \"127.0.0.1:1080\"\nsocks5_username = \"alice\"\n\
+                socks5_password = \"hunter2-secret\"\n";
+    let c = client_ok(&with_client_streams(body));
+    let auth = c.streams.as_ref().unwrap().socks5_auth.as_ref().unwrap();
+    assert_eq!(auth.1.as_str(), "hunter2-secret");
+    for shown in [
+        format!("{c:?}"),
+        format!("{c:#?}"),
+        format!("{:?}", c.streams),
+        format!("{auth:?}"),
+    ] {
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("alice"), "{shown}");
+    }
+}
+
+#[test]
+fn open_socks5_is_warned_about() {
+    use super::check::open_socks5;
+    for quiet in [
+        "127.0.0.1:1080",
+        "127.3.2.1:1080",
+        "[::1]:1080",
+        "[::ffff:127.0.0.1]:1080",
+    ] {
+        assert_eq!(open_socks5(quiet.parse().unwrap()), None, "{quiet}");
+    }
+    assert_eq!(
+        open_socks5("0.0.0.0:1080".parse().unwrap()).as_deref(),
+        Some(
+            "SOCKS5 on 0.0.0.0:1080 without authentication: anyone who can reach it can use \
+             the tunnel"
+        )
+    );
+    for loud in ["192.168.1.2:1080", "[::]:1080", "[2001:db8::1]:1080"] {
+        let w = open_socks5(loud.parse().unwrap()).unwrap();
+        assert!(w.starts_with(&format!("SOCKS5 on {loud} without")), "{w}");
+    }
+    // A warning only: such a file is accepted.
+    let text = with_client_streams("socks5 = \"0.0.0.0:1080\"\n");
+    assert!(client_ok(&text).streams.unwrap().socks5.is_some());
+}
+
+#[test]
+fn client_stream_fields_are_named_in_errors() {
+    let m = client_streams_fail("socks = \"127.0.0.1:1080\"\n", "streams.socks", "socks =");
+    assert!(m.contains("unknown field"), "{m}");
+    let m = client_streams_fail(
+        "transparent = \"yes\"\n",
+        "streams.transparent",
+        "transparent",
+    );
+    assert!(m.contains("invalid type"), "{m}");
+    client_streams_fail(
+        "idle_timeout_s = \"1h\"\n",
+        "streams.idle_timeout_s",
+        "idle_timeout_s",
+    );
+    client_streams_fail("socks5 = 1080\n", "streams.socks5", "socks5");
+    client_streams_fail(
+        "destinations = \"::/0\"\n",
+        "streams.destinations",
+        "destinations",
+    );
+    let text = replaced(&min_client(), "[tun]", "streams = 5\n[tun]");
+    let m = client_fails(&text, "streams", "streams = 5");
+    assert!(m.contains("expected a table"), "{m}");
+    // A server's key in a client's table.
+    client_streams_fail("allow = []\n", "streams.allow", "allow");
+}
+
+#[test]
+fn server_stream_values_are_checked() {
+    for (body, field) in [
+        ("allow = []", "streams.allow"),
+        ("allow = [\"10.0.0.0/8\", \"nope\"]", "streams.allow[1]"),
+        ("allow = [\"::/0\", \"::1/0\"]", "streams.allow[1]"),
+        ("deny = [\"10.0.0.0/33\"]", "streams.deny[0]"),
+        (
+            "deny = [\"fe80::/10\", \"127.0.0.1/8\", \"127.0.0.0/8\"]",
+            "streams.deny[2]",
+        ),
+        ("deny = [1]", "streams.deny[0]"),
+        ("connect_timeout_s = 0", "streams.connect_timeout_s"),
+        ("connect_timeout_s = 301", "streams.connect_timeout_s"),
+        ("connect_timeout_s = 1.5", "streams.connect_timeout_s"),
+        ("idle_timeout_s = 0", "streams.idle_timeout_s"),
+        ("idle_timeout_s = 604801", "streams.idle_timeout_s"),
+        (
+            "max_streams_per_client = 0",
+            "streams.max_streams_per_client",
+        ),
+        (
+            "max_streams_per_client = 16385",
+            "streams.max_streams_per_client",
+        ),
+        (
+            "max_buffered_mib_per_client = 0",
+            "streams.max_buffered_mib_per_client",
+        ),
+        (
+            "max_buffered_mib_per_client = 1025",
+            "streams.max_buffered_mib_per_client",
+        ),
+        (
+            "max_buffered_per_client = 64",
+            "streams.max_buffered_per_client",
+        ),
+        ("transparent = true", "streams.transparent"),
+    ] {
+        let needle = format!("{} =", body.split(' ').next().unwrap());
+        let m = server_streams_fail(&format!("{body}\n"), field, &needle);
+        assert!(!m.is_empty());
+    }
+    let m = server_streams_fail(
+        "deny = [\"127.0.0.0/8\", \"127.0.0.0/8\"]\n",
+        "streams.deny[1]",
+        "deny",
+    );
+    assert!(m.contains("listed twice (streams.deny[0])"), "{m}");
+    let m = server_streams_fail(
+        "max_buffered_mib_per_client = 2048\n",
+        "streams.max_buffered_mib_per_client",
+        "max_buffered",
+    );
+    assert!(m.contains("between 1 and 1024, got 2048"), "{m}");
+}
+
+/// The examples' commented-out `[streams]` sections, uncommented, are valid and say what
+/// the defaults are.
+#[test]
+fn example_streams_sections_parse() {
+    fn uncommented(example: &str) -> String {
+        let start = example.find("# [streams]").unwrap();
+        let end = start + example[start..].find("\n\n").unwrap();
+        let mut text = example[..start].to_owned();
+        for line in example[start..end].lines() {
+            let code = line.strip_prefix("# ").unwrap_or(line);
+            let key = code.split(" = ").next().unwrap();
+            let option = code == "[streams]"
+                || (code.contains(" = ")
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()));
+            // The password is given inline, so not in a file too.
+            if option && key != "socks5_password_file" {
+                text.push_str(code);
+            } else {
+                text.push_str(line);
+            }
+            text.push('\n');
+        }
+        text.push_str(&example[end..]);
+        text
+    }
+    let c = client_ok(&uncommented(CLIENT_EXAMPLE)).streams.unwrap();
+    let (user, password) = c.socks5_auth.clone().unwrap();
+    assert_eq!(user, "alice");
+    assert!(!password.is_empty());
+    assert_eq!(c.socks5, Some("127.0.0.1:1080".parse().unwrap()));
+    assert_eq!(c.ports, vec![80, 443]);
+    assert_eq!(
+        ClientStreams {
+            socks5: None,
+            socks5_auth: None,
+            ports: vec![],
+            ..c
+        },
+        ClientStreams::default()
+    );
+    let s = server_ok(&uncommented(SERVER_EXAMPLE)).streams.unwrap();
+    assert_eq!(s, ServerStreams::default());
+}
+
 // --- toml's own errors ------------------------------------------------------------
 
 #[test]

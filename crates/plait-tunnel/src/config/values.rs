@@ -15,9 +15,12 @@ use plait_proto::cc::CongestionKind;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use serde::de::{Deserialize, Deserializer, Error};
+use zeroize::Zeroizing;
 
 use super::{DEFAULT_PORT, MAX_HOLD_MS, MIN_IPV4_MTU, MIN_IPV6_MTU};
+use super::{MAX_BUFFERED_MIB, MAX_CONNECT_TIMEOUT_S, MAX_IDLE_TIMEOUT_S, MAX_STREAMS};
 use crate::keys::Key;
+use crate::socks5::MAX_CREDENTIAL_LEN;
 
 /// `value! { /// doc  Name(Inner) from Raw = |raw| check }` declares `Name(Inner)`, which
 /// serde reads as a `Raw` and keeps only if `check` returns `Ok(inner)`; `Err(message)`
@@ -136,6 +139,74 @@ value! {
     HoldMs(Duration) from i64 = |n| {
         let ms = u64::try_from(n).ok().filter(|ms| (1..=MAX_HOLD_MS).contains(ms));
         ms.map(Duration::from_millis).ok_or_else(|| out_of_range(1, MAX_HOLD_MS, n))
+    }
+}
+
+/// A number of seconds, 1 to `MAX` (generic, so not a `value!`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(try_from = "i64")]
+pub(super) struct Seconds<const MAX: u64>(pub(super) Duration);
+
+impl<const MAX: u64> TryFrom<i64> for Seconds<MAX> {
+    type Error = String;
+
+    fn try_from(n: i64) -> Result<Self, String> {
+        let s = u64::try_from(n).ok().filter(|s| (1..=MAX).contains(s));
+        s.map(|s| Seconds(Duration::from_secs(s)))
+            .ok_or_else(|| out_of_range(1, MAX, n))
+    }
+}
+
+/// `streams.idle_timeout_s`: 1 s to a week.
+pub(super) type IdleSecs = Seconds<MAX_IDLE_TIMEOUT_S>;
+/// `streams.connect_timeout_s` of a server: 1 to 300 s.
+pub(super) type ConnectSecs = Seconds<MAX_CONNECT_TIMEOUT_S>;
+
+value! {
+    /// A TCP port: 1 to 65535.
+    Port(u16) from i64 = |n| {
+        u16::try_from(n).ok().filter(|port| *port != 0).ok_or_else(|| out_of_range(1, u16::MAX, n))
+    }
+}
+
+value! {
+    /// A number of connections or streams: 1 to [`MAX_STREAMS`].
+    StreamCount(usize) from i64 = |n| {
+        let count = usize::try_from(n).ok().filter(|c| (1..=MAX_STREAMS).contains(c));
+        count.ok_or_else(|| out_of_range(1, MAX_STREAMS, n))
+    }
+}
+
+value! {
+    /// `streams.max_buffered_mib_per_client`: 1 to [`MAX_BUFFERED_MIB`] MiB, kept in bytes.
+    BufferMib(u64) from i64 = |n| {
+        let mib = u64::try_from(n).ok().filter(|mib| (1..=MAX_BUFFERED_MIB).contains(mib));
+        mib.map(|mib| mib << 20).ok_or_else(|| out_of_range(1, MAX_BUFFERED_MIB, n))
+    }
+}
+
+/// An RFC 1929 username or password: 1 to 255 bytes (its length goes in one byte). The
+/// message gives the length only, never the text.
+pub(super) fn credential_len(what: &str, len: usize) -> Result<(), String> {
+    if (1..=MAX_CREDENTIAL_LEN).contains(&len) {
+        return Ok(());
+    }
+    Err(format!(
+        "the SOCKS5 {what} is {len} bytes; it must be 1 to {MAX_CREDENTIAL_LEN} (RFC 1929)"
+    ))
+}
+
+value! {
+    /// `streams.socks5_username`: 1 to 255 bytes.
+    Socks5Username(String) from String = |name| credential_len("username", name.len()).map(|()| name)
+}
+
+value! {
+    /// `streams.socks5_password`, written inline: 1 to 255 bytes; wiped on drop, and its
+    /// `Debug` (`Zeroizing`'s) does not print it.
+    Socks5Password(Zeroizing<String>) from String = |password| {
+        let password = Zeroizing::new(password);
+        credential_len("password", password.len()).map(|()| password)
     }
 }
 
