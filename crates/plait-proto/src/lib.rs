@@ -33,5 +33,8 @@ pub use ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
 pub use session::{
     Delivery, Event, PathError, RecvError, SendError, Session, SessionStats, Transmit,
 };
-pub use stream::{Side, StreamError, StreamEvent, StreamId, StreamRead, StreamViolation};
+pub use stream::{
+    Side, StreamError, StreamEvent, StreamId, StreamLimits, StreamRead, StreamStats,
+    StreamViolation,
+};
 pub use time::Time;

@@ -25,4 +25,5 @@ pub mod keys;
 pub mod message;
 pub mod netcfg;
 pub mod ratelimit;
+pub mod relay;
 pub mod socks5;

@@ -151,8 +151,15 @@ impl Drop for Daemon {
     }
 }
 
-/// The namespace has no trace of the daemon's TUN device, routes or policy rules.
+/// The namespace has no trace of the daemon's TUN device, routes, policy rules or
+/// nftables tables (stream mode's redirect, the server's NAT).
 fn assert_clean(ns: &Namespace, tun: &str, label: &str) {
+    let tables = ns.exec_output(["nft", "list", "tables"]).expect("nft");
+    let tables = String::from_utf8_lossy(&tables.stdout);
+    assert!(
+        !tables.contains(tun),
+        "{label}: nftables table for {tun} left behind:\n{tables}"
+    );
     let link = ns.ip_output(["link", "show", "dev", tun]).expect("ip link");
     assert!(
         !link.status.success(),
@@ -190,7 +197,12 @@ struct TunnelSpec {
     inner_v6: bool,
     /// Whether to start the clients (test c runs a server alone).
     clients: bool,
+    /// Stream mode on both ends (`[streams]`; the client's SOCKS5 on [`SOCKS5`]).
+    streams: bool,
 }
+
+/// The client's SOCKS5 listener in the stream-mode tests.
+const SOCKS5: &str = "127.0.0.1:1080";
 
 /// A topology with a server and its clients running. Fields drop in order: daemons first
 /// (killed, logs printed on failure), then the namespaces, then the files.
@@ -279,6 +291,9 @@ impl Tunnel {
             engine_table(),
             dir.path().join("server.sock").display(),
         );
+        if spec.streams {
+            cfg.push_str("[streams]\n\n");
+        }
         for (c, site) in topo.clients().iter().enumerate() {
             let mut allowed = vec![
                 format!("10.77.0.{}/32", c + 2),
@@ -332,6 +347,9 @@ impl Tunnel {
                 engine_table(),
                 tunnel.dir.path().join(format!("{label}.sock")).display(),
             );
+            if spec.streams {
+                let _ = writeln!(cfg, "[streams]\nsocks5 = \"{SOCKS5}\"\n");
+            }
             for path in site.paths() {
                 let _ = writeln!(
                     cfg,
@@ -483,6 +501,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         topo: two_paths_at_40(),
         inner_v6: false,
         clients: true,
+        streams: false,
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     transfer(
@@ -517,6 +536,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         topo: two_paths_at_40(),
         inner_v6: false,
         clients: true,
+        streams: false,
     });
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
     // the reorder buffer's start-up stall (see `tcp_50mb_arrives_intact_and_uses_both_paths`).
@@ -599,6 +619,7 @@ fn unknown_client_key_gets_no_reply() {
         topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
         inner_v6: false,
         clients: false,
+        streams: false,
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
     let server_public = t.server_key.public();
@@ -691,6 +712,7 @@ fn ipv6_inner_over_ipv6_path() {
         ),
         inner_v6: true,
         clients: true,
+        streams: false,
     });
     let status = t.clients[0].status().expect("client status");
     let remote = status.sessions[0].paths[1]
@@ -767,6 +789,7 @@ fn two_clients_share_one_server() {
         topo: TopologySpec::new(PREFIX, paths()).add_client(paths()),
         inner_v6: false,
         clients: true,
+        streams: false,
     });
     let bytes = 3_000_000;
     let results = std::thread::scope(|s| {
@@ -815,5 +838,284 @@ fn two_clients_share_one_server() {
             s.delivered
         );
     }
+    t.shutdown();
+}
+
+/// Stream mode's share of a session: how many bytes its streams carried and how many
+/// connections the relay took, printed.
+fn stream_counters(d: &Daemon, who: &str) -> (u64, u64) {
+    let s = d.status().expect("status");
+    let relay = s.relay.expect("stream mode reports its relay");
+    let streams = s.sessions.first().map(|x| x.streams).unwrap_or_default();
+    eprintln!(
+        "  {who}: relay {relay:?}; streams {streams:?}; paths: {}",
+        s.sessions
+            .first()
+            .map(|x| x
+                .paths
+                .iter()
+                .map(|p| format!(
+                    "{} cwnd {} B, lost {}, pacing {:.1?} Mbit/s",
+                    p.name, p.cwnd_bytes, p.lost_packets, p.pacing_mbit
+                ))
+                .collect::<Vec<_>>()
+                .join("; "))
+            .unwrap_or_default()
+    );
+    (relay.relayed, streams.bytes_sent + streams.bytes_read)
+}
+
+/// (f) Stream mode, two paths at 40 Mbit/s: TCP from a LAN host behind the client
+/// (nftables prerouting redirect) and from a program on the client host itself (output
+/// redirect) arrives byte-identical, carried as streams (the relays count the connections
+/// and the streams the bytes); a download through SOCKS5 with curl is byte-identical; a
+/// destination where nothing listens resets the application's connection; half-close
+/// works both ways; after SIGTERM no nftables table is left.
+#[test]
+fn stream_mode_carries_tcp_transparently_and_through_socks5() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'f',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: true,
+    });
+    let remote = t.topo.remote_host_addr(Family::V4);
+    let (relayed0, _) = stream_counters(&t.clients[0], "client before");
+
+    // A LAN host behind the client, and a program on the client host.
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        SocketAddr::new(remote, 5001),
+        20_000_000,
+        31,
+        "stream mode: 20 MB from the LAN host",
+    );
+    transfer(
+        t.topo.client(),
+        t.topo.remote_host(),
+        SocketAddr::new(remote, 5002),
+        5_000_000,
+        32,
+        "stream mode: 5 MB from the client host",
+    );
+    // The status snapshot is refreshed a few times a second: wait for it to catch up.
+    t.clients[0].wait_for("the relay and the streams to count both transfers", |s| {
+        let sent = s.sessions.first().map_or(0, |x| x.streams.bytes_sent);
+        s.relay.is_some_and(|r| r.relayed >= relayed0 + 2) && sent >= 25_000_000
+    });
+    stream_counters(&t.clients[0], "client after two transfers");
+
+    // SOCKS5 with curl: a 3 MB file served by python's http.server on the remote host.
+    let dir = t.dir.path().join("www");
+    std::fs::create_dir_all(&dir).expect("www dir");
+    let mut file = vec![0u8; 3_000_000];
+    payload_block(77, 0, &mut file);
+    std::fs::write(dir.join("blob"), &file).expect("blob");
+    let mut http = t.topo.remote_host().command("python3");
+    http.args(["-m", "http.server", "8080", "--bind"])
+        .arg(remote.to_string())
+        .arg("--directory")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _http = t.topo.remote_host().spawn(&mut http).expect("http.server");
+    let out = t.dir.path().join("blob.out");
+    let url = format!("http://{remote}:8080/blob");
+    let mut ok = false;
+    for _ in 0..50 {
+        let r = t
+            .topo
+            .client()
+            .exec_output([
+                "curl",
+                "-sS",
+                "--max-time",
+                "30",
+                "--socks5",
+                SOCKS5,
+                "-o",
+                out.to_str().expect("path"),
+                &url,
+            ])
+            .expect("curl");
+        if r.status.success() {
+            ok = true;
+            break;
+        }
+        // http.server may not be listening yet: the reset says so.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok, "curl --socks5 never succeeded");
+    let got = std::fs::read(&out).expect("downloaded");
+    assert!(got == file, "curl --socks5: the download differs");
+    eprintln!("curl --socks5: 3 MB byte-identical");
+
+    // Nothing listens on port 9: the server's connect is refused, the app sees a reset.
+    let closed = SocketAddr::new(remote, 9);
+    let read = t
+        .topo
+        .lan_host()
+        .run_in(move || {
+            use std::io::Read;
+            let mut s = std::net::TcpStream::connect(closed)?;
+            s.set_read_timeout(Some(Duration::from_secs(20)))?;
+            let mut b = [0u8; 8];
+            s.read(&mut b)
+        })
+        .expect("run in lan namespace");
+    let kind = read.map_err(|e| e.kind());
+    assert_eq!(
+        kind,
+        Err(std::io::ErrorKind::ConnectionReset),
+        "a refused destination resets the application's connection"
+    );
+
+    // Half-close both ways: the LAN host sends 1 MB and shuts its write side; the remote
+    // host reads to the end, then answers 2 MB and closes.
+    let hc = SocketAddr::new(remote, 5003);
+    let listener = t
+        .topo
+        .remote_host()
+        .run_in(move || std::net::TcpListener::bind(hc))
+        .expect("run in remote namespace")
+        .expect("bind");
+    let up = {
+        let mut b = vec![0u8; 1_000_000];
+        payload_block(5, 0, &mut b);
+        b
+    };
+    let down = {
+        let mut b = vec![0u8; 2_000_000];
+        payload_block(6, 0, &mut b);
+        b
+    };
+    let (up2, down2) = (up.clone(), down.clone());
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).expect("read to FIN");
+        s.write_all(&down2).expect("answer after FIN");
+        got == up2
+    });
+    let got = t
+        .topo
+        .lan_host()
+        .run_in(move || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(hc).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("timeout");
+            s.write_all(&up).expect("send");
+            s.shutdown(std::net::Shutdown::Write).expect("half-close");
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).expect("read to FIN");
+            got
+        })
+        .expect("run in lan namespace");
+    assert!(
+        server.join().expect("server thread"),
+        "upload after half-close differs"
+    );
+    assert!(
+        got == down,
+        "download after the client's half-close differs"
+    );
+    eprintln!("half-close: 1 MB up then FIN, 2 MB down then FIN, both byte-identical");
+
+    stream_counters(&t.clients[0], "client at the end");
+    stream_counters(t.server(), "server at the end");
+    t.shutdown();
+}
+
+/// (g) Stream mode: a path is blackholed 1 s into a 30 MB transfer; the transfer completes
+/// byte-identical on the other path.
+#[test]
+fn stream_transfer_survives_a_path_blackholed_midway() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'g',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: true,
+    });
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
+    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
+    let seed = 41;
+    let sent = std::thread::scope(|s| {
+        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 30_000_000, seed));
+        std::thread::sleep(Duration::from_secs(1));
+        t.topo.blackhole(0, true).expect("blackhole");
+        sender.join().expect("sender thread")
+    });
+    let sent = sent.expect("transfer with path 0 blackholed");
+    let got = sink.wait(Duration::from_secs(60)).expect("sink");
+    check_transfer(
+        "stream mode: 30 MB, path 0 blackholed at 1 s",
+        &sent,
+        &got,
+        seed,
+    );
+    stream_counters(&t.clients[0], "client");
+    t.shutdown();
+}
+
+/// (h) Stream mode: after SIGKILL the client leaves its nftables table behind; a restart
+/// replaces it, carries traffic, and a SIGTERM then removes it.
+#[test]
+fn stream_mode_rules_survive_kill_and_restart() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'h',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(20.0)]),
+        inner_v6: false,
+        clients: true,
+        streams: true,
+    });
+    let tun = tun_name('h');
+    let mut old = t.clients.remove(0);
+    old.child.kill();
+    let tables = t
+        .topo
+        .client()
+        .exec_output(["nft", "list", "tables"])
+        .expect("nft");
+    eprintln!(
+        "after SIGKILL: {}",
+        String::from_utf8_lossy(&tables.stdout).trim()
+    );
+    // The killed daemon's TUN device is gone with its process; its rules are not.
+    let config = t.dir.path().join("client0.toml");
+    let _ = std::fs::remove_file(t.dir.path().join("client0.sock"));
+    drop(old);
+    let mut again = Daemon::start(t.topo.client(), "client", "client0", &config, &tun);
+    again.wait_for("established session after restart", |s| {
+        s.sessions.len() == 1 && s.sessions[0].established
+    });
+    t.clients.push(again);
+    let remote = t.topo.remote_host_addr(Family::V4);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        SocketAddr::new(remote, 5001),
+        3_000_000,
+        51,
+        "stream mode after kill and restart: 3 MB",
+    );
+    let (relayed, _) = stream_counters(&t.clients[0], "restarted client");
+    assert!(relayed >= 1, "the restarted client relayed the connection");
     t.shutdown();
 }

@@ -16,6 +16,12 @@
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_{tx,rx}_{bytes,packets}_total` | counter | `peer`, `path`, `name` |
+//! | `plait_path_lost_packets_total` | counter | `peer`, `path`, `name` |
+//! | `plait_path_cwnd_bytes`, `_in_flight_bytes`, `_pacing_bits_per_second` | gauge | `peer`, `path`, `name` |
+//! | `plait_session_streams_open` | gauge | `peer` |
+//! | `plait_session_stream_{opened,sent_bytes,retransmitted_bytes,read_bytes,resets}_total` | counter | `peer` |
+//! | `plait_relay_connections_open` | gauge | |
+//! | `plait_relay_connections_{relayed,refused,reset}_total` | counter | |
 //! | `plait_drops_total` | counter | `reason` |
 //!
 //! `plait_path_state` maps the path state to a number (see [`path_state_value`]):
@@ -168,6 +174,69 @@ impl Collector for SnapshotCollector {
             sessions(&|x| x.queue_full),
         )?;
 
+        gauges(
+            &mut enc,
+            "session_streams_open",
+            "Streams open now (stream mode)",
+            sessions(&|x| x.streams.open),
+        )?;
+        for (name, help, f) in [
+            (
+                "session_stream_opened",
+                "Streams opened by either end",
+                (|x| x.streams.opened) as fn(&super::SessionStatus) -> u64,
+            ),
+            (
+                "session_stream_sent_bytes",
+                "Stream bytes sent for the first time",
+                |x| x.streams.bytes_sent,
+            ),
+            (
+                "session_stream_retransmitted_bytes",
+                "Stream bytes sent again after a loss",
+                |x| x.streams.bytes_retransmitted,
+            ),
+            (
+                "session_stream_read_bytes",
+                "Stream bytes delivered to the relay",
+                |x| x.streams.bytes_read,
+            ),
+            (
+                "session_stream_resets",
+                "Streams reset by either end",
+                |x| x.streams.resets,
+            ),
+        ] {
+            counters(&mut enc, name, help, sessions(&f))?;
+        }
+        if let Some(r) = &s.relay {
+            single(
+                &mut enc,
+                "relay_connections_open",
+                "TCP connections the stream-mode relay holds now",
+                &ConstGauge::new(r.open),
+            )?;
+            for (name, help, v) in [
+                (
+                    "relay_connections_relayed",
+                    "TCP connections relayed",
+                    r.relayed,
+                ),
+                (
+                    "relay_connections_refused",
+                    "TCP connections or streams refused (limits, policy, failed connects, SOCKS5 errors)",
+                    r.refused,
+                ),
+                (
+                    "relay_connections_reset",
+                    "TCP connections aborted by a reset",
+                    r.reset,
+                ),
+            ] {
+                counters(&mut enc, name, help, vec![(Vec::new(), v)])?;
+            }
+        }
+
         let paths = s
             .sessions
             .iter()
@@ -257,6 +326,31 @@ impl Collector for SnapshotCollector {
             "path_rx_packets",
             "Datagrams received on the path",
             path_u64(&|p| Some(p.rx_packets)),
+        )?;
+
+        counters(
+            &mut enc,
+            "path_lost_packets",
+            "Datagrams declared lost on the path (their stream bytes are sent again)",
+            path_u64(&|p| Some(p.lost_packets)),
+        )?;
+        gauges(
+            &mut enc,
+            "path_cwnd_bytes",
+            "Congestion window (stream mode), bytes",
+            path_u64(&|p| Some(p.cwnd_bytes)),
+        )?;
+        gauges(
+            &mut enc,
+            "path_in_flight_bytes",
+            "Bytes in flight (stream mode)",
+            path_u64(&|p| Some(p.in_flight_bytes)),
+        )?;
+        gauges(
+            &mut enc,
+            "path_pacing_bits_per_second",
+            "Pacing rate (stream mode), bits per second",
+            path_f64(&|p| p.pacing_mbit.map(|m| m * 1e6)),
         )?;
 
         counters(
@@ -605,6 +699,7 @@ mod tests {
                 queue_full: 5,
                 lost: Default::default(),
                 late: 0,
+                streams: Default::default(),
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -621,6 +716,7 @@ mod tests {
                         tx_packets: 1200,
                         rx_bytes: 2048,
                         rx_packets: 3,
+                        ..PathStatus::default()
                     },
                     PathStatus {
                         id: 1,
@@ -634,6 +730,7 @@ mod tests {
                 auth_failed: 3,
                 ..DropCounters::default()
             },
+            relay: None,
         }
     }
 

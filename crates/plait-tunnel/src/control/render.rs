@@ -57,6 +57,13 @@ pub fn render_table(s: &StatusSnapshot) -> String {
         out.push('\n');
         render_session(&mut out, session);
     }
+    if let Some(r) = &s.relay {
+        let _ = writeln!(
+            out,
+            "\nstream relay: {} connections open, {} relayed, {} refused, {} reset",
+            r.open, r.relayed, r.refused, r.reset
+        );
+    }
     out.push('\n');
     out.push_str(&render_drops(&s.dropped));
     out.push('\n');
@@ -101,6 +108,38 @@ fn render_session(out: &mut String, session: &SessionStatus) {
         }
         out.push_str(line.trim_end());
         out.push('\n');
+    }
+    render_streams(out, session);
+}
+
+/// Stream mode's line, once the session has had a stream: the streams' counters and each
+/// path's congestion window, bytes in flight, pacing rate and losses.
+fn render_streams(out: &mut String, session: &SessionStatus) {
+    let st = &session.streams;
+    if st.opened == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  streams: {} open, {} opened, sent {}, retransmitted {}, read {}, {} reset",
+        st.open,
+        st.opened,
+        human_bytes(st.bytes_sent),
+        human_bytes(st.bytes_retransmitted),
+        human_bytes(st.bytes_read),
+        st.resets
+    );
+    for p in &session.paths {
+        let _ = writeln!(
+            out,
+            "    path {} {}: cwnd {}, in flight {}, pacing {} Mbit/s, lost {}",
+            p.id,
+            text(&p.name),
+            human_bytes(p.cwnd_bytes),
+            human_bytes(p.in_flight_bytes),
+            opt(p.pacing_mbit, fmt_rate),
+            p.lost_packets
+        );
     }
 }
 
@@ -246,6 +285,7 @@ mod tests {
                 queue_full: 0,
                 lost: Default::default(),
                 late: 0,
+                streams: Default::default(),
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -262,6 +302,7 @@ mod tests {
                         tx_packets: 1200,
                         rx_bytes: 1023,
                         rx_packets: 7,
+                        ..PathStatus::default()
                     },
                     PathStatus {
                         id: 1,
@@ -272,6 +313,7 @@ mod tests {
                 ],
             }],
             dropped: DropCounters::default(),
+            relay: None,
         }
     }
 

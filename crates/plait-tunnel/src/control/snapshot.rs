@@ -25,6 +25,39 @@ pub struct StatusSnapshot {
     /// Datagrams dropped before any session saw them (failed authentication, unknown
     /// index, malformed, replayed), by reason.
     pub dropped: DropCounters,
+    /// Stream mode's relay (`None`: packet mode only).
+    #[serde(default)]
+    pub relay: Option<RelayStatus>,
+}
+
+/// Stream mode's relayed TCP connections (docs/tunnel.md#stream-mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelayStatus {
+    /// Connections open now.
+    pub open: u64,
+    /// Connections relayed since start.
+    pub relayed: u64,
+    /// Connections or streams refused (limits, policy, failed connects, SOCKS5 errors).
+    pub refused: u64,
+    /// Connections aborted by a reset from either end.
+    pub reset: u64,
+}
+
+/// One session's streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamStatus {
+    /// Streams open now.
+    pub open: u64,
+    /// Streams opened by either end since the session started.
+    pub opened: u64,
+    /// Stream bytes sent for the first time.
+    pub bytes_sent: u64,
+    /// Stream bytes sent again after a loss.
+    pub bytes_retransmitted: u64,
+    /// Stream bytes delivered to the relay.
+    pub bytes_read: u64,
+    /// Streams reset by either end.
+    pub resets: u64,
 }
 
 /// One peer's session.
@@ -58,6 +91,9 @@ pub struct SessionStatus {
     /// Inner packets released after their hole had been given up (late).
     #[serde(default)]
     pub late: u64,
+    /// Stream mode's streams in this session.
+    #[serde(default)]
+    pub streams: StreamStatus,
     /// One row per path.
     pub paths: Vec<PathStatus>,
 }
@@ -93,6 +129,18 @@ pub struct PathStatus {
     pub rx_bytes: u64,
     /// Datagrams received.
     pub rx_packets: u64,
+    /// Datagrams declared lost (their stream bytes are sent again, on any path).
+    #[serde(default)]
+    pub lost_packets: u64,
+    /// Congestion window (stream mode), bytes.
+    #[serde(default)]
+    pub cwnd_bytes: u64,
+    /// Bytes in flight (stream mode).
+    #[serde(default)]
+    pub in_flight_bytes: u64,
+    /// Pacing rate (stream mode), megabits per second.
+    #[serde(default)]
+    pub pacing_mbit: Option<f64>,
 }
 
 /// Holes the reorder buffer declared lost, by evidence, and loss repair counters.

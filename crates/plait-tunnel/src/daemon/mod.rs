@@ -13,9 +13,12 @@
 //! one session can move sealing and opening to a second thread in batches. The endpoint
 //! API does not change for either.
 
+mod error;
 mod setup;
+mod stream_setup;
 
-pub use setup::{DaemonError, run_client, run_server};
+pub use error::DaemonError;
+pub use setup::{run_client, run_server};
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,9 +36,10 @@ use plait_proto::Time;
 use tracing::{info, warn};
 
 use crate::control::{DropCounters, SessionStatus, SharedSnapshot, StatusSnapshot};
-use crate::endpoint::{ClientEndpoint, Now, Outputs, ServerEndpoint};
+use crate::endpoint::{ClientEndpoint, Now, Outputs, ServerEndpoint, StreamHost};
 use crate::io::tun::Tun;
 use crate::io::udp::{RecvBuffers, SendBatch, UdpPath};
+use crate::relay::{ClientRelayParams, Relay, ServerRelayParams};
 
 const TUN: Token = Token(0);
 const SIGNAL: Token = Token(1);
@@ -51,7 +55,7 @@ const TUN_PACKETS_PER_ROUND: usize = 256;
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 
 /// What the loop drives: a client or a server endpoint.
-pub trait Driven {
+pub trait Driven: StreamHost {
     /// See [`ClientEndpoint::handle_udp`].
     fn handle_udp(
         &mut self,
@@ -228,17 +232,34 @@ impl Signals {
     }
 }
 
+/// Stream mode's relay, if on (built inside the loop: it registers with the loop's poll).
+#[derive(Debug)]
+pub(crate) enum RelaySetup {
+    /// Packet mode only.
+    Off,
+    /// The client's listeners.
+    Client(ClientRelayParams),
+    /// The server's connector.
+    Server(ServerRelayParams),
+}
+
 /// Runs `endpoint` until SIGINT/SIGTERM (or `stop` is set). Sockets are indexed as the
 /// endpoint's socket numbers.
 pub(crate) fn run_loop(
     endpoint: &mut impl Driven,
     tun: &Tun,
     sockets: &mut [UdpPath],
+    relay: RelaySetup,
     snapshot: &SharedSnapshot,
     stop: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     let clock = Clock(Instant::now());
     let mut poll = Poll::new()?;
+    let mut relay = match relay {
+        RelaySetup::Off => None,
+        RelaySetup::Client(p) => Some(Relay::client(p, poll.registry())?),
+        RelaySetup::Server(p) => Some(Relay::server(p, poll.registry())?),
+    };
     let signals = Signals::new(stop)?;
     poll.registry()
         .register(&mut SourceFd(&tun.as_raw_fd()), TUN, Interest::READABLE)?;
@@ -274,7 +295,8 @@ pub(crate) fn run_loop(
     let mut deadline = Some(Time::ZERO);
 
     while !stop.load(Ordering::Relaxed) {
-        let busy = tun_ready || socket_ready.iter().any(|r| *r);
+        let busy =
+            tun_ready || socket_ready.iter().any(|r| *r) || relay.as_ref().is_some_and(Relay::busy);
         let wait = if busy {
             Duration::ZERO
         } else {
@@ -301,6 +323,15 @@ pub(crate) fn run_loop(
                 TUN => tun_ready = true,
                 TIMER => timer.clear(),
                 SIGNAL => stop.store(true, Ordering::Relaxed),
+                Token(t) if crate::relay::TOKENS.contains(&t) => {
+                    if let Some(r) = relay.as_mut() {
+                        r.on_ready(
+                            ev.token(),
+                            ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                            ev.is_writable() || ev.is_write_closed() || ev.is_error(),
+                        );
+                    }
+                }
                 Token(t) => {
                     if let Some(r) = socket_ready.get_mut(t - FIRST_SOCKET) {
                         *r = true;
@@ -361,14 +392,17 @@ pub(crate) fn run_loop(
                 }
             }
         }
-        deadline = endpoint.poll_timeout();
-        if deadline.is_some_and(|d| d <= now.mono) {
+        if deadline_due(endpoint, now) {
             endpoint.handle_timeout(now, &mut out);
-            deadline = endpoint.poll_timeout();
         }
+        if let Some(r) = relay.as_mut() {
+            r.process(endpoint, now.mono, poll.registry());
+            endpoint.flush_streams(now, &mut out);
+        }
+        deadline = endpoint.poll_timeout();
         out.flush();
         if Instant::now() >= next_snapshot {
-            publish(endpoint, &clock, tun, snapshot);
+            publish(endpoint, relay.as_ref(), &clock, tun, snapshot);
             next_snapshot = Instant::now() + SNAPSHOT_EVERY;
         }
     }
@@ -376,7 +410,17 @@ pub(crate) fn run_loop(
     Ok(())
 }
 
-fn publish(endpoint: &impl Driven, clock: &Clock, tun: &Tun, shared: &SharedSnapshot) {
+fn deadline_due(endpoint: &impl Driven, now: Now) -> bool {
+    endpoint.poll_timeout().is_some_and(|d| d <= now.mono)
+}
+
+fn publish(
+    endpoint: &impl Driven,
+    relay: Option<&Relay>,
+    clock: &Clock,
+    tun: &Tun,
+    shared: &SharedSnapshot,
+) {
     let now = clock.now().mono;
     let (sessions, dropped) = endpoint.status(now);
     let snap = StatusSnapshot {
@@ -387,6 +431,15 @@ fn publish(endpoint: &impl Driven, clock: &Clock, tun: &Tun, shared: &SharedSnap
         tun_mtu: tun.mtu(),
         sessions,
         dropped,
+        relay: relay.map(|r| {
+            let s = r.stats();
+            crate::control::snapshot::RelayStatus {
+                open: s.open,
+                relayed: s.relayed,
+                refused: s.refused,
+                reset: s.reset,
+            }
+        }),
     };
     match shared.lock() {
         Ok(mut s) => *s = snap,

@@ -10,57 +10,29 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use thiserror::Error;
 use tracing::{info, warn};
 
-use super::run_loop;
+use super::error::DaemonError;
+use super::stream_setup::{client_relay, server_relay};
+use super::{RelaySetup, run_loop};
 use crate::config::{ClientConfig, ControlConfig, ServerConfig, TunConfig};
 use crate::control::metrics::MetricsServer;
 use crate::control::status::StatusServer;
-use crate::control::{ControlError, SharedSnapshot, StatusSnapshot};
+use crate::control::{SharedSnapshot, StatusSnapshot};
 use crate::endpoint::{
     ClientEndpoint, ClientParams, ClientPath, EngineParams, ServerEndpoint, ServerParams,
     ServerPeer, max_datagram_for,
 };
-use crate::io::tun::{Tun, TunError};
+use crate::io::tun::Tun;
 use crate::io::udp::{SocketOptions, UdpPath};
-use crate::netcfg::{DEFAULT_FWMARK, DEFAULT_TABLE, NetCfgError, NetConfig};
-
-/// Why the daemon could not start or had to stop.
-#[derive(Debug, Error)]
-pub enum DaemonError {
-    /// The TUN device.
-    #[error(transparent)]
-    Tun(#[from] TunError),
-    /// A UDP socket could not be opened.
-    #[error("cannot open the UDP socket for {what} ({addr}): {source}")]
-    Socket {
-        /// Which path or listen address.
-        what: String,
-        /// The address.
-        addr: SocketAddr,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The MTU does not leave room for plait's overhead.
-    #[error("{0}")]
-    Mtu(String),
-    /// Routes or NAT.
-    #[error(transparent)]
-    NetCfg(#[from] NetCfgError),
-    /// Status socket or metrics endpoint.
-    #[error(transparent)]
-    Control(#[from] ControlError),
-    /// The event loop failed.
-    #[error("event loop: {0}")]
-    Loop(std::io::Error),
-}
+use crate::netcfg::{DEFAULT_FWMARK, DEFAULT_TABLE, NetConfig};
 
 fn engine_params(e: &EngineSettings, max_datagram_size: usize) -> EngineParams {
     EngineParams {
         settings: e.clone(),
         max_datagram_size,
         seed: None,
+        streams: EngineParams::tunnel_stream_limits(),
     }
 }
 
@@ -140,6 +112,10 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         net.route_into_tunnel(tun.name(), &cfg.route, DEFAULT_FWMARK, DEFAULT_TABLE)?;
         info!(routes = ?cfg.route.iter().map(ToString::to_string).collect::<Vec<_>>(), "routing into the tunnel");
     }
+    let relay = match &cfg.streams {
+        Some(s) => RelaySetup::Client(client_relay(s, tun.name(), &mut net)?),
+        None => RelaySetup::Off,
+    };
     let (snapshot, _status, _metrics) = control(&cfg.control, "client")?;
     let params = ClientParams {
         private_key: cfg.private_key.clone(),
@@ -157,7 +133,10 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         engine,
     };
     let mut endpoint = ClientEndpoint::new(params);
-    let result = run_loop(&mut endpoint, &tun, &mut sockets, &snapshot, &stop);
+    if cfg.streams.is_some() {
+        endpoint.enable_streams();
+    }
+    let result = run_loop(&mut endpoint, &tun, &mut sockets, relay, &snapshot, &stop);
     net.undo();
     result.map_err(DaemonError::Loop)
 }
@@ -170,7 +149,16 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         .map(|a| max_datagram_for(cfg.path_mtu, a))
         .min()
         .unwrap_or(0);
-    let engine = engine_params(&cfg.engine, max_datagram);
+    let mut engine = engine_params(&cfg.engine, max_datagram);
+    if let Some(s) = &cfg.streams {
+        // What one client's streams may hold unacknowledged (the receive side is bounded
+        // by the windows both ends agree on).
+        engine.streams.session_send_buffer = s.max_buffered_per_client;
+        engine.streams.stream_send_buffer = engine
+            .streams
+            .stream_send_buffer
+            .min(s.max_buffered_per_client);
+    }
     let mtu = tun_mtu(&cfg.tun, &engine, "the path MTU")?;
     let mut sockets = Vec::new();
     for addr in &cfg.listen {
@@ -221,7 +209,14 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         engine,
     };
     let mut endpoint = ServerEndpoint::new(params);
-    let result = run_loop(&mut endpoint, &tun, &mut sockets, &snapshot, &stop);
+    let relay = match &cfg.streams {
+        Some(s) => {
+            endpoint.enable_streams();
+            RelaySetup::Server(server_relay(s))
+        }
+        None => RelaySetup::Off,
+    };
+    let result = run_loop(&mut endpoint, &tun, &mut sockets, relay, &snapshot, &stop);
     net.undo();
     result.map_err(DaemonError::Loop)
 }

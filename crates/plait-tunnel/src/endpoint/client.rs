@@ -103,6 +103,15 @@ impl ClientEndpoint {
         }
     }
 
+    /// Stream mode: the relay serves streams through [`super::StreamHost`].
+    pub fn enable_streams(&mut self) {
+        self.link.enable_streams();
+    }
+
+    pub(super) fn link_mut(&mut self) -> &mut Link {
+        &mut self.link
+    }
+
     /// Whether a handshake has completed and the keys are usable.
     pub fn is_established(&self, now: Time) -> bool {
         self.link.current_keys().is_some_and(|k| k.is_usable(now))
@@ -410,6 +419,7 @@ mod tests {
                 settings: plait_proto::EngineSettings::default(),
                 max_datagram_size: 1400,
                 seed: Some(1),
+                streams: EngineParams::tunnel_stream_limits(),
             },
         });
         c.last_timestamp = u64::MAX;

@@ -15,6 +15,7 @@
 //! datagram's header is decoded once (by the link on the server, where it names the path,
 //! by the engine on the client).
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
@@ -53,12 +54,27 @@ pub struct LinkCounters {
     pub spoofed: u64,
     /// Inner packets refused by the engine (queue full, too large, no session).
     pub refused: u64,
-    /// Streams the peer opened, reset at once: this build carries packet mode only.
+    /// Streams the peer opened, reset at once: stream mode is off at this end.
     pub streams_refused: u64,
 }
 
-/// RESET_STREAM code for a stream the peer opened where stream mode is off.
+/// RESET_STREAM code for a stream the peer opened where stream mode is off
+/// (docs/tunnel.md#stream-reset-codes).
 pub const STREAM_REFUSED: u64 = 1;
+
+/// What a link's streams tell the relay that serves them (stream mode only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkStreamEvent {
+    /// Something happened to one stream.
+    Stream(plait_proto::StreamEvent),
+    /// The engine session ended (replaced by a fresh one, or closed): every stream of the
+    /// generation the event is tagged with is gone.
+    SessionEnded,
+}
+
+/// Stream events a link holds for its relay at most; beyond it the session's streams are
+/// abandoned (the relay is not draining: a bug, not an input, but memory stays bounded).
+const MAX_PENDING_STREAM_EVENTS: usize = 1 << 20;
 
 /// One peer's state. Every field is private: the key rotation, the pending fresh session
 /// and the path endpoints change only through the methods below, which keep the
@@ -81,6 +97,17 @@ pub struct Link {
     engine_buf: Vec<u8>,
     log_refused: LogLimiter,
     log_roam: LogLimiter,
+    /// Stream mode: the peer's streams are served (events queue here for the relay)
+    /// instead of refused.
+    stream_mode: bool,
+    /// Stream events not yet taken by the relay, each with the session generation it
+    /// belongs to.
+    stream_events: VecDeque<(u64, LinkStreamEvent)>,
+    /// Counts engine sessions: stream ids restart with each, so the relay names a stream
+    /// by (generation, id).
+    generation: u64,
+    /// A stream call changed what the engine may send: drive before the round ends.
+    needs_drive: bool,
 }
 
 /// Leave to start an engine session: made only by [`Link::complete_handshake`] (the
@@ -172,7 +199,17 @@ impl Link {
             engine_buf: vec![0; SCRATCH],
             log_refused: LogLimiter::new(1.0),
             log_roam: LogLimiter::new(1.0),
+            stream_mode: false,
+            stream_events: VecDeque::new(),
+            generation: 0,
+            needs_drive: false,
         }
+    }
+
+    /// Serves the peer's streams from now on (stream mode): their events queue for
+    /// [`Link::poll_stream_event`] instead of the streams being refused.
+    pub fn enable_streams(&mut self) {
+        self.stream_mode = true;
     }
 
     /// The engine session id this link runs (or will run).
@@ -256,6 +293,7 @@ impl Link {
     pub fn start_session(&mut self, fresh: FreshSession, session: Session) -> bool {
         debug_assert_eq!(session.config().session_id, fresh.session_id);
         self.leave_session(&fresh);
+        self.end_generation();
         self.session.replace(session).is_some()
     }
 
@@ -263,7 +301,19 @@ impl Link {
     /// has left it), so the next handshake asks for a fresh one again.
     pub fn abandon_session(&mut self, fresh: FreshSession) {
         self.leave_session(&fresh);
-        self.session = None;
+        if self.session.take().is_some() {
+            self.end_generation();
+        }
+    }
+
+    /// The streams of the current session are gone: the relay hears so, and the next
+    /// session's streams belong to a new generation.
+    fn end_generation(&mut self) {
+        if self.stream_mode && self.session.is_some() {
+            self.stream_events
+                .push_back((self.generation, LinkStreamEvent::SessionEnded));
+        }
+        self.generation += 1;
     }
 
     fn leave_session(&mut self, fresh: &FreshSession) {
@@ -409,27 +459,86 @@ impl Link {
     /// Runs the engine's drain loop, sealing every transmit with the current keys.
     /// Returns the engine's next deadline.
     pub fn drive(&mut self, now: Time, out: &mut impl Outputs) -> Option<Time> {
-        let mut opened = Vec::new();
-        let next = self.drive_once(now, out, &mut opened);
-        if opened.is_empty() {
+        self.needs_drive = false;
+        let mut events = Vec::new();
+        let next = self.drive_once(now, out, &mut events);
+        if events.is_empty() {
             return next;
         }
-        // No stream mode in this build: a stream the peer opens is reset at once, so it
-        // holds none of the session's stream memory; the RESET_STREAMs go out now.
+        if self.stream_mode {
+            self.queue_stream_events(events);
+            return next;
+        }
+        // Stream mode is off: a stream the peer opens is reset at once, so it holds none
+        // of the session's stream memory; the RESET_STREAMs go out now.
+        let mut refused = false;
         if let Some(session) = self.session.as_mut() {
-            for id in opened.drain(..) {
-                let _ = session.stream_reset(now, id, STREAM_REFUSED);
-                self.counters.streams_refused += 1;
+            for event in events.drain(..) {
+                if let LinkStreamEvent::Stream(plait_proto::StreamEvent::Opened { id, .. }) = event
+                {
+                    let _ = session.stream_reset(now, id, STREAM_REFUSED);
+                    self.counters.streams_refused += 1;
+                    refused = true;
+                }
             }
         }
-        self.drive_once(now, out, &mut opened)
+        if !refused {
+            return next;
+        }
+        self.drive_once(now, out, &mut events)
+    }
+
+    fn queue_stream_events(&mut self, events: Vec<LinkStreamEvent>) {
+        let generation = self.generation;
+        for e in events {
+            if self.stream_events.len() >= MAX_PENDING_STREAM_EVENTS {
+                warn!("stream events are not being taken: the session's streams are abandoned");
+                self.stream_events.clear();
+                self.stream_events
+                    .push_back((generation, LinkStreamEvent::SessionEnded));
+                break;
+            }
+            self.stream_events.push_back((generation, e));
+        }
+    }
+
+    /// Drives the engine if a stream call since the last drive asked for it.
+    pub fn drive_if_needed(&mut self, now: Time, out: &mut impl Outputs) {
+        if self.needs_drive {
+            self.drive(now, out);
+        }
+    }
+
+    /// The next stream event with the session generation it belongs to (stream mode).
+    pub fn poll_stream_event(&mut self) -> Option<(u64, LinkStreamEvent)> {
+        self.stream_events.pop_front()
+    }
+
+    /// The current session generation (see [`LinkStreamEvent::SessionEnded`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The engine session of `generation`, for a stream call; the caller's call marks the
+    /// link for a drive. `Err(Closed)` if that session is gone.
+    pub fn stream_session(
+        &mut self,
+        generation: u64,
+    ) -> Result<&mut Session, plait_proto::StreamError> {
+        if generation != self.generation || !self.stream_mode {
+            return Err(plait_proto::StreamError::Closed);
+        }
+        self.needs_drive = true;
+        self.session
+            .as_mut()
+            .ok_or(plait_proto::StreamError::Closed)
     }
 
     fn drive_once(
         &mut self,
         now: Time,
         out: &mut impl Outputs,
-        opened: &mut Vec<plait_proto::StreamId>,
+        events: &mut Vec<LinkStreamEvent>,
     ) -> Option<Time> {
         let session = self.session.as_mut()?;
         let mut io = SealIo {
@@ -440,7 +549,7 @@ impl Link {
             allowed: self.allowed_sources.as_deref(),
             counters: &mut self.counters,
             names: &self.path_names,
-            opened,
+            events,
         };
         plait_proto::drive(session, now, &mut io, &mut self.engine_buf)
     }
@@ -481,6 +590,15 @@ impl Link {
         s.queue_full = stats.inner_queue_full;
         let r = session.reorder_stats();
         s.late = r.late;
+        let st = session.stream_stats();
+        s.streams = crate::control::snapshot::StreamStatus {
+            open: st.open,
+            opened: st.opened_local + st.opened_remote,
+            bytes_sent: st.bytes_sent,
+            bytes_retransmitted: st.bytes_retransmitted,
+            bytes_read: st.bytes_read,
+            resets: st.resets,
+        };
         s.lost = crate::control::snapshot::LossCounters {
             predecessor: r.lost_predecessor,
             comparison: r.lost_comparison,
@@ -494,6 +612,7 @@ impl Link {
             let i = usize::from(view.id.0);
             let st = session.path_stats(view.id).unwrap_or_default();
             let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+            let cc = session.path_congestion(view.id);
             s.paths.push(PathStatus {
                 id: view.id.0,
                 name: self
@@ -521,6 +640,10 @@ impl Link {
                 tx_packets: st.sent_datagrams,
                 rx_bytes: st.recv_bytes,
                 rx_packets: st.recv_datagrams,
+                lost_packets: st.lost + st.lost_on_down,
+                cwnd_bytes: cc.as_ref().map_or(0, |c| c.window),
+                in_flight_bytes: cc.as_ref().map_or(0, |c| c.bytes_in_flight),
+                pacing_mbit: cc.and_then(|c| c.pacing_rate).map(|r| r * 8.0 / 1e6),
             });
         }
         s
@@ -535,8 +658,8 @@ struct SealIo<'a, O: Outputs> {
     allowed: Option<&'a [IpNet]>,
     counters: &'a mut LinkCounters,
     names: &'a [String],
-    /// Streams the peer opened during this drive.
-    opened: &'a mut Vec<plait_proto::StreamId>,
+    /// Stream events (and a session close) of this drive.
+    events: &'a mut Vec<LinkStreamEvent>,
 }
 
 impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
@@ -587,14 +710,9 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
                 reason,
             } => {
                 info!(by_peer, code, reason, "engine session closed");
+                self.events.push(LinkStreamEvent::SessionEnded);
             }
-            // The tunnel carries packet mode only: no stream is ever opened, and a peer's
-            // stream would have to be served by stream mode, which this build lacks.
-            Event::Stream(plait_proto::StreamEvent::Opened { id, .. }) => {
-                debug!(%id, "peer opened a stream: refused, this build carries packet mode only");
-                self.opened.push(id);
-            }
-            Event::Stream(_) => {}
+            Event::Stream(e) => self.events.push(LinkStreamEvent::Stream(e)),
         }
     }
 }

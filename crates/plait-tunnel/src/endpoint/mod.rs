@@ -21,15 +21,18 @@ mod link;
 #[cfg(test)]
 mod link_tests;
 mod server;
+mod streams;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use client::{ClientEndpoint, ClientParams, ClientPath};
 pub use inner::addresses as inner_addresses;
+pub use link::{LinkStreamEvent, STREAM_REFUSED};
 pub use server::{ServerEndpoint, ServerParams, ServerPeer};
+pub use streams::{StreamHost, StreamPeer};
 
 use plait_proto::{EngineSettings, Time};
 use rand_chacha::ChaCha8Rng;
@@ -83,9 +86,24 @@ pub struct EngineParams {
     pub max_datagram_size: usize,
     /// Seed of the endpoint's random choices ([`Random`]); `None`: the OS generator.
     pub seed: Option<u64>,
+    /// Stream bounds ([`EngineParams::tunnel_stream_limits`]). Both ends must agree on
+    /// `max_concurrent` and the initial windows; the send buffers are this end's own.
+    pub streams: plait_proto::StreamLimits,
 }
 
+/// Streams a tunnel peer may have open at once: one per relayed TCP connection, so far
+/// above the engine's default of 256 (docs/tunnel.md#stream-mode).
+pub const TUNNEL_MAX_STREAMS: u64 = 16_384;
+
 impl EngineParams {
+    /// The tunnel's stream bounds: the engine's defaults with [`TUNNEL_MAX_STREAMS`].
+    pub fn tunnel_stream_limits() -> plait_proto::StreamLimits {
+        plait_proto::StreamLimits {
+            max_concurrent: TUNNEL_MAX_STREAMS,
+            ..plait_proto::StreamLimits::default()
+        }
+    }
+
     /// The engine configuration for one session at `side` (the client started the
     /// session; the side decides the parity of the stream ids each end opens). The
     /// simulator builds its sessions the same way, `plait_proto::Config::for_session`.
@@ -97,6 +115,7 @@ impl EngineParams {
     ) -> plait_proto::Config {
         plait_proto::Config {
             side,
+            streams: self.streams.clone(),
             ..plait_proto::Config::for_session(
                 session_id,
                 seed,

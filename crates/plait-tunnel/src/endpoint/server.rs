@@ -136,6 +136,23 @@ impl ServerEndpoint {
         }
     }
 
+    /// Stream mode: every client's streams are served by the relay through
+    /// [`super::StreamHost`] instead of refused.
+    pub fn enable_streams(&mut self) {
+        for p in &mut self.peers {
+            p.link.enable_streams();
+        }
+    }
+
+    pub(super) fn links_mut(&mut self) -> impl Iterator<Item = &mut Link> {
+        self.peers.iter_mut().map(|p| &mut p.link)
+    }
+
+    /// The `index`-th configured client's name.
+    pub fn client_name(&self, index: usize) -> Option<&str> {
+        self.peers.get(index).map(|p| p.config.name.as_str())
+    }
+
     /// A datagram arrived on listening socket `socket` from `from`.
     pub fn handle_udp(
         &mut self,

@@ -31,6 +31,7 @@ fn engine_with(scheduler: SchedulerKind) -> EngineParams {
         },
         max_datagram_size: 1400,
         seed: None,
+        streams: EngineParams::tunnel_stream_limits(),
     }
 }
 
@@ -46,7 +47,7 @@ fn packet(src: [u8; 4], dst: [u8; 4], tag: u32) -> Vec<u8> {
 }
 
 #[derive(Default)]
-struct Capture {
+pub(crate) struct Capture {
     udp: Vec<(usize, SocketAddr, Vec<u8>)>,
     tun: Vec<Vec<u8>>,
 }
@@ -61,10 +62,10 @@ impl Outputs for Capture {
 }
 
 /// A client with two paths and a server, joined by links with a fixed delay each way.
-struct World {
-    now: Time,
-    client: ClientEndpoint,
-    server: ServerEndpoint,
+pub(crate) struct World {
+    pub(crate) now: Time,
+    pub(crate) client: ClientEndpoint,
+    pub(crate) server: ServerEndpoint,
     /// The client's source address per path, as the server sees it (NAT may change it).
     client_addrs: Vec<SocketAddr>,
     delay: [Duration; 2],
@@ -87,12 +88,12 @@ struct World {
     tamper_responses: usize,
 }
 
-struct Keys {
+pub(crate) struct Keys {
     client: Key,
     server: Key,
 }
 
-fn keys() -> Keys {
+pub(crate) fn keys() -> Keys {
     Keys {
         client: Key::generate().unwrap(),
         server: Key::generate().unwrap(),
@@ -113,7 +114,7 @@ fn server_for(k: &Keys, client_public: Key) -> ServerEndpoint {
 }
 
 impl World {
-    fn new(k: &Keys) -> World {
+    pub(crate) fn new(k: &Keys) -> World {
         World::with_scheduler(k, SchedulerKind::Plait)
     }
 
@@ -157,7 +158,7 @@ impl World {
         }
     }
 
-    fn stamp(&self) -> Now {
+    pub(crate) fn stamp(&self) -> Now {
         Now {
             mono: self.now,
             // A wall clock that moves with virtual time.
@@ -165,7 +166,7 @@ impl World {
         }
     }
 
-    fn absorb(&mut self, from_client: bool, cap: Capture) {
+    pub(crate) fn absorb(&mut self, from_client: bool, cap: Capture) {
         for (socket, to, bytes) in cap.udp {
             if from_client {
                 self.client_sent[socket] += 1;
@@ -274,7 +275,7 @@ impl World {
         self.now = until;
     }
 
-    fn run_for(&mut self, d: Duration) {
+    pub(crate) fn run_for(&mut self, d: Duration) {
         let until = self.now + d;
         self.run_until(until);
     }
