@@ -201,8 +201,10 @@ struct TunnelSpec {
     streams: bool,
 }
 
-/// The client's SOCKS5 listener in the stream-mode tests.
+/// The client's SOCKS5 listener in the stream-mode tests, and its credential.
 const SOCKS5: &str = "127.0.0.1:1080";
+const SOCKS5_USER: &str = "plait";
+const SOCKS5_PASSWORD: &str = "not-a-secret";
 
 /// A topology with a server and its clients running. Fields drop in order: daemons first
 /// (killed, logs printed on failure), then the namespaces, then the files.
@@ -348,7 +350,10 @@ impl Tunnel {
                 tunnel.dir.path().join(format!("{label}.sock")).display(),
             );
             if spec.streams {
-                let _ = writeln!(cfg, "[streams]\nsocks5 = \"{SOCKS5}\"\n");
+                let _ = writeln!(
+                    cfg,
+                    "[streams]\nsocks5 = \"{SOCKS5}\"\nsocks5_username = \"{SOCKS5_USER}\"\nsocks5_password = \"{SOCKS5_PASSWORD}\"\n"
+                );
             }
             for path in site.paths() {
                 let _ = writeln!(
@@ -927,34 +932,50 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
     let _http = t.topo.remote_host().spawn(&mut http).expect("http.server");
     let out = t.dir.path().join("blob.out");
     let url = format!("http://{remote}:8080/blob");
-    let mut ok = false;
-    for _ in 0..50 {
-        let r = t
-            .topo
+    let curl = |proxy: &str| {
+        t.topo
             .client()
             .exec_output([
                 "curl",
                 "-sS",
                 "--max-time",
                 "30",
-                "--socks5",
-                SOCKS5,
+                "-x",
+                proxy,
                 "-o",
                 out.to_str().expect("path"),
                 &url,
             ])
-            .expect("curl");
-        if r.status.success() {
+            .expect("curl")
+    };
+    let good = format!("socks5://{SOCKS5_USER}:{SOCKS5_PASSWORD}@{SOCKS5}");
+    let mut ok = false;
+    for _ in 0..50 {
+        if curl(&good).status.success() {
             ok = true;
             break;
         }
         // http.server may not be listening yet: the reset says so.
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(ok, "curl --socks5 never succeeded");
+    assert!(ok, "curl through SOCKS5 never succeeded");
     let got = std::fs::read(&out).expect("downloaded");
-    assert!(got == file, "curl --socks5: the download differs");
-    eprintln!("curl --socks5: 3 MB byte-identical");
+    assert!(got == file, "curl through SOCKS5: the download differs");
+    eprintln!("curl through SOCKS5 with username and password: 3 MB byte-identical");
+    // A wrong password and no credential at all are refused by the relay (curl: 97,
+    // "proxy handshake error").
+    for proxy in [
+        format!("socks5://{SOCKS5_USER}:wrong@{SOCKS5}"),
+        format!("socks5://{SOCKS5}"),
+    ] {
+        let r = curl(&proxy);
+        assert_eq!(
+            r.status.code(),
+            Some(97),
+            "{proxy}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
 
     // Nothing listens on port 9: the server's connect is refused, the app sees a reset.
     let closed = SocketAddr::new(remote, 9);
@@ -1117,5 +1138,108 @@ fn stream_mode_rules_survive_kill_and_restart() {
     );
     let (relayed, _) = stream_counters(&t.clients[0], "restarted client");
     assert!(relayed >= 1, "the restarted client relayed the connection");
+    t.shutdown();
+}
+
+/// (i) Stream mode: 200 connections at once from the LAN host, mixed sizes (1 KB to
+/// 200 KB each way), to an echo server behind the plait server: every one comes back
+/// byte-identical. Then an IPv6 transfer through stream mode.
+#[test]
+fn stream_mode_200_concurrent_connections_and_ipv6() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'i',
+        topo: two_paths_at_40(),
+        inner_v6: true,
+        clients: true,
+        streams: true,
+    });
+    const N: usize = 200;
+    let echo = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5007);
+    let listener = t
+        .topo
+        .remote_host()
+        .run_in(move || std::net::TcpListener::bind(echo))
+        .expect("run in remote namespace")
+        .expect("bind");
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut handles = Vec::new();
+        for _ in 0..N {
+            let (mut s, _) = listener.accept().expect("accept");
+            handles.push(std::thread::spawn(move || {
+                let mut buf = vec![0u8; 16 << 10];
+                loop {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            if s.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }));
+        }
+        for h in handles {
+            let _ = h.join();
+        }
+    });
+    let intact = t
+        .topo
+        .lan_host()
+        .run_in(move || {
+            let handles: Vec<_> = (0..N)
+                .map(|i| {
+                    std::thread::spawn(move || {
+                        use std::io::{Read, Write};
+                        let len = 1000 + (i * 7919) % 200_000;
+                        let mut data = vec![0u8; len];
+                        payload_block(1000 + i as u64, 0, &mut data);
+                        let mut s = std::net::TcpStream::connect(echo).expect("connect");
+                        s.set_read_timeout(Some(Duration::from_secs(60)))
+                            .expect("timeout");
+                        let mut w = s.try_clone().expect("clone");
+                        let d2 = data.clone();
+                        let writer = std::thread::spawn(move || {
+                            w.write_all(&d2).expect("send");
+                            w.shutdown(std::net::Shutdown::Write).expect("half-close");
+                        });
+                        let mut got = Vec::new();
+                        s.read_to_end(&mut got).expect("read");
+                        writer.join().expect("writer");
+                        got == data
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("connection thread"))
+                .filter(|ok| *ok)
+                .count()
+        })
+        .expect("run in lan namespace");
+    server.join().expect("echo server");
+    assert_eq!(intact, N, "every connection's bytes came back intact");
+    eprintln!("{N} concurrent connections through stream mode, all byte-identical");
+
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V6), 5008);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        dst,
+        5_000_000,
+        61,
+        "stream mode over IPv6: 5 MB",
+    );
+    let mut t = t;
+    t.clients[0].wait_for("the relay to count every connection", |s| {
+        s.relay.is_some_and(|r| r.relayed > N as u64)
+    });
+    stream_counters(&t.clients[0], "client");
     t.shutdown();
 }

@@ -212,7 +212,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
     let relay = match &cfg.streams {
         Some(s) => {
             endpoint.enable_streams();
-            RelaySetup::Server(server_relay(s))
+            RelaySetup::Server(server_relay(s, cfg.clients.len()))
         }
         None => RelaySetup::Off,
     };

@@ -96,6 +96,7 @@ pub(super) fn client_relay(
         }
         None => None,
     };
+    raise_fd_limit(cfg.max_connections as u64);
     Ok(ClientRelayParams {
         transparent,
         socks5,
@@ -104,8 +105,43 @@ pub(super) fn client_relay(
     })
 }
 
-/// The server's relay settings.
-pub(super) fn server_relay(cfg: &ServerStreams) -> ServerRelayParams {
+/// Descriptors the daemon keeps for itself beyond the relayed connections (sockets, TUN,
+/// control, epoll, resolver).
+const SPARE_DESCRIPTORS: u64 = 256;
+
+/// Raises the soft limit on open files so `connections` relayed sockets fit (the usual
+/// default of 1024 would refuse the 1025th with EMFILE); warns if the hard limit is lower.
+pub(super) fn raise_fd_limit(connections: u64) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let needed = connections.saturating_add(SPARE_DESCRIPTORS);
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    if soft >= needed {
+        return;
+    }
+    let want = needed.min(hard);
+    if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, want, hard) {
+        warn!(error = %e, soft, "cannot raise the open-file limit");
+    }
+    if want < needed {
+        warn!(
+            hard,
+            needed,
+            "the open-file hard limit (ulimit -Hn) caps stream mode below its connection limit"
+        );
+    } else {
+        info!(
+            from = soft,
+            to = want,
+            "open-file limit raised for stream mode"
+        );
+    }
+}
+
+/// The server's relay settings for `clients` configured clients.
+pub(super) fn server_relay(cfg: &ServerStreams, clients: usize) -> ServerRelayParams {
+    raise_fd_limit((cfg.max_streams_per_client as u64).saturating_mul(clients as u64));
     info!(
         allow = ?cfg.allow.iter().map(ToString::to_string).collect::<Vec<_>>(),
         deny = ?cfg.deny.iter().map(ToString::to_string).collect::<Vec<_>>(),

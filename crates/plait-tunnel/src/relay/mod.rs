@@ -463,8 +463,12 @@ impl Relay {
         }
     }
 
-    /// Idle connections and connects that took too long.
+    /// Idle connections and connects that took too long; listeners whose accept failed
+    /// try again.
     fn sweep(&mut self, host: &mut impl StreamHost, now: Time) {
+        for l in &mut self.listeners {
+            l.ready = true;
+        }
         let idle = self.idle_timeout;
         let mut expired = Vec::new();
         for (key, e) in &self.conns {
@@ -515,8 +519,12 @@ impl Relay {
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        // EMFILE and the like: the backlog waits; the next round tries again.
-                        warn!(error = %e, "accept failed");
+                        // EMFILE and the like: the backlog waits for the next sweep (a
+                        // second), so a full descriptor table does not spin the loop.
+                        self.listeners[i].ready = false;
+                        if let Some(suppressed) = self.log_refused.check(now) {
+                            warn!(error = %e, suppressed, "accept failed: connections wait in the backlog");
+                        }
                         break;
                     }
                 };
