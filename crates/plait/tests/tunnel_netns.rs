@@ -1243,3 +1243,125 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
     stream_counters(&t.clients[0], "client");
     t.shutdown();
 }
+
+/// Resident memory of a process, bytes (`VmRSS` in /proc/PID/status).
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS");
+    kib * 1024
+}
+
+/// Most resident memory one idle relayed connection may cost the client daemon (the
+/// relay's entry and maps, the engine's stream): docs/tunnel.md#stream-mode states it.
+const IDLE_CONNECTION_BOUND: u64 = 16 * 1024;
+
+/// (j) Stream mode: 10,000 idle connections through one client. Each costs the client
+/// daemon at most [`IDLE_CONNECTION_BOUND`] of resident memory (measured as the RSS growth
+/// over the 10,000, printed); the server holds them too; all are closed at the end.
+#[test]
+fn stream_mode_10000_idle_connections_memory() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    // Two sockets per connection live in this process (the application's end and the
+    // destination's end).
+    // The application's ends live here (10,000 sockets); the destination's in a python
+    // process of its own, so neither process needs more than the usual hard limit.
+    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .expect("getrlimit");
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard)
+        .expect("setrlimit");
+    const N: usize = 10_000;
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'j',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(40.0)]),
+        inner_v6: false,
+        clients: true,
+        streams: true,
+    });
+    let client_pid = t.clients[0].child.id();
+    let server_pid = t.server().child.id();
+    let (client_before, server_before) = (rss_bytes(client_pid), rss_bytes(server_pid));
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5009);
+    // Accepts and holds every connection until killed.
+    let holder = format!(
+        "import resource, socket\n\
+         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n\
+         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))\n\
+         l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         l.bind(('{}', {})); l.listen(4096)\n\
+         held = []\n\
+         while True: held.append(l.accept()[0])\n",
+        dst.ip(),
+        dst.port()
+    );
+    let mut cmd = t.topo.remote_host().command("python3");
+    cmd.args(["-c", &holder]);
+    let holder = t.topo.remote_host().spawn(&mut cmd).expect("python holder");
+    let listening = t
+        .topo
+        .remote_host()
+        .run_in(move || {
+            (0..100).any(|_| {
+                std::thread::sleep(Duration::from_millis(50));
+                std::net::TcpStream::connect(dst).is_ok()
+            })
+        })
+        .expect("run in remote namespace");
+    assert!(listening, "the python holder never listened");
+    let apps = t
+        .topo
+        .lan_host()
+        .run_in(move || {
+            let mut held = Vec::with_capacity(N);
+            for _ in 0..N {
+                held.push(std::net::TcpStream::connect(dst).expect("connect"));
+            }
+            held
+        })
+        .expect("run in lan namespace");
+    t.server
+        .as_mut()
+        .expect("server")
+        .wait_for("10,000 connections held by the server's relay", |s| {
+            s.relay.is_some_and(|r| r.open >= N as u64)
+        });
+    t.clients[0].wait_for("10,000 connections held by the client's relay", |s| {
+        s.relay.is_some_and(|r| r.open >= N as u64)
+    });
+    let (client_after, server_after) = (rss_bytes(client_pid), rss_bytes(server_pid));
+    let per = |before: u64, after: u64| after.saturating_sub(before) / N as u64;
+    eprintln!(
+        "{N} idle connections: client RSS {:.1} -> {:.1} MiB ({} B per connection), \
+         server RSS {:.1} -> {:.1} MiB ({} B per connection)",
+        client_before as f64 / 1048576.0,
+        client_after as f64 / 1048576.0,
+        per(client_before, client_after),
+        server_before as f64 / 1048576.0,
+        server_after as f64 / 1048576.0,
+        per(server_before, server_after),
+    );
+    assert!(
+        per(client_before, client_after) <= IDLE_CONNECTION_BOUND,
+        "client: more than {IDLE_CONNECTION_BOUND} B per idle connection"
+    );
+    assert!(
+        per(server_before, server_after) <= IDLE_CONNECTION_BOUND,
+        "server: more than {IDLE_CONNECTION_BOUND} B per idle connection"
+    );
+    // Both ends close (a half-closed connection stays open until its other direction
+    // ends too).
+    drop(apps);
+    drop(holder);
+    t.clients[0].wait_for("every connection closed", |s| {
+        s.relay.is_some_and(|r| r.open == 0)
+    });
+    stream_counters(&t.clients[0], "client");
+    t.shutdown();
+}

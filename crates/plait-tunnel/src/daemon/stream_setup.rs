@@ -120,10 +120,16 @@ pub(super) fn raise_fd_limit(connections: u64) {
     if soft >= needed {
         return;
     }
-    let want = needed.min(hard);
-    if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, want, hard) {
-        warn!(error = %e, soft, "cannot raise the open-file limit");
-    }
+    // Root (CAP_SYS_RESOURCE) may raise the hard limit too; otherwise up to it.
+    let want = if setrlimit(Resource::RLIMIT_NOFILE, needed, hard.max(needed)).is_ok() {
+        needed
+    } else {
+        let want = needed.min(hard);
+        if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, want, hard) {
+            warn!(error = %e, soft, "cannot raise the open-file limit");
+        }
+        want
+    };
     if want < needed {
         warn!(
             hard,

@@ -310,3 +310,81 @@ fn socks5_garbage_is_closed() {
     assert_eq!(r.client.stats().refused, 1);
     assert_eq!(r.client.stats().open, 0);
 }
+
+/// A reader that stops reading holds only its own stream: another connection's transfer
+/// completes meanwhile (per-stream flow control; the session's credit is not used up by
+/// the stalled stream).
+#[test]
+fn a_stalled_reader_does_not_hold_other_connections() {
+    let mut r = relays(loopback_policy());
+    let dest = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dest_addr = dest.local_addr().unwrap();
+    // Every connection gets 20 MB (or less, if its reader goes away).
+    thread::spawn(move || {
+        for s in dest.incoming() {
+            let Ok(mut s) = s else { return };
+            thread::spawn(move || {
+                let block = pattern(64 << 10, 3);
+                for _ in 0..320 {
+                    if s.write_all(&block).is_err() {
+                        return;
+                    }
+                }
+                let _ = s.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    let socks = r.socks;
+    thread::spawn(move || {
+        // The stalled one: connected, never read.
+        let (stalled, code) = socks_connect(socks, dest_addr);
+        assert_eq!(code, 0);
+        thread::sleep(Duration::from_millis(300));
+        let (mut s, code) = socks_connect(socks, dest_addr);
+        assert_eq!(code, 0);
+        let mut got = Vec::new();
+        let res = s.read_to_end(&mut got).map(|_| got.len());
+        drop(stalled);
+        tx.send(res).unwrap();
+    });
+    let got = r.run_until(&rx).expect("the second connection's read");
+    assert_eq!(got, 320 * (64 << 10), "the second transfer completed");
+}
+
+/// SOCKS5 requests the relay does not serve get the RFC's reply and a close: BIND
+/// (0x07), an unknown address type (0x08); a truncated request just a close.
+#[test]
+fn socks5_unsupported_requests_get_their_reply_codes() {
+    let mut r = relays(loopback_policy());
+    for (request, want) in [
+        (vec![5, 2, 0, 1, 127, 0, 0, 1, 0, 80], Some(0x07u8)),
+        (vec![5, 1, 0, 9, 127, 0, 0, 1, 0, 80], Some(0x08)),
+        (vec![5, 1, 0, 1, 127], None),
+    ] {
+        let (tx, rx) = mpsc::channel();
+        let socks = r.socks;
+        let req = request.clone();
+        thread::spawn(move || {
+            let mut s = TcpStream::connect(socks).unwrap();
+            s.set_read_timeout(Some(HANG)).unwrap();
+            s.write_all(&[5, 1, 0]).unwrap();
+            let mut sel = [0u8; 2];
+            s.read_exact(&mut sel).unwrap();
+            s.write_all(&req).unwrap();
+            if req.len() < 10 {
+                // Truncated: the client gives up and closes its side.
+                s.shutdown(Shutdown::Write).unwrap();
+            }
+            let mut answer = Vec::new();
+            let _ = s.read_to_end(&mut answer);
+            tx.send(answer).unwrap();
+        });
+        let answer = r.run_until(&rx);
+        match want {
+            Some(code) => assert_eq!(answer.get(1), Some(&code), "{request:?}: {answer:?}"),
+            None => assert!(answer.is_empty(), "{request:?}: {answer:?}"),
+        }
+    }
+    assert_eq!(r.client.stats().open, 0);
+}
