@@ -632,3 +632,16 @@ proptest! {
         prop_assert_eq!(outcome, Outcome::Done { target: t, consumed: handshake_len });
     }
 }
+
+/// docs/protocol.md#stream-mode-open-request's example.
+#[test]
+fn open_request_example_of_the_protocol_doc() {
+    let t = Target {
+        host: TargetHost::Ip("192.0.2.7".parse().unwrap()),
+        port: 443,
+    };
+    let mut out = Vec::new();
+    t.encode(&mut out);
+    assert_eq!(out, [0x01, 0xc0, 0x00, 0x02, 0x07, 0x01, 0xbb]);
+    assert_eq!(Target::decode(&out), Ok(t));
+}
