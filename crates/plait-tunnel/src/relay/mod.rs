@@ -23,10 +23,12 @@
 //! - Bad input (SOCKS5 garbage, an undecodable open request, a denied destination) costs
 //!   one connection or one stream, with a line in the log; nothing panics.
 
+mod client;
 pub mod codes;
 mod conn;
 pub mod policy;
 mod resolve;
+mod server;
 #[cfg(test)]
 mod tests;
 
@@ -42,7 +44,7 @@ use tracing::{debug, info, warn};
 
 use crate::endpoint::{LinkStreamEvent, StreamHost, StreamPeer};
 use crate::ratelimit::LogLimiter;
-use crate::socks5::{self, AuthPolicy, Handshake, ReplyCode, Status, Target, TargetHost};
+use crate::socks5::{AuthPolicy, Handshake, Target, TargetHost};
 
 use conn::{CHUNK, Conn, PumpEnd};
 pub use policy::DestinationPolicy;
@@ -463,6 +465,31 @@ impl Relay {
         }
     }
 
+    /// Registers a new connection and queues it for its first service.
+    fn insert(&mut self, registry: &Registry, conn: Conn, phase: Phase, dest: String) {
+        let stream = conn.stream;
+        let key = self.conns.insert(Entry {
+            conn,
+            phase,
+            queued: false,
+            dest,
+        });
+        let e = &mut self.conns[key];
+        if let Err(err) = registry.register(
+            &mut e.conn.tcp,
+            Token(CONN_TOKENS + key),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            warn!(error = %err, "cannot watch a connection");
+            self.close(key, true);
+            return;
+        }
+        if let Some(s) = stream {
+            self.by_stream.insert(s, key);
+        }
+        self.queue(key);
+    }
+
     /// Idle connections and connects that took too long; listeners whose accept failed
     /// try again.
     fn sweep(&mut self, host: &mut impl StreamHost, now: Time) {
@@ -501,369 +528,6 @@ impl Relay {
                 self.refuse_stream(host, now, key, code, &why);
             }
         }
-    }
-
-    // ---- client side ----
-
-    fn accept_all(&mut self, host: &mut impl StreamHost, now: Time, registry: &Registry) {
-        for i in 0..self.listeners.len() {
-            if !self.listeners[i].ready {
-                continue;
-            }
-            for _ in 0..ACCEPTS_PER_ROUND {
-                let (tcp, from) = match self.listeners[i].socket.accept() {
-                    Ok(x) => x,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        self.listeners[i].ready = false;
-                        break;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        // EMFILE and the like: the backlog waits for the next sweep (a
-                        // second), so a full descriptor table does not spin the loop.
-                        self.listeners[i].ready = false;
-                        if let Some(suppressed) = self.log_refused.check(now) {
-                            warn!(error = %e, suppressed, "accept failed: connections wait in the backlog");
-                        }
-                        break;
-                    }
-                };
-                self.accept_one(host, now, registry, i, tcp, from);
-            }
-        }
-    }
-
-    fn accept_one(
-        &mut self,
-        host: &mut impl StreamHost,
-        now: Time,
-        registry: &Registry,
-        listener: usize,
-        tcp: TcpStream,
-        from: SocketAddr,
-    ) {
-        let Role::Client { max_connections } = self.role else {
-            return;
-        };
-        if self.conns.len() >= max_connections {
-            self.stats.refused += 1;
-            self.log_refusal(
-                now,
-                "server",
-                &format!("{max_connections} connections open (streams.max_connections)"),
-            );
-            Conn::new(tcp, now).abort();
-            return;
-        }
-        let l = &self.listeners[listener];
-        let (kind, local) = (l.kind, l.local);
-        set_relay_options(&tcp);
-        let mut conn = Conn::new(tcp, now);
-        let phase = match kind {
-            ListenerKind::Socks5 => {
-                let policy = self.socks_policy.clone().unwrap_or(AuthPolicy::NoAuth);
-                (
-                    Phase::Socks(Box::new(Handshake::new(policy))),
-                    format!("SOCKS5 from {from}"),
-                )
-            }
-            ListenerKind::Transparent => {
-                let dst = match crate::io::original_dst::original_dst(&conn.tcp, local.is_ipv6()) {
-                    Ok(d) => d,
-                    Err(e) => {
-                        self.stats.refused += 1;
-                        self.log_refusal(
-                            now,
-                            "server",
-                            &format!("from {from}: no original destination ({e})"),
-                        );
-                        conn.abort();
-                        return;
-                    }
-                };
-                if conn.tcp.local_addr().is_ok_and(|l| l == dst) {
-                    // Connected to the listener itself, not redirected to it: relaying
-                    // would loop back here.
-                    self.stats.refused += 1;
-                    self.log_refusal(
-                        now,
-                        "server",
-                        &format!("from {from}: connection to the transparent listener itself"),
-                    );
-                    conn.abort();
-                    return;
-                }
-                let target = Target {
-                    host: TargetHost::Ip(dst.ip().to_canonical()),
-                    port: dst.port(),
-                };
-                if let Err(why) = open_for(host, now, &mut conn, &target) {
-                    self.stats.refused += 1;
-                    self.log_refusal(now, "server", &format!("to {dst}: {why}"));
-                    conn.abort();
-                    return;
-                }
-                self.stats.relayed += 1;
-                (Phase::Relaying, describe_target(&target))
-            }
-        };
-        let (phase, target) = phase;
-        self.insert(registry, conn, phase, target);
-    }
-
-    fn insert(&mut self, registry: &Registry, conn: Conn, phase: Phase, dest: String) {
-        let stream = conn.stream;
-        let key = self.conns.insert(Entry {
-            conn,
-            phase,
-            queued: false,
-            dest,
-        });
-        let e = &mut self.conns[key];
-        if let Err(err) = registry.register(
-            &mut e.conn.tcp,
-            Token(CONN_TOKENS + key),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            warn!(error = %err, "cannot watch a connection");
-            self.close(key, true);
-            return;
-        }
-        if let Some(s) = stream {
-            self.by_stream.insert(s, key);
-        }
-        self.queue(key);
-    }
-
-    /// Feeds what the SOCKS5 client sent to its handshake; at CONNECT, opens the stream and
-    /// answers.
-    fn socks_step(&mut self, host: &mut impl StreamHost, now: Time, key: usize) {
-        use std::io::{Read, Write};
-        let e = &mut self.conns[key];
-        let Phase::Socks(hs) = &mut e.phase else {
-            return;
-        };
-        let n = match e.conn.tcp.read(&mut self.scratch[..socks5::MAX_BUFFERED]) {
-            Ok(0) => {
-                self.close(key, false);
-                return;
-            }
-            Ok(n) => n,
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => return,
-            Err(_) => {
-                self.close(key, true);
-                return;
-            }
-        };
-        let progress = hs.feed(&self.scratch[..n]);
-        // The handshake's answers are a few bytes; a socket that cannot take them at
-        // once is not worth waiting for.
-        let out = hs.take_output();
-        let _ = e.conn.tcp.write(&out);
-        let progress = match progress {
-            Ok(p) => p,
-            Err(err) => {
-                self.stats.refused += 1;
-                debug!(error = %err, "SOCKS5 handshake failed");
-                self.close(key, false);
-                return;
-            }
-        };
-        let Status::Done(target) = progress.status else {
-            // More may be buffered in the socket already.
-            self.queue(key);
-            return;
-        };
-        let pipelined = self.scratch[progress.consumed..n].to_vec();
-        let e = &mut self.conns[key];
-        if let Err(why) = open_for(host, now, &mut e.conn, &target) {
-            let _ = e
-                .conn
-                .tcp
-                .write(&socks5::reply(ReplyCode::GeneralFailure, unspecified()));
-            self.stats.refused += 1;
-            self.log_refusal(now, "server", &format!("SOCKS5 to {target:?}: {why}"));
-            self.close(key, false);
-            return;
-        }
-        // Answered at once: the server connects in parallel, and a failure there resets
-        // the connection (docs/tunnel.md#stream-mode says why).
-        let bound = e.conn.tcp.local_addr().unwrap_or_else(|_| unspecified());
-        let reply = socks5::reply(ReplyCode::Succeeded, bound);
-        if e.conn.queue_down(now, &reply).is_err() {
-            self.close(key, true);
-            return;
-        }
-        e.conn.queue_up(&pipelined);
-        e.dest = describe_target(&target);
-        e.phase = Phase::Relaying;
-        if let Some(s) = e.conn.stream {
-            self.by_stream.insert(s, key);
-        }
-        self.stats.relayed += 1;
-        self.queue(key);
-    }
-
-    // ---- server side ----
-
-    fn on_opened(
-        &mut self,
-        host: &mut impl StreamHost,
-        now: Time,
-        registry: &Registry,
-        peer: StreamPeer,
-        id: StreamId,
-        request: &[u8],
-    ) {
-        let name = host.peer_name(peer.index).to_owned();
-        let Role::Server {
-            params,
-            resolver,
-            per_client,
-            ..
-        } = &mut self.role
-        else {
-            // Clients open streams; a server opening one to a client is refused.
-            let _ = host.stream_reset(now, peer, id, codes::DENIED);
-            return;
-        };
-        let target = match Target::decode(request) {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = host.stream_reset(now, peer, id, codes::BAD_REQUEST);
-                self.stats.refused += 1;
-                self.log_refusal(now, &name, &format!("malformed open request: {e}"));
-                return;
-            }
-        };
-        let open = per_client.get(&peer.index).copied().unwrap_or(0);
-        if open >= params.max_streams_per_client {
-            let max = params.max_streams_per_client;
-            let _ = host.stream_reset(now, peer, id, codes::LIMIT);
-            self.stats.refused += 1;
-            self.log_refusal(
-                now,
-                &name,
-                &format!("{max} connections open (streams.max_streams_per_client)"),
-            );
-            return;
-        }
-        *per_client.entry(peer.index).or_default() += 1;
-        match target.host {
-            TargetHost::Ip(ip) => {
-                let to = SocketAddr::new(ip, target.port);
-                self.connect(host, now, registry, peer, id, to, &describe_target(&target));
-            }
-            TargetHost::Domain(d) => {
-                if let Err(why) = resolver.resolve(peer, id, d.as_str(), target.port) {
-                    let _ = host.stream_reset(now, peer, id, codes::RESOLVE_FAILED);
-                    if let Some(n) = per_client.get_mut(&peer.index) {
-                        *n = n.saturating_sub(1);
-                    }
-                    self.stats.refused += 1;
-                    self.log_refusal(now, &name, &format!("{}: {why}", d.as_str()));
-                }
-            }
-        }
-    }
-
-    fn take_resolved(&mut self, host: &mut impl StreamHost, now: Time, registry: &Registry) {
-        let Role::Server { resolver, .. } = &mut self.role else {
-            return;
-        };
-        for r in resolver.take_done() {
-            match r.result {
-                Ok(addrs) => {
-                    let to = addrs[0];
-                    let what = format!("{}:{} ({})", r.name, r.port, to.ip());
-                    self.connect(host, now, registry, r.peer, r.id, to, &what);
-                }
-                Err(e) => {
-                    let _ = host.stream_reset(now, r.peer, r.id, codes::RESOLVE_FAILED);
-                    self.release_slot(r.peer);
-                    self.stats.refused += 1;
-                    let name = host.peer_name(r.peer.index).to_owned();
-                    self.log_refusal(now, &name, &format!("{}: {e}", r.name));
-                }
-            }
-        }
-    }
-
-    fn release_slot(&mut self, peer: StreamPeer) {
-        if let Role::Server { per_client, .. } = &mut self.role
-            && let Some(n) = per_client.get_mut(&peer.index)
-        {
-            *n = n.saturating_sub(1);
-        }
-    }
-
-    /// Starts the connect for a stream (its slot in `per_client` already taken).
-    #[allow(clippy::too_many_arguments)]
-    fn connect(
-        &mut self,
-        host: &mut impl StreamHost,
-        now: Time,
-        registry: &Registry,
-        peer: StreamPeer,
-        id: StreamId,
-        to: SocketAddr,
-        what: &str,
-    ) {
-        let Role::Server { params, .. } = &self.role else {
-            return;
-        };
-        let name = host.peer_name(peer.index).to_owned();
-        if !params.policy.allows(to.ip()) {
-            let _ = host.stream_reset(now, peer, id, codes::DENIED);
-            self.release_slot(peer);
-            self.stats.refused += 1;
-            self.log_refusal(
-                now,
-                &name,
-                &format!("{what}: not allowed by streams.allow/deny"),
-            );
-            return;
-        }
-        let deadline = now + params.connect_timeout;
-        let tcp = match TcpStream::connect(to) {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = host.stream_reset(now, peer, id, codes::for_connect_error(&e));
-                self.release_slot(peer);
-                self.stats.refused += 1;
-                self.log_refusal(now, &name, &format!("connect to {what}: {e}"));
-                return;
-            }
-        };
-        let mut conn = Conn::new(tcp, now);
-        conn.tcp_readable = false;
-        conn.tcp_writable = false;
-        conn.stream = Some((peer, id));
-        self.insert(
-            registry,
-            conn,
-            Phase::Connecting { deadline, to },
-            what.to_owned(),
-        );
-    }
-}
-
-/// Opens the connection's stream towards `target`.
-fn open_for(
-    host: &mut impl StreamHost,
-    now: Time,
-    conn: &mut Conn,
-    target: &Target,
-) -> Result<(), String> {
-    let mut request = Vec::with_capacity(target.encoded_len());
-    target.encode(&mut request);
-    match host.open_stream(now, &request) {
-        Ok(s) => {
-            conn.stream = Some(s);
-            Ok(())
-        }
-        Err(plait_proto::StreamError::Closed) => Err("the tunnel is not up".into()),
-        Err(e) => Err(e.to_string()),
     }
 }
 
