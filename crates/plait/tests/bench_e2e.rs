@@ -1,9 +1,13 @@
 //! Issue 6's end-to-end test of `plait bench`: the real binary runs a short T1-like
-//! topology at low rates (4 + 2 Mbit/s, 20 and 60 ms RTT, 6 s per mode) with all three
-//! modes, and the test checks behaviour only, never speed: every mode completes, the bytes
-//! arrive intact, plait puts traffic on both paths, the JSON and SVG files are written and
-//! no namespace is left behind. It takes about 40 s. Without root it prints the skip
-//! message and passes. Bad topology files are refused with the field named (no root needed).
+//! topology at low rates (4 + 2 Mbit/s, 20 and 60 ms RTT, 6 s per mode) with the single,
+//! MPTCP and plait (packet mode) modes, and the test checks behaviour only, never speed:
+//! every mode completes, the bytes arrive intact, plait puts traffic on both paths, the JSON
+//! and SVG files are written and no namespace is left behind. It takes about 40 s. A second
+//! run checks stream mode (`plait-stream`) alone the same way, on faster links (16 + 8
+//! Mbit/s, 3 s): its client buffers tens of MB ahead of the paths, whose drain after the
+//! sender's close would take over half a minute at 6 Mbit/s; it takes about 15 s. Without
+//! root both print the skip message and pass. Bad topology files are refused with the field
+//! named (no root needed).
 //!
 //! Invariant: the run uses its own namespace prefix (`pbe`) and a temporary directory, and a
 //! run that takes too long is killed (its namespaces are then removed by its own drop guards
@@ -116,6 +120,8 @@ fn bench_runs_single_mptcp_and_plait_at_low_rates() {
             out.to_str().expect("utf-8"),
             "--prefix",
             PREFIX,
+            "--modes",
+            "single,mptcp,plait",
         ],
         Duration::from_secs(150),
     );
@@ -164,7 +170,11 @@ fn bench_runs_single_mptcp_and_plait_at_low_rates() {
         .collect();
     assert!(single[0] > 0.99, "{single:?}");
 
-    // Nothing left behind by this run (other runs' namespaces are not ours to judge).
+    assert_nothing_left();
+}
+
+/// Nothing left behind by our runs (other runs' namespaces are not ours to judge).
+fn assert_nothing_left() {
     // Ours are `pbe{pid}-…` of a pid that no longer runs.
     let left: Vec<String> = netns::list()
         .expect("ip netns list")
@@ -175,4 +185,73 @@ fn bench_runs_single_mptcp_and_plait_at_low_rates() {
         })
         .collect();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
+
+const STREAM_TOPOLOGY: &str = r#"
+name = "cistream"
+description = "T1 at 0.8 of its rates, 3 s"
+duration_s = 3
+
+[[path]]
+rate_mbit = 16
+rtt_ms = 20
+queue_ms = 100
+
+[[path]]
+rate_mbit = 8
+rtt_ms = 60
+queue_ms = 100
+"#;
+
+#[test]
+fn bench_runs_plait_stream() {
+    if !have_root() {
+        eprintln!("{SKIP_NO_ROOT}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("cistream.toml");
+    std::fs::write(&file, STREAM_TOPOLOGY).expect("write topology");
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let (ok, stdout, stderr) = plait(
+        &[
+            "bench",
+            file.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+            "--prefix",
+            PREFIX,
+            "--modes",
+            "plait-stream",
+        ],
+        Duration::from_secs(150),
+    );
+    eprintln!("{stdout}\n{stderr}\n(took {:?})", started.elapsed());
+    assert!(ok, "plait bench failed");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("cistream.json")).expect("cistream.json written"),
+    )
+    .expect("valid JSON");
+    let modes = json["modes"].as_array().expect("modes");
+    assert_eq!(modes.len(), 1);
+    let m = &modes[0];
+    assert_eq!(m["mode"], "plait-stream");
+    assert_eq!(m["label"], "plait streams");
+    // The run fails unless the client's relay carried the connection.
+    assert!(m["error"].is_null(), "plait-stream failed: {}", m["error"]);
+    assert_eq!(m["intact"], true, "bytes not intact");
+    let got = m["bytes_received"].as_u64().unwrap_or(0);
+    assert!(got > 1_000_000, "only {got} bytes");
+    let shares: Vec<f64> = m["shares"]
+        .as_array()
+        .expect("shares")
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    assert!(
+        shares.len() == 2 && shares.iter().all(|s| *s >= 0.05),
+        "stream mode did not use both paths: {shares:?}"
+    );
+    assert_nothing_left();
 }

@@ -320,10 +320,11 @@ pub struct Meta {
     pub cc: String,
 }
 
-const MODES: [(&str, &str); 3] = [
+const MODES: [(&str, &str); 4] = [
     ("single", "best single path (TCP)"),
     ("mptcp", "kernel MPTCP"),
     ("plait", "plait"),
+    ("plait-stream", "plait streams"),
 ];
 
 fn pct(x: f64) -> String {
@@ -448,6 +449,138 @@ pub fn goals(sections: &[Section]) -> Vec<Verdict> {
             });
         }
     }
+    v.extend(stream_goals(sections));
+    v
+}
+
+/// Stream mode's goals: above MPTCP on every topology; T1 ≥ 93 % and T3 ≥ 85 % of the
+/// sum; on T4 no stall over 0.5 s and path 0 back within 0.5 s; RTT p99 on path 0 under
+/// load within 30 ms of idle on every topology.
+pub fn stream_goals(sections: &[Section]) -> Vec<Verdict> {
+    const S: &str = "plait-stream";
+    let by = |n: &str| sections.iter().find(|s| s.file.name == n);
+    let mut v = Vec::new();
+    let above: Vec<(String, f64, f64)> = sections
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s.file.name.clone(),
+                s.goodput(S)?.median,
+                s.goodput("mptcp")?.median,
+            ))
+        })
+        .collect();
+    if !above.is_empty() {
+        let text: Vec<String> = above
+            .iter()
+            .map(|(n, p, m)| format!("{n} {p:.2} vs {m:.2} ({:+.1} %)", (p / m - 1.0) * 100.0))
+            .collect();
+        v.push(Verdict {
+            goal: "stream mode above MPTCP on every topology".into(),
+            measured: format!("Mbit/s, medians: {}", text.join("; ")),
+            met: above.iter().all(|(_, p, m)| p > m),
+        });
+    }
+    for (name, goal) in [("T1", 0.93), ("T3", 0.85)] {
+        if let Some(p) = by(name).and_then(|t| t.of_sum(S)) {
+            v.push(Verdict {
+                goal: format!(
+                    "{name}: stream mode ≥ {:.0} % of the summed capacities",
+                    goal * 100.0
+                ),
+                measured: format!(
+                    "{} of the sum (median; range {}–{}){}",
+                    pct(p.median),
+                    pct(p.min),
+                    pct(p.max),
+                    if p.median >= goal {
+                        String::new()
+                    } else {
+                        format!(", {:.1} points short", (goal - p.median) * 100.0)
+                    }
+                ),
+                met: p.median >= goal,
+            });
+        }
+    }
+    if let Some(t4) = by("T4") {
+        let ms = runs(&t4.reps, S);
+        if let Some(st) = spread_of(&ms, |m| m.events.first().map(|e| e.stall_s)) {
+            v.push(Verdict {
+                goal: "T4: stream mode, no stall over 0.5 s after the blackhole starts".into(),
+                measured: format!(
+                    "longest stall {:.1} s (median; worst {:.1} s){}",
+                    st.median,
+                    st.max,
+                    if st.median > 0.5 {
+                        format!(", {:.1} s too long", st.median - 0.5)
+                    } else {
+                        String::new()
+                    }
+                ),
+                met: st.median <= 0.5,
+            });
+        }
+        if !ms.is_empty() {
+            let back: Vec<f64> = ms
+                .iter()
+                .map(|m| {
+                    m.events
+                        .first()
+                        .and_then(|e| e.back_s)
+                        .unwrap_or(f64::INFINITY)
+                })
+                .collect();
+            let never = back.iter().filter(|b| b.is_infinite()).count();
+            let mut sorted = back.clone();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted[sorted.len() / 2];
+            v.push(Verdict {
+                goal: "T4: stream mode, path 0 carries traffic again within 0.5 s after the blackhole ends".into(),
+                measured: if median.is_finite() {
+                    format!(
+                        "after {median:.1} s (median{}){}",
+                        if never > 0 {
+                            format!("; never in {never} run(s)")
+                        } else {
+                            String::new()
+                        },
+                        if median > 0.5 {
+                            format!(", {:.1} s too late", median - 0.5)
+                        } else {
+                            String::new()
+                        }
+                    )
+                } else {
+                    format!("never (median; never in {never} of {} runs)", back.len())
+                },
+                met: median <= 0.5,
+            });
+        }
+    }
+    // RTT p99 under load minus the same repetition's idle RTT, per topology.
+    let rise: Vec<(String, Spread)> = sections
+        .iter()
+        .filter_map(|s| {
+            let d = Spread::of(s.reps.iter().filter_map(|r| {
+                let m = r.mode(S).filter(|m| m.error.is_none())?;
+                Some(m.rtt_p99_ms? - r.idle_rtt_ms?)
+            }))?;
+            Some((s.file.name.clone(), d))
+        })
+        .collect();
+    if !rise.is_empty() {
+        let text: Vec<String> = rise
+            .iter()
+            .map(|(n, d)| format!("{n} {:+.0} ms", d.median))
+            .collect();
+        v.push(Verdict {
+            goal: "stream mode: RTT p99 on path 0 under load within 30 ms of idle, every topology"
+                .into(),
+            measured: format!("p99 − idle (medians): {}", text.join("; ")),
+            met: rise.iter().all(|(_, d)| d.median <= 30.0),
+        });
+    }
     v
 }
 
@@ -459,9 +592,10 @@ pub fn markdown(sections: &[Section], svgs: &[(PathBuf, usize)], meta: &Meta) ->
         "# Benchmarks: plait, the best single path and kernel MPTCP on the same links\n\n\
          <!-- Generated by `plait bench-doc`; do not edit by hand: re-run the command. -->\n\n\
          Generated by `sudo plait bench-doc --repetitions {} --cc {}` (scheduler `{}`): every \
-         topology of `topologies/` run {} times, each run measuring the three modes one after \
+         topology of `topologies/` run {} times, each run measuring the four modes one after \
          the other on the same emulated links, every TCP sender (plain, MPTCP subflows, and \
-         the TCP inside plait's tunnel) using {}. Cells are *median (min–max)* over the runs. Machine: {} \
+         the TCP inside plait's tunnel) using {} (in stream mode the engine's own per-path \
+         controller carries the bytes: see Method). Cells are *median (min–max)* over the runs. Machine: {} \
          cores, Linux {}; all runs took {:.0} s. Numbers on this VM move by 10–25 % between \
          runs (CPU steal): compare modes within a table, not against figures measured elsewhere.\n",
         meta.repetitions,
@@ -542,7 +676,9 @@ fn section(o: &mut String, s: &Section, svg: &Path, pick: usize, meta: &Meta) {
             let _ = writeln!(
                 o,
                 "| {label} | failed: {} |",
-                failed.first().map_or("not run", String::as_str)
+                failed
+                    .first()
+                    .map_or("not run", |e| e.lines().next().unwrap_or(""))
             );
             continue;
         }
@@ -610,7 +746,7 @@ fn section(o: &mut String, s: &Section, svg: &Path, pick: usize, meta: &Meta) {
                 "| ({label}: {} of {} runs failed: {}) |",
                 failed.len(),
                 s.reps.len(),
-                failed[0]
+                failed[0].lines().next().unwrap_or("")
             );
         }
     }
@@ -667,6 +803,26 @@ fn limits(sections: &[Section]) -> String {
             shares_text(&shares),
             shares_text(&cap_share)
         );
+        let st = runs(&s.reps, "plait-stream");
+        if let (Some(sc), Some(sceil)) = (
+            spread_of(&st, |x| Some(x.of_ceiling)),
+            spread_of(&st, |x| Some(x.ceiling_mbit / s.file.total_mbit())),
+        ) {
+            let sh: Vec<f64> = (0..s.file.paths.len())
+                .map(|i| {
+                    Spread::of(st.iter().filter_map(|x| x.shares.get(i).copied()))
+                        .map_or(0.0, |x| x.median)
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "  Stream mode's ceiling (1417 stream payload bytes per 1514-byte frame) is {} \
+                 of the sum; it reached {} of that ceiling, path shares {} %.",
+                pct(sceil.median),
+                pct(sc.median),
+                shares_text(&sh)
+            );
+        }
     }
     o.push_str(LIMITS_NOTES);
     o.push('\n');
@@ -686,8 +842,18 @@ Reading the bullets above with the tables below:
   MPTCP's subflows included (their DSS options cost them a little more). On T1 the gap to
   MPTCP is therefore mostly this 6 % framing cost, not scheduling: compare the two \"of own
   ceiling\" columns. Reaching 95 % of the raw sum needs a larger path MTU (jumbo frames on
-  the paths, so the inner MTU stays 1500) or a TCP-terminating mode (a local proxy that
-  carries only payload); neither exists yet.
+  the paths, so the inner MTU stays 1500) or a TCP-terminating mode that carries only
+  payload: stream mode, below.
+- **Stream mode's ceiling is plait's own framing.** In the *plait streams* rows the end
+  hosts' TCP connections end at the client's relay and start again at the server, both
+  over local sockets, so no TCP header crosses a path: each 1514-byte frame carries the
+  outer IPv4 and UDP headers (28 B), plait's data header and AEAD tag (32 B), the engine
+  header (14 B) and one STREAM frame's header (type, stream id, offset, flags, length: 9 B
+  while the offset stays under 1 GiB), leaving 1417 payload bytes (93.6 %) against 1357
+  (89.6 %) for TCP in packet mode and 1448 (95.6 %) for TCP on the bare links. The \"of own
+  ceiling\" column of those rows is against 1417 B per frame. Each path runs the engine's
+  own congestion controller (`[engine] congestion`, default `newreno`), whatever the
+  endpoints' `--cc`: their TCP never meets an emulated link.
 - **T2: plait uses all three paths (with cubic about in MPTCP's proportions; with bbr the
   300 ms path gets less) and still trails MPTCP.**
   Its framing ceiling on T2 is 89.6 % of 35 Mbit/s, 31.4 Mbit/s, about what MPTCP
@@ -753,6 +919,12 @@ const METHOD: &str = "## Method and definitions
 - **plait**: `plait server` and `plait client` over every path (encrypted, default
   settings but the scheduler), one plain TCP flow from the lan host to the remote host
   through the tunnel.
+- **plait streams**: the same tunnel and the same flow, with an empty `[streams]` table in
+  both config files (stream mode, docs/tunnel.md#stream-mode): the client's nftables
+  rules redirect the connection to its relay, the bytes cross as one engine stream with
+  a congestion controller per path (the default `newreno`), and the server opens a new
+  connection to the remote host. The endpoints' congestion control (`--cc`) then only
+  runs on the local hops.
 - **congestion control**: every sender sets it on its socket (`TCP_CONGESTION`; MPTCP
   passes it to its subflows): cubic unless `--cc` says otherwise, as in the reference
   figures (this VM's own default is bbr, which ignores random loss and keeps queues short,
@@ -760,7 +932,8 @@ const METHOD: &str = "## Method and definitions
 - **goodput**: bytes received ÷ time from the accept to the sender's close; slow start and
   the final drain are included. **of sum**: ÷ the sum of the path rates. **of own
   ceiling**: ÷ the most the mode can carry: rates × TCP payload per 1514-byte frame (1448 B
-  for TCP and MPTCP, MTU − 52 B for TCP inside plait: 1357 B), over the paths it may use.
+  for TCP and MPTCP, MTU − 52 B for TCP inside plait: 1357 B; for stream mode the stream
+  payload per engine datagram, 1417 B), over the paths it may use.
 - **shares**: each router's bytes forwarded towards the server ÷ all routers' (same
   counters for every mode; headers, retransmissions and tunnel overhead included).
 - **RTT p50/p99**: UDP probes every 10 ms from the client to the server's path-0 address

@@ -4,7 +4,8 @@
 //! - [`spec`]: a topology file (plait-topology's format, `topologies/`) as the test bed builds it.
 //! - [`mode`]: the modes and a run's options, shared by the runner and the metrics.
 //! - [`run`]: builds the test bed of a file and runs each mode on it (single path, MPTCP,
-//!   plait), sampling goodput, per-path use and RTT under load.
+//!   plait's packet mode, plait's stream mode), sampling goodput, per-path use and RTT
+//!   under load.
 //! - [`report`]: metrics (fractions, shares, percentiles, stall and recovery around
 //!   events), the JSON result and the terminal table.
 //! - [`plot`]: the SVG of goodput and per-path rates over time.
@@ -47,7 +48,7 @@ pub struct BenchOptions {
     pub topology: PathBuf,
     /// plait's scheduler (`[engine] scheduler` of both daemons).
     pub scheduler: String,
-    /// Modes to run, comma-separated: single, mptcp, plait.
+    /// Modes to run, comma-separated: single, mptcp, plait, plait-stream.
     pub modes: Vec<String>,
     /// Directory for NAME.json and NAME.svg.
     pub out: PathBuf,
@@ -104,9 +105,8 @@ pub fn bench(args: BenchOptions) -> Result<()> {
     let mut modes = Vec::new();
     for m in &args.modes {
         modes.push(
-            Mode::from_name(m.trim()).with_context(|| {
-                format!("unknown mode `{m}`; modes are single, mptcp and plait")
-            })?,
+            Mode::from_name(m.trim())
+                .with_context(|| format!("unknown mode `{m}`; modes are {}", Mode::names()))?,
         );
     }
     plait_testbed::netns::validate_prefix(&args.prefix)?;

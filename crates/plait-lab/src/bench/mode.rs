@@ -18,13 +18,18 @@ pub enum Mode {
     Single,
     /// Kernel MPTCP over every path.
     Mptcp,
-    /// TCP through the plait tunnel over every path.
+    /// TCP through the plait tunnel over every path, carried as inner packets (packet mode).
     Plait,
+    /// TCP through the plait tunnel in stream mode (`[streams]` in both config files): the
+    /// client's relay terminates the connection, the bytes cross as one engine stream with
+    /// a congestion controller per path, and the server opens a new connection to the
+    /// destination (docs/tunnel.md#stream-mode).
+    PlaitStream,
 }
 
 impl Mode {
     /// Every mode, in running order.
-    pub const ALL: [Mode; 3] = [Mode::Single, Mode::Mptcp, Mode::Plait];
+    pub const ALL: [Mode; 4] = [Mode::Single, Mode::Mptcp, Mode::Plait, Mode::PlaitStream];
 
     /// The name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -32,12 +37,23 @@ impl Mode {
             Mode::Single => "single",
             Mode::Mptcp => "mptcp",
             Mode::Plait => "plait",
+            Mode::PlaitStream => "plait-stream",
         }
     }
 
     /// Looks a mode up by name.
     pub fn from_name(name: &str) -> Option<Mode> {
         Mode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Every mode's name, comma-separated, in running order (for help and errors).
+    pub fn names() -> String {
+        Mode::ALL.map(Mode::name).join(", ")
+    }
+
+    /// Whether the mode runs through the plait tunnel (lan host to remote host).
+    pub fn is_tunnel(self) -> bool {
+        matches!(self, Mode::Plait | Mode::PlaitStream)
     }
 }
 
@@ -72,5 +88,26 @@ impl RunOptions {
 
     pub(crate) fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_have_names_and_run_in_order() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::from_name(m.name()), Some(m));
+        }
+        assert_eq!(Mode::from_name("plait-stream"), Some(Mode::PlaitStream));
+        assert_eq!(Mode::from_name("streams"), None);
+        assert_eq!(Mode::names(), "single, mptcp, plait, plait-stream");
+        // Running order is the enum's order: stream mode right after packet mode.
+        let mut v = vec![Mode::PlaitStream, Mode::Single, Mode::Plait, Mode::Mptcp];
+        v.sort();
+        assert_eq!(v, Mode::ALL);
+        assert!(Mode::Plait.is_tunnel() && Mode::PlaitStream.is_tunnel());
+        assert!(!Mode::Single.is_tunnel() && !Mode::Mptcp.is_tunnel());
     }
 }

@@ -6,7 +6,9 @@
 //!   slow start and the final drain); **of sum**: goodput ÷ the sum of the path rates;
 //!   **of ceiling**: goodput ÷ what the mode could carry at most: the rates times the TCP
 //!   payload per 1514-byte Ethernet frame (1448 B for plain TCP and MPTCP, MTU − 52 B for
-//!   the TCP inside plait's tunnel) over the paths the mode may use.
+//!   the TCP inside plait's tunnel, and for stream mode the engine's stream payload per
+//!   datagram, 1417 B, since its end hosts' TCP runs over local sockets only) over the paths
+//!   the mode may use.
 //! - **share**: each router's bytes forwarded towards the server ÷ all routers' (headers,
 //!   retransmissions and tunnel overhead included; the same counters for every mode).
 //! - **RTT p50/p99**: UDP probes every 10 ms from the client to the server's path-0 address
@@ -35,6 +37,22 @@ pub const TCP_PAYLOAD: f64 = 1448.0;
 pub const FRAME: f64 = 1514.0;
 /// IP (20) + TCP (20) + timestamps (12) inside the tunnel.
 const INNER_HEADERS: f64 = 52.0;
+/// The tunnel's default MTU on 1500-byte IPv4 paths (docs/tunnel.md): the engine datagram
+/// (1500 − 20 outer IPv4 − 8 UDP − 32 plait data header and AEAD tag = 1440 B) less the
+/// engine's packet framing ([`PACKET_FRAMING`]).
+pub const DEFAULT_TUN_MTU: usize = 1409;
+/// Engine framing of one inner packet in packet mode: 14-byte engine header, then the DATA
+/// frame's type (1), sequence (4), varint (8) and length (4): engine datagram − TUN MTU.
+const PACKET_FRAMING: f64 = 31.0;
+/// Engine framing of one full stream datagram in stream mode: the 14-byte engine header,
+/// then one STREAM frame: type (1), stream id (1: the benchmark's only stream has a small
+/// id), offset (a 4-byte varint from 16 KiB to 1 GiB, which every benchmark transfer stays
+/// within), flags (1) and length (a 2-byte varint): 23 B. On 1500-byte paths that leaves
+/// 1440 − 23 = 1417 payload bytes per 1514-byte frame (93.6 %; ACK frames piggybacked on a
+/// data datagram take a little more).
+const STREAM_FRAMING: f64 = 14.0 + 1.0 + 1.0 + 4.0 + 1.0 + 2.0;
+/// Stream payload per 1514-byte frame on 1500-byte paths (see [`STREAM_FRAMING`]).
+pub const STREAM_PAYLOAD: f64 = DEFAULT_TUN_MTU as f64 + PACKET_FRAMING - STREAM_FRAMING;
 /// Window of the pre-event mean.
 const BEFORE_S: f64 = 3.0;
 /// How long after an event's end a stall still counts.
@@ -74,9 +92,9 @@ pub struct EventMetrics {
 /// One mode's measurements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModeResult {
-    /// `single`, `mptcp` or `plait`.
+    /// `single`, `mptcp`, `plait` or `plait-stream`.
     pub mode: String,
-    /// Human label: `single path 0`, `MPTCP (kernel)`, `plait (scheduler plait)`.
+    /// Human label: `single path 0 (TCP)`, `MPTCP (kernel)`, `plait`, `plait streams`.
     pub label: String,
     /// Why the mode failed, if it did (then the numbers are zero).
     pub error: Option<String>,
@@ -114,7 +132,7 @@ pub struct ModeResult {
     pub goodput_series: Vec<f64>,
     /// Per path, forwarded Mbit/s per 100 ms window.
     pub path_series: Vec<Vec<f64>>,
-    /// The tunnel's MTU (plait only).
+    /// The tunnel's MTU (plait and plait-stream only).
     pub tun_mtu: Option<usize>,
 }
 
@@ -183,6 +201,8 @@ pub fn mode_label(mode: Mode, best: usize, scheduler: &str) -> String {
         Mode::Mptcp => "MPTCP (kernel)".into(),
         Mode::Plait if scheduler == "plait" => "plait".into(),
         Mode::Plait => format!("plait ({scheduler})"),
+        Mode::PlaitStream if scheduler == "plait" => "plait streams".into(),
+        Mode::PlaitStream => format!("plait streams ({scheduler})"),
     }
 }
 
@@ -193,8 +213,16 @@ pub fn ceiling_mbit(mode: Mode, file: &TopologyFile, best: usize, tun_mtu: Optio
         Mode::Mptcp => file.total_mbit() * TCP_PAYLOAD / FRAME,
         Mode::Plait => {
             // The daemons' default for 1500-byte IPv4 paths (docs/tunnel.md) if unknown.
-            let mtu = tun_mtu.unwrap_or(1409) as f64;
+            let mtu = tun_mtu.unwrap_or(DEFAULT_TUN_MTU) as f64;
             file.total_mbit() * (mtu - INNER_HEADERS).max(0.0) / FRAME
+        }
+        // The end hosts' TCP connections end at the client's relay and start at the server,
+        // both local (no emulated link): the bottleneck is the paths carrying plait's own
+        // datagrams, so the ceiling is the stream payload per frame, not TCP's. The TUN
+        // MTU tells the engine datagram size (TUN MTU + packet framing).
+        Mode::PlaitStream => {
+            let mtu = tun_mtu.unwrap_or(DEFAULT_TUN_MTU) as f64;
+            file.total_mbit() * (mtu + PACKET_FRAMING - STREAM_FRAMING).max(0.0) / FRAME
         }
     }
 }
@@ -585,6 +613,51 @@ mod tests {
         // Empty series do not panic.
         let m = event_metrics(&event(), (5.0, 10.0), &[], &[], 20.0);
         assert_eq!(m.stall_s, 0.0);
+    }
+
+    #[test]
+    fn labels_and_ceilings_per_mode() {
+        let t = TopologyFile::parse(
+            "name = \"x\"\nduration_s = 10\n\
+             [[path]]\nrate_mbit = 20\nrtt_ms = 20\n[[path]]\nrate_mbit = 10\nrtt_ms = 100\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(mode_label(Mode::PlaitStream, 0, "plait"), "plait streams");
+        assert_eq!(
+            mode_label(Mode::PlaitStream, 0, "min-rtt"),
+            "plait streams (min-rtt)"
+        );
+        assert_eq!(mode_label(Mode::Plait, 0, "plait"), "plait");
+        // Unchanged baselines of the other modes.
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(
+            ceiling_mbit(Mode::Single, &t, 0, None),
+            20.0 * 1448.0 / 1514.0
+        ));
+        assert!(near(
+            ceiling_mbit(Mode::Mptcp, &t, 0, None),
+            30.0 * 1448.0 / 1514.0
+        ));
+        assert!(near(
+            ceiling_mbit(Mode::Plait, &t, 0, None),
+            30.0 * 1357.0 / 1514.0
+        ));
+        // Stream mode: 1440-byte engine datagrams less 23 B of framing, over every path.
+        assert_eq!(STREAM_PAYLOAD, 1417.0);
+        let s = ceiling_mbit(Mode::PlaitStream, &t, 0, None);
+        assert!(near(s, 30.0 * 1417.0 / 1514.0), "{s}");
+        assert!(near(s, ceiling_mbit(Mode::PlaitStream, &t, 0, Some(1409))));
+        // A smaller TUN MTU (smaller paths) lowers it by as much.
+        assert!(near(
+            ceiling_mbit(Mode::PlaitStream, &t, 0, Some(1309)),
+            30.0 * 1317.0 / 1514.0
+        ));
+        let f = ModeResult::failed(Mode::PlaitStream, &t, 0, "plait", "x".into());
+        assert_eq!(
+            (f.mode.as_str(), f.label.as_str()),
+            ("plait-stream", "plait streams")
+        );
     }
 
     #[test]

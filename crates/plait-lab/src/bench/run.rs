@@ -3,7 +3,8 @@
 //! One run builds the topology of a [`TopologyFile`] (`plait-testbed`: tbf rate and queue,
 //! NFQUEUE delay and loss per direction, one router namespace per path), starts a UDP echo
 //! on the server's path-0 address, measures the idle RTT of path 0 for one second, then runs
-//! the requested [`Mode`]s one after the other, always in the order single, MPTCP, plait:
+//! the requested [`Mode`]s one after the other, always in the order single, MPTCP, plait,
+//! plait-stream:
 //!
 //! - **single**: one plain TCP flow from the client namespace to the server's address on
 //!   the best path ([`TopologyFile::best_path`]); routing keeps it on that path.
@@ -12,6 +13,10 @@
 //!   addresses, the client opens one subflow to each).
 //! - **plait**: `plait server` and `plait client` (this binary) over every path, and one
 //!   plain TCP flow from the lan host to the remote host through the tunnel.
+//! - **plait-stream**: the same daemons with `[streams]` in both configs and the same flow;
+//!   the client's nftables rules redirect it to its relay, the server connects to the
+//!   remote host. The run fails unless the client's relay counted the connection (so a
+//!   stream-mode row never measures packet mode by mistake).
 //!
 //! Every sender uses the congestion control of [`RunOptions::cc`] (cubic by
 //! default: the kernel default of most systems and the references' figures; this
@@ -60,6 +65,11 @@ const TUNNEL_PORT: u16 = 7744;
 const TUN: &str = "plaitb";
 /// Idle RTT measurement before the first mode.
 const IDLE_PROBE: Duration = Duration::from_secs(1);
+/// Stream mode's stall timeout of sender and receiver (also its wait for the drain after
+/// the sender's close); 30 s for the other modes.
+const STREAM_STALL_TIMEOUT: Duration = Duration::from_secs(90);
+/// Lines of each daemon's log quoted when a stream-mode transfer fails.
+const LOG_LINES: usize = 30;
 /// Pause between modes (queues drain, TIME_WAIT is on other ports anyway).
 const SETTLE: Duration = Duration::from_millis(500);
 
@@ -247,24 +257,27 @@ fn run_mode(
 ) -> Result<ModeResult> {
     let best = file.best_path();
     let n = file.paths.len();
-    let tunnel = match mode {
-        Mode::Plait => {
-            opts.say(&format!(
-                "  {}: starting the plait tunnel (scheduler {})",
-                file.name, opts.scheduler
-            ));
-            Some(Tunnel::start(
-                topo,
-                &TunnelOptions {
-                    program: opts.program.clone(),
-                    paths: n,
-                    scheduler: opts.scheduler.clone(),
-                    tun: TUN.into(),
-                    port: TUNNEL_PORT,
-                },
-            )?)
-        }
-        _ => None,
+    let tunnel = if mode.is_tunnel() {
+        let streams = mode == Mode::PlaitStream;
+        opts.say(&format!(
+            "  {}: starting the plait tunnel (scheduler {}{})",
+            file.name,
+            opts.scheduler,
+            if streams { ", stream mode" } else { "" }
+        ));
+        Some(Tunnel::start(
+            topo,
+            &TunnelOptions {
+                program: opts.program.clone(),
+                paths: n,
+                scheduler: opts.scheduler.clone(),
+                tun: TUN.into(),
+                port: TUNNEL_PORT,
+                streams,
+            },
+        )?)
+    } else {
+        None
     };
     let (from, to_ns, bind, dst, proto) = match mode {
         Mode::Single => {
@@ -277,16 +290,26 @@ fn run_mode(
             let dst = SocketAddr::new(topo.path_server_addr(best)?, port);
             (topo.client(), topo.server(), bind, dst, StreamProto::Mptcp)
         }
-        Mode::Plait => {
+        // Stream mode: the same connection; the client's nftables rules redirect it to
+        // the relay, and the server connects to the remote host.
+        Mode::Plait | Mode::PlaitStream => {
             let a = SocketAddr::new(topo.remote_host_addr(Family::V4), port);
             (topo.lan_host(), topo.remote_host(), a, a, StreamProto::Tcp)
         }
     };
     let duration = file.duration();
+    // Stream mode's client takes the sender's bytes into its relay and engine stream well
+    // ahead of the paths (measured: about 20 MB after 5 s at 30 Mbit/s), so after the
+    // sender's close the drain can take tens of seconds at low rates: allow it.
+    let (stall, spare) = if mode == Mode::PlaitStream {
+        (STREAM_STALL_TIMEOUT, Duration::from_secs(150))
+    } else {
+        (Duration::from_secs(30), Duration::from_secs(90))
+    };
     let tcp = TcpOptions {
         connect_timeout: Duration::from_secs(10),
-        stall_timeout: Duration::from_secs(30),
-        total_timeout: duration + Duration::from_secs(90),
+        stall_timeout: stall,
+        total_timeout: duration + spare,
         digest: true,
     };
     opts.say(&format!(
@@ -343,8 +366,45 @@ fn run_mode(
         .map(CounterSampler::stop)
         .collect::<Result<_, _>>()?;
     let status = tunnel.as_ref().and_then(|t| t.client().status().ok());
+    let server_status = tunnel.as_ref().and_then(|t| t.server().status().ok());
+    // Stream mode's failures are in the daemons' logs: keep their tails for the error.
+    let logs = tunnel.as_ref().map(|t| {
+        format!(
+            "client log:\n{}\nserver log:\n{}",
+            t.client().log_tail(LOG_LINES),
+            t.server().log_tail(LOG_LINES)
+        )
+    });
     if let Some(t) = tunnel {
         t.shutdown().context("stopping the tunnel")?;
+    }
+    if mode == Mode::PlaitStream {
+        let relay = (
+            status.as_ref().and_then(|s| s.relay),
+            server_status.as_ref().and_then(|s| s.relay),
+        );
+        opts.say(&format!(
+            "  {}: relay counters (client, server): {relay:?}",
+            file.name
+        ));
+        let relayed = relay.0.map_or(0, |r| r.relayed);
+        let failed = sent.is_err() || got.is_err();
+        if relayed == 0 || failed {
+            let why = if relayed == 0 {
+                "the client's relay carried no connection (stream mode not in use)"
+            } else {
+                "the stream-mode transfer failed"
+            };
+            let first = match (&sent, &got) {
+                (Err(e), _) => format!(" (sending: {e:#})"),
+                (_, Err(e)) => format!(" (receiving: {e:#})"),
+                _ => String::new(),
+            };
+            bail!(
+                "{why}{first}; relay counters (client, server): {relay:?}\n{}",
+                logs.unwrap_or_default()
+            );
+        }
     }
     let events = events?;
     let sent = sent.context("sending")?;

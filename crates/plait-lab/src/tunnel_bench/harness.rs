@@ -48,6 +48,10 @@ pub struct TunnelOptions {
     pub tun: String,
     /// The server's UDP port.
     pub port: u16,
+    /// Stream mode: an empty `[streams]` table in both files (all defaults: TCP into the
+    /// tunnel is redirected to the client's relay and re-originated by the server;
+    /// docs/tunnel.md#stream-mode).
+    pub streams: bool,
 }
 
 /// One running daemon, killed on drop.
@@ -173,13 +177,16 @@ fn server_config(
          [engine]\nscheduler = \"{sched}\"\n\n\
          [control]\nstatus_socket = \"{sock}\"\n\n\
          [[client]]\nname = \"site0\"\npublic_key = \"{client_public}\"\n\
-         allowed_ips = [\"10.77.0.2/32\", \"{lan}\"]",
+         allowed_ips = [\"10.77.0.2/32\", \"{lan}\"]\n",
         port = opts.port,
         tun = opts.tun,
         sched = opts.scheduler,
         sock = dir.join("server.sock").display(),
         lan = topo.site0().lan_net(Family::V4),
     );
+    if opts.streams {
+        cfg.push_str("[streams]\n");
+    }
     cfg
 }
 
@@ -205,6 +212,9 @@ fn client_config(
         sched = opts.scheduler,
         sock = dir.join("client.sock").display(),
     );
+    if opts.streams {
+        cfg.push_str("[streams]\n\n");
+    }
     for path in &topo.site0().paths()[..opts.paths] {
         let _ = writeln!(
             cfg,

@@ -279,6 +279,7 @@ impl Bench<'_> {
             scheduler: "plait".to_owned(),
             tun: TUN.to_owned(),
             port: TUNNEL_PORT,
+            streams: false,
         };
         let t = Tunnel::start(self.topo, &opts)
             .with_context(|| format!("starting a tunnel over {paths} path(s)"))?;

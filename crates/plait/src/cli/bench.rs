@@ -16,8 +16,13 @@ pub struct BenchArgs {
     /// plait's scheduler (`[engine] scheduler` of both daemons).
     #[arg(long, default_value = "plait")]
     pub scheduler: String,
-    /// Modes to run, comma-separated: single, mptcp, plait.
-    #[arg(long, value_delimiter = ',', default_value = "single,mptcp,plait")]
+    /// Modes to run, comma-separated: single, mptcp, plait (packet mode), plait-stream
+    /// (stream mode).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "single,mptcp,plait,plait-stream"
+    )]
     pub modes: Vec<String>,
     /// Directory for NAME.json and NAME.svg.
     #[arg(long, default_value = "results")]
@@ -146,5 +151,28 @@ impl From<TunnelBenchArgs> for TunnelBenchOptions {
             cc: a.cc,
             out: a.out,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    #[test]
+    fn bench_runs_every_mode_by_default() {
+        let a = Cli::try_parse_from(["plait", "topologies/T1.toml"]).unwrap();
+        assert_eq!(a.bench.modes, ["single", "mptcp", "plait", "plait-stream"]);
+        let all: Vec<&str> = plait_lab::bench::mode::Mode::ALL
+            .iter()
+            .map(|m| m.name())
+            .collect();
+        assert_eq!(a.bench.modes, all);
     }
 }
