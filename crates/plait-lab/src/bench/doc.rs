@@ -854,6 +854,14 @@ Reading the bullets above with the tables below:
   ceiling\" column of those rows is against 1417 B per frame. Each path runs the engine's
   own congestion controller (`[engine] congestion`, default `newreno`), whatever the
   endpoints' `--cc`: their TCP never meets an emulated link.
+- **Stream mode's transfers last longer than the sender writes.** Its client takes the
+  sender's bytes into the relay's sockets and the engine stream well ahead of the paths
+  (20-25 MB measured here), so the sender's writes end while that much is still to cross
+  and the receiver's time (accept to end of data, the goodput's denominator) includes the
+  drain: 15 s of writing became 20-26 s of transfer. Slow start then weighs less than in
+  the other modes, and on T5 (rate events on the sender's schedule) the drain runs at full
+  rates while the sum is averaged over the sender's 20 s, which is how stream mode can
+  exceed its own ceiling there.
 - **T2: plait uses all three paths (with cubic about in MPTCP's proportions; with bbr the
   300 ms path gets less) and still trails MPTCP.**
   Its framing ceiling on T2 is 89.6 % of 35 Mbit/s, 31.4 Mbit/s, about what MPTCP
