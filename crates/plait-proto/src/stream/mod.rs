@@ -19,7 +19,17 @@
 //! - every byte written is delivered exactly once, in order, per stream; one stream's hole
 //!   never holds another;
 //! - a peer that breaks the rules gets a [`StreamViolation`] (the session closes), never a
-//!   panic; frames for streams already closed are ignored (they are late retransmissions).
+//!   panic; frames for streams already closed are ignored (they are late retransmissions);
+//! - a stream is in `sendable_always` iff it is open, not reset by this end, and has lost
+//!   bytes, a lost FIN or an unsent FIN to send ([`SendHalf::wants_to_send_without_credit`]);
+//!   it is in `sendable_new` iff it is open, not reset by this end, and has written, never
+//!   sent bytes within its peer's limit ([`SendHalf::has_new_in_limit`]). So a stream has
+//!   something the windows let go (`wants_to_send(credit)`) iff it is in the first set, or
+//!   in the second while the session-wide credit is not 0: choosing the next stream to send
+//!   from and answering [`Streams::has_data`] cost O(log streams), whatever the number of
+//!   idle streams. Every change of a stream's send state goes through
+//!   `Streams::refresh_sendable` (or `remove`); `Streams::check_invariants` checks the
+//!   sets against the table in the tests.
 
 mod error;
 mod range_set;
@@ -255,6 +265,10 @@ pub struct Streams {
     control_due: BTreeSet<u64>,
     /// Streams whose write was refused or cut short: told `Writable` when room frees.
     waiting_writers: BTreeSet<u64>,
+    /// Streams with lost bytes, a lost FIN or an unsent FIN (see the module docs).
+    sendable_always: BTreeSet<u64>,
+    /// Streams with new bytes within their own limit (see the module docs).
+    sendable_new: BTreeSet<u64>,
     /// Where the round-robin over streams with data resumes.
     cursor: u64,
     /// What each unresolved datagram carried, by (path, path sequence number).
@@ -285,6 +299,8 @@ impl Streams {
             max_data_due: false,
             control_due: BTreeSet::new(),
             waiting_writers: BTreeSet::new(),
+            sendable_always: BTreeSet::new(),
+            sendable_new: BTreeSet::new(),
             cursor: 0,
             in_flight: BTreeMap::new(),
             events: VecDeque::new(),
@@ -358,6 +374,7 @@ impl Streams {
         stream.send.write(request);
         self.send_buffered += stream.send.buffered();
         self.map.insert(id, stream);
+        self.refresh_sendable(id);
         Ok(StreamId(id))
     }
 
@@ -385,6 +402,7 @@ impl Streams {
             self.waiting_writers.insert(id.0);
         }
         self.send_buffered += n as u64;
+        self.refresh_sendable(id.0);
         Ok(n)
     }
 
@@ -395,6 +413,7 @@ impl Streams {
             return Err(StreamError::Reset(id));
         }
         s.send.finish();
+        self.refresh_sendable(id.0);
         Ok(())
     }
 
@@ -426,6 +445,7 @@ impl Streams {
         self.recv_consumed += s.recv.abandon(None);
         s.max_stream_data_due = false;
         self.control_due.insert(id);
+        self.refresh_sendable(id);
         self.credit_session();
         self.wake_writers();
     }
@@ -690,6 +710,7 @@ impl Streams {
         }
         if let Some(s) = self.map.get_mut(&f.stream_id) {
             s.send.max_data = s.send.max_data.max(f.maximum);
+            self.refresh_sendable(f.stream_id);
         }
         Ok(())
     }
@@ -703,6 +724,8 @@ impl Streams {
         if self.map.remove(&id).is_some() {
             self.control_due.remove(&id);
             self.waiting_writers.remove(&id);
+            self.sendable_always.remove(&id);
+            self.sendable_new.remove(&id);
             if !self.is_local(id) {
                 self.remote_allowed += 1;
                 self.max_streams_due = true;
@@ -740,10 +763,81 @@ impl Streams {
 
     /// Whether a stream has bytes (or a FIN) the flow-control limits let go.
     pub fn has_data(&self) -> bool {
-        let credit = self.send_max_data - self.sent_new.min(self.send_max_data);
-        self.map
-            .values()
-            .any(|s| s.local_reset.is_none() && s.send.wants_to_send(credit))
+        !self.sendable_always.is_empty() || (self.credit() > 0 && !self.sendable_new.is_empty())
+    }
+
+    /// New bytes the session-wide limit (the peer's MAX_DATA) still lets go.
+    fn credit(&self) -> u64 {
+        self.send_max_data - self.sent_new.min(self.send_max_data)
+    }
+
+    /// Puts stream `id` into the sendable sets it belongs to, and out of the others (see
+    /// the module docs); called after every change of its send state.
+    fn refresh_sendable(&mut self, id: u64) {
+        let (always, new) = match self.map.get(&id) {
+            Some(s) if s.local_reset.is_none() => (
+                s.send.wants_to_send_without_credit(),
+                s.send.has_new_in_limit(),
+            ),
+            _ => (false, false),
+        };
+        for (set, want) in [
+            (&mut self.sendable_always, always),
+            (&mut self.sendable_new, new),
+        ] {
+            if want {
+                set.insert(id);
+            } else {
+                set.remove(&id);
+            }
+        }
+    }
+
+    /// The stream the round-robin serves next: the first at or after the cursor, wrapping
+    /// around, that has something the windows let go with session-wide `credit` (the same
+    /// choice as scanning the whole table from the cursor, in O(log streams)).
+    fn next_sendable(&self, credit: u64) -> Option<u64> {
+        let new = (credit > 0).then_some(&self.sendable_new);
+        let first_from = |from: u64| {
+            let a = self.sendable_always.range(from..).next();
+            let b = new.and_then(|n| n.range(from..).next());
+            match (a, b) {
+                (Some(a), Some(b)) => Some(*a.min(b)),
+                (a, b) => a.or(b).copied(),
+            }
+        };
+        first_from(self.cursor).or_else(|| first_from(0))
+    }
+
+    /// Checks the sendable sets against the table (the module docs' invariant).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        for (id, s) in &self.map {
+            let open = s.local_reset.is_none();
+            assert_eq!(
+                self.sendable_always.contains(id),
+                open && s.send.wants_to_send_without_credit(),
+                "stream {id} in sendable_always"
+            );
+            assert_eq!(
+                self.sendable_new.contains(id),
+                open && s.send.has_new_in_limit(),
+                "stream {id} in sendable_new"
+            );
+        }
+        for id in self.sendable_always.iter().chain(&self.sendable_new) {
+            assert!(
+                self.map.contains_key(id),
+                "forgotten stream {id} is sendable"
+            );
+        }
+        let credit = self.credit();
+        assert_eq!(
+            self.has_data(),
+            self.map
+                .values()
+                .any(|s| s.local_reset.is_none() && s.send.wants_to_send(credit))
+        );
     }
 
     /// Writes due control frames, then (with `data`) STREAM frames round-robin over the
@@ -754,14 +848,16 @@ impl Streams {
             return;
         }
         while w.remaining() >= MIN_CHUNK_ROOM {
-            let credit = self.send_max_data - self.sent_new.min(self.send_max_data);
-            let next = self
-                .map
-                .range(self.cursor..)
-                .chain(self.map.range(..self.cursor))
-                .find(|(_, s)| s.local_reset.is_none() && s.send.wants_to_send(credit))
-                .map(|(id, _)| *id);
-            let Some(id) = next else { break };
+            let credit = self.credit();
+            let Some(id) = self.next_sendable(credit) else {
+                break;
+            };
+            debug_assert!(
+                self.map
+                    .get(&id)
+                    .is_some_and(|s| s.local_reset.is_none() && s.send.wants_to_send(credit)),
+                "stream {id} is in a sendable set but has nothing to send"
+            );
             self.cursor = id + 1;
             if !self.write_chunk(w, id, credit, sent) {
                 break;
@@ -803,6 +899,7 @@ impl Streams {
             return false;
         }
         s.send.on_sent(&chunk);
+        self.refresh_sendable(id);
         if chunk.new {
             self.sent_new += chunk.len;
             self.stats.bytes_sent += chunk.len;
@@ -835,8 +932,9 @@ impl Streams {
             self.max_streams_due = false;
             sent.push(Sent::MaxStreams);
         }
-        let due: Vec<u64> = self.control_due.iter().copied().collect();
-        for id in due {
+        // In id order, each removed once written: what does not fit stays due, and a full
+        // datagram costs no walk over the rest.
+        while let Some(&id) = self.control_due.first() {
             let Some(s) = self.map.get_mut(&id) else {
                 self.control_due.remove(&id);
                 continue;
@@ -896,6 +994,7 @@ impl Streams {
                     }
                     let freed = s.send.on_acked(offset..offset + len, fin);
                     self.send_buffered -= freed;
+                    self.refresh_sendable(id);
                     self.maybe_free(id);
                 }
                 Sent::Reset(id) => {
@@ -929,6 +1028,7 @@ impl Streams {
                         && s.local_reset.is_none()
                     {
                         s.send.on_lost(offset..offset + len, fin);
+                        self.refresh_sendable(id);
                     }
                 }
                 Sent::Reset(id) => {

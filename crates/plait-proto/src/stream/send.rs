@@ -100,12 +100,21 @@ impl SendHalf {
     /// peer's limit, or a FIN not yet sent). `session_credit` is what the session-wide
     /// limit still allows of new bytes.
     pub fn wants_to_send(&self, session_credit: u64) -> bool {
+        self.wants_to_send_without_credit() || (session_credit > 0 && self.has_new_in_limit())
+    }
+
+    /// What of [`SendHalf::wants_to_send`] needs no session credit: lost bytes, a lost
+    /// FIN, or a FIN not yet sent after the last new byte.
+    pub fn wants_to_send_without_credit(&self) -> bool {
         !self.lost.is_empty()
             || self.fin_lost
-            || (self.next_new < self.write_offset()
-                && self.next_new < self.max_data
-                && session_credit > 0)
             || (self.final_size == Some(self.next_new) && !self.fin_sent)
+    }
+
+    /// Whether new bytes (written, never sent) wait within the peer's limit on this
+    /// stream; they go only while the session-wide limit has credit.
+    pub fn has_new_in_limit(&self) -> bool {
+        self.next_new < self.write_offset() && self.next_new < self.max_data
     }
 
     /// The next chunk to send, at most `max_len` bytes, new bytes within `session_credit`:

@@ -224,3 +224,26 @@ fn bad_application_calls_change_nothing() {
     assert_eq!(a.write(s1, b"x"), Err(StreamError::Reset(s1)));
     assert_eq!(a.buffered().0, 1, "s0's open prefix only");
 }
+
+/// Memory of an open idle stream: its struct in the table (printed with `--nocapture`;
+/// the bound keeps it from growing unnoticed). Heap beyond it: the send ring keeps the
+/// capacity it reached (at most the stream's send buffer), the receive segments and the
+/// range sets hold nothing once everything is acknowledged and read.
+#[test]
+fn idle_stream_size() {
+    use std::mem::size_of;
+    let stream = size_of::<Stream>();
+    // A B-tree leaf holds up to 11 entries and is at least half full after splits (the
+    // ids arrive in order, so leaves stay nearly full): about one key and value plus a
+    // share of the node header per stream.
+    let entry = size_of::<u64>() + stream;
+    println!(
+        "size_of: Stream {stream} B (SendHalf {}, RecvHalf {}, RangeSet {}), \
+         BTreeMap entry {entry} B + node share, ≤ {} B per stream in half-full leaves",
+        size_of::<SendHalf>(),
+        size_of::<RecvHalf>(),
+        size_of::<RangeSet>(),
+        entry * 2 + 16,
+    );
+    assert!(stream <= 320, "Stream grew to {stream} bytes");
+}
