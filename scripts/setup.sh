@@ -43,3 +43,13 @@ if [ ${#pkgs[@]} -gt 0 ]; then
     echo "setup: ${pkgs[*]} missing (Debian packages); the network tests will be skipped" >&2
   fi
 fi
+
+# cargo-fuzz runs the fuzz targets (scripts/fuzz.sh); it needs the nightly toolchain.
+if cargo +nightly --version >/dev/null 2>&1; then
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "setup: installing cargo-fuzz (once; a few minutes)"
+    cargo install cargo-fuzz --locked --quiet
+  fi
+else
+  echo "setup: no nightly toolchain: the fuzz targets will not run (rustup toolchain install nightly)" >&2
+fi

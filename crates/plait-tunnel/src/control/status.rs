@@ -160,7 +160,7 @@ pub fn query(path: &Path) -> Result<StatusSnapshot, ControlError> {
 }
 
 /// Parses a reply line: a snapshot, or the daemon's `{"error": ...}`.
-fn parse_reply(path: &Path, reply: &[u8]) -> Result<StatusSnapshot, ControlError> {
+pub fn parse_reply(path: &Path, reply: &[u8]) -> Result<StatusSnapshot, ControlError> {
     #[derive(Deserialize)]
     struct ErrorReply {
         error: String,

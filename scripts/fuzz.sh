@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target in fuzz/ for SECONDS each (default 20), starting from the
+# seed corpora in fuzz/corpus/TARGET (read only: new inputs go to a temporary directory, so
+# the repository stays clean). Fails on the first crash, leaving the crashing input in
+# fuzz/artifacts/TARGET/. Needs the nightly toolchain and cargo-fuzz (scripts/setup.sh
+# installs cargo-fuzz).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+if ! cargo +nightly --version >/dev/null 2>&1; then
+  echo "fuzz: no nightly toolchain (rustup toolchain install nightly); cannot run the fuzz targets" >&2
+  exit 1
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: cargo-fuzz is missing (scripts/setup.sh installs it)" >&2
+  exit 1
+fi
+targets=$(cargo +nightly fuzz list --fuzz-dir fuzz)
+cargo +nightly fuzz build --fuzz-dir fuzz
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for t in $targets; do
+  mkdir -p "$work/$t" "fuzz/corpus/$t"
+  echo "fuzz: $t for ${seconds} s"
+  # -rss_limit_mb: a decoder that allocates without bound fails here too.
+  if ! cargo +nightly fuzz run --fuzz-dir fuzz "$t" "$work/$t" "fuzz/corpus/$t" -- \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 >"$work/$t.log" 2>&1; then
+    tail -40 "$work/$t.log" >&2
+    echo "fuzz: $t failed (crashing input in fuzz/artifacts/$t/)" >&2
+    exit 1
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$work/$t.log" | sed "s/^/fuzz: $t: /" || true
+done
