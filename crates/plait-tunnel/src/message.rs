@@ -1,19 +1,23 @@
 //! The tunnel's outer messages: what travels in each UDP datagram
 //! (docs/protocol.md#tunnel-messages).
 //!
-//! Three types, all little-endian, all starting with a type byte and three reserved zero
+//! Four types, all little-endian, all starting with a type byte and three reserved zero
 //! bytes (WireGuard's shapes, but for the response's Noise payload, which repeats the
-//! server's index):
+//! server's index, and the response's lack of a mac2 field):
 //!
-//! | type | name       | layout                                                        | size |
-//! |------|------------|---------------------------------------------------------------|------|
-//! | 1    | initiation | type, 0,0,0, sender index u32, Noise message 1 (112 B)         | 120  |
-//! | 2    | response   | type, 0,0,0, sender u32, receiver u32, Noise message 2 (53 B)  | 65   |
-//! | 4    | data       | type, 0,0,0, receiver u32, counter u64, AEAD(engine datagram)  | 32 + n |
+//! | type | name         | layout                                                              | size |
+//! |------|--------------|---------------------------------------------------------------------|------|
+//! | 1    | initiation   | type, 0,0,0, sender index u32, Noise message 1 (112 B), mac1, mac2   | 152  |
+//! | 2    | response     | type, 0,0,0, sender u32, receiver u32, Noise message 2 (53 B), mac1  | 81   |
+//! | 3    | cookie reply | type, 0,0,0, receiver u32, nonce (24 B), sealed cookie (32 B)        | 64   |
+//! | 4    | data         | type, 0,0,0, receiver u32, counter u64, AEAD(engine datagram)        | 32 + n |
 //!
-//! A response is smaller than the initiation that caused it, so the server can never be
-//! used to amplify traffic. The handshake authenticates the indices in the handshake
-//! headers ([`crate::crypto::handshake`]); a data message's AEAD covers its whole header.
+//! mac1 and mac2 (16 bytes each) are the denial-of-service defence of
+//! docs/protocol.md#dos ([`crate::crypto::cookie`]); they are outside the Noise transcript.
+//! A response or a cookie reply is smaller than the initiation that caused it, so the
+//! server can never be used to amplify traffic. The handshake authenticates the indices in
+//! the handshake headers ([`crate::crypto::handshake`]); a data message's AEAD covers its
+//! whole header.
 //!
 //! Every offset and length of these layouts, and of the handshake payloads inside Noise,
 //! is a constant here; the rest of the tunnel reads and writes messages through them.
@@ -30,6 +34,9 @@ use crate::crypto::aead::TAG_LEN;
 pub const TYPE_INITIATION: u8 = 1;
 /// Handshake response, server to client.
 pub const TYPE_RESPONSE: u8 = 2;
+/// Cookie reply, server to client, instead of a response when under load
+/// (docs/protocol.md#cookie-reply).
+pub const TYPE_COOKIE_REPLY: u8 = 3;
 /// Encrypted engine datagram, either way.
 pub const TYPE_DATA: u8 = 4;
 
@@ -45,13 +52,31 @@ pub const NOISE_RESPONSE_LEN: usize = 32 + RESPONSE_PAYLOAD_LEN + TAG_LEN;
 pub const INITIATION_HEADER_LEN: usize = 8;
 /// Response header: type, reserved, sender index, receiver index.
 pub const RESPONSE_HEADER_LEN: usize = 12;
+/// A mac1 or mac2 field, and a cookie: keyed BLAKE2s with a 16-byte output.
+pub const MAC_LEN: usize = 16;
+/// Where an initiation's mac1 starts: it covers everything before (header, Noise message 1).
+pub const INITIATION_MAC1_OFFSET: usize = INITIATION_HEADER_LEN + NOISE_INITIATION_LEN;
+/// Where an initiation's mac2 starts: it covers everything before, mac1 included.
+pub const INITIATION_MAC2_OFFSET: usize = INITIATION_MAC1_OFFSET + MAC_LEN;
 /// Whole initiation message.
-pub const INITIATION_LEN: usize = INITIATION_HEADER_LEN + NOISE_INITIATION_LEN;
+pub const INITIATION_LEN: usize = INITIATION_MAC2_OFFSET + MAC_LEN;
+/// Where a response's mac1 starts (header, Noise message 2 before it).
+pub const RESPONSE_MAC1_OFFSET: usize = RESPONSE_HEADER_LEN + NOISE_RESPONSE_LEN;
 /// Whole response message.
-pub const RESPONSE_LEN: usize = RESPONSE_HEADER_LEN + NOISE_RESPONSE_LEN;
+pub const RESPONSE_LEN: usize = RESPONSE_MAC1_OFFSET + MAC_LEN;
+/// Cookie reply: the receiver index (the initiation's sender index) at [`INDEX_OFFSET`],
+/// then the XChaCha20-Poly1305 nonce at this offset...
+pub const COOKIE_NONCE_OFFSET: usize = 8;
+/// ...of this length...
+pub const COOKIE_NONCE_LEN: usize = 24;
+/// ...then the sealed cookie (16 bytes and the 16-byte tag) at this offset.
+pub const COOKIE_SEALED_OFFSET: usize = COOKIE_NONCE_OFFSET + COOKIE_NONCE_LEN;
+/// Whole cookie reply.
+pub const COOKIE_REPLY_LEN: usize = COOKIE_SEALED_OFFSET + MAC_LEN + TAG_LEN;
 
 // The server must never send more than it received: no amplification.
 const _: () = assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification");
+const _: () = assert!(COOKIE_REPLY_LEN < INITIATION_LEN, "no amplification");
 /// Data message header (type, reserved, receiver index, counter); also the AEAD's
 /// associated data, so none of it can be altered undetected.
 pub const DATA_HEADER_LEN: usize = 16;
@@ -133,12 +158,17 @@ pub enum MessageError {
 /// A parsed message header; the payload stays in the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Message {
-    /// Type 1: `noise` is `buf[INITIATION_HEADER_LEN..]`.
+    /// Type 1: `noise` is `buf[INITIATION_HEADER_LEN..INITIATION_MAC1_OFFSET]`.
     Initiation {
         /// The client's index for this handshake (the server sends it back as receiver).
         sender: u32,
     },
-    /// Type 2: `noise` is `buf[RESPONSE_HEADER_LEN..]`.
+    /// Type 3: the sealed cookie is `buf[COOKIE_NONCE_OFFSET..]`.
+    CookieReply {
+        /// The client's index from the initiation it answers.
+        receiver: u32,
+    },
+    /// Type 2: `noise` is `buf[RESPONSE_HEADER_LEN..RESPONSE_MAC1_OFFSET]`.
     Response {
         /// The server's index for the new keys.
         sender: u32,
@@ -179,7 +209,10 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
             sender: index(INDEX_OFFSET)?,
             receiver: index(RESPONSE_RECEIVER_OFFSET)?,
         }),
-        TYPE_INITIATION | TYPE_RESPONSE => Err(MessageError::WrongSize {
+        TYPE_COOKIE_REPLY if buf.len() == COOKIE_REPLY_LEN => Ok(Message::CookieReply {
+            receiver: index(INDEX_OFFSET)?,
+        }),
+        TYPE_INITIATION | TYPE_RESPONSE | TYPE_COOKIE_REPLY => Err(MessageError::WrongSize {
             kind,
             len: buf.len(),
         }),
@@ -217,6 +250,12 @@ pub fn write_response_header(buf: &mut [u8; RESPONSE_HEADER_LEN], sender: u32, r
     write_at(buf, RESPONSE_RECEIVER_OFFSET, &receiver.to_le_bytes());
 }
 
+/// Writes the fixed part of a cookie reply: type and receiver index.
+pub fn write_cookie_reply_header(buf: &mut [u8; COOKIE_NONCE_OFFSET], receiver: u32) {
+    put_type(buf, TYPE_COOKIE_REPLY);
+    write_at(buf, INDEX_OFFSET, &receiver.to_le_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,9 +263,12 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(INITIATION_LEN, 120);
-        assert_eq!(RESPONSE_LEN, 65);
+        assert_eq!(INITIATION_MAC1_OFFSET, 120);
+        assert_eq!(INITIATION_LEN, 152);
+        assert_eq!(RESPONSE_LEN, 81);
+        assert_eq!(COOKIE_REPLY_LEN, 64);
         const { assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification") };
+        const { assert!(COOKIE_REPLY_LEN < INITIATION_LEN, "no amplification") };
         assert_eq!(DATA_OVERHEAD, 32);
     }
 
@@ -263,6 +305,20 @@ mod tests {
                 receiver: 9
             })
         );
+        let mut buf = vec![0u8; COOKIE_REPLY_LEN];
+        let mut h = [0u8; COOKIE_NONCE_OFFSET];
+        write_cookie_reply_header(&mut h, 10);
+        buf[..COOKIE_NONCE_OFFSET].copy_from_slice(&h);
+        assert_eq!(parse(&buf), Ok(Message::CookieReply { receiver: 10 }));
+        assert_eq!(
+            parse(&buf[..COOKIE_REPLY_LEN - 1]),
+            Err(MessageError::WrongSize {
+                kind: TYPE_COOKIE_REPLY,
+                len: COOKIE_REPLY_LEN - 1
+            })
+        );
+        let mut buf = [0u8; RESPONSE_LEN];
+        write_response_header(buf.first_chunk_mut().unwrap(), 8, 9);
         assert_eq!(
             parse(&buf[..RESPONSE_LEN - 1]),
             Err(MessageError::WrongSize {

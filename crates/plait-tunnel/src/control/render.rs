@@ -210,7 +210,7 @@ fn render_drops(d: &DropCounters) -> String {
 
 /// Every drop counter with its reason name (the same names as the metrics' `reason`
 /// label and the JSON fields).
-pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 8] {
+pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 10] {
     [
         ("malformed", d.malformed),
         ("unknown_index", d.unknown_index),
@@ -218,6 +218,8 @@ pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 8] {
         ("replayed", d.replayed),
         ("unknown_key", d.unknown_key),
         ("rate_limited", d.rate_limited),
+        ("bad_mac", d.bad_mac),
+        ("cookie_replied", d.cookie_replied),
         ("spoofed_source", d.spoofed_source),
         ("no_route", d.no_route),
     ]

@@ -177,6 +177,14 @@ pub struct DropCounters {
     pub unknown_key: u64,
     /// Handshakes refused by rate limiting.
     pub rate_limited: u64,
+    /// Handshake messages with a wrong mac1 (docs/protocol.md#dos), refused before any
+    /// Diffie-Hellman.
+    #[serde(default)]
+    pub bad_mac: u64,
+    /// Initiations not processed but answered with a cookie reply: no valid mac2 while the
+    /// server was under load or their source over its budget (docs/protocol.md#dos).
+    #[serde(default)]
+    pub cookie_replied: u64,
     /// Inner packets whose source address is not allowed for their peer.
     pub spoofed_source: u64,
     /// Inner packets from the TUN device with no peer for their destination.

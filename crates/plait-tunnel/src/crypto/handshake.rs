@@ -27,10 +27,11 @@ use snow::{Builder, HandshakeState};
 use thiserror::Error;
 
 use crate::crypto::aead::KEY_LEN;
+use crate::crypto::cookie::{self, Mac, Mac1Key};
 use crate::keys::Key;
 use crate::message::{
-    INDEX_OFFSET, INITIATION_HEADER_LEN, INITIATION_LEN, INITIATION_PAYLOAD_LEN,
-    INITIATION_PAYLOAD_RESERVED_OFFSET, INITIATION_PAYLOAD_SESSION_OFFSET,
+    INDEX_OFFSET, INITIATION_HEADER_LEN, INITIATION_LEN, INITIATION_MAC1_OFFSET,
+    INITIATION_PAYLOAD_LEN, INITIATION_PAYLOAD_RESERVED_OFFSET, INITIATION_PAYLOAD_SESSION_OFFSET,
     INITIATION_PAYLOAD_TIMESTAMP_OFFSET, NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN,
     RESPONSE_HEADER_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_INDEX_OFFSET, RESPONSE_PAYLOAD_LEN, u32_at,
     u64_at, write_at, write_initiation_header, write_response_header,
@@ -205,6 +206,8 @@ pub struct Initiation {
     pub sender_index: u32,
     /// The session id it announced.
     pub session_id: u32,
+    /// The initiation's mac1: a cookie reply to it is sealed with it as associated data.
+    pub mac1: Mac,
 }
 
 /// What an authenticated message 2 gave, kept after a header mismatch.
@@ -226,8 +229,10 @@ impl std::fmt::Debug for Initiation {
 }
 
 impl Initiation {
-    /// Writes a whole initiation message (header and Noise message 1) into
-    /// `out[..INITIATION_LEN]`. The header is part of the prologue.
+    /// Writes a whole initiation message (header, Noise message 1, mac1 for
+    /// `server_public`, a zero mac2) into `out[..INITIATION_LEN]`. The header is part of
+    /// the prologue. A client holding a cookie then writes mac2
+    /// ([`cookie::write_initiation_mac2`]).
     pub fn start(
         local_private: &Key,
         server_public: &Key,
@@ -240,6 +245,9 @@ impl Initiation {
             got: out.len(),
             need: INITIATION_LEN,
         };
+        if out.len() < INITIATION_LEN {
+            return Err(size);
+        }
         let Some((header, rest)) = out.split_first_chunk_mut::<INITIATION_HEADER_LEN>() else {
             return Err(size);
         };
@@ -262,15 +270,21 @@ impl Initiation {
             .write_message(&payload.encode(), noise)
             .map_err(setup)?;
         debug_assert_eq!(n, NOISE_INITIATION_LEN);
+        let msg = out.get_mut(..INITIATION_LEN).ok_or(size)?;
+        cookie::write_initiation_mac1(msg, &Mac1Key::new(server_public));
+        cookie::write_initiation_mac2(msg, None);
+        let mac1 = cookie::initiation_mac1(msg).ok_or(HandshakeError::Setup("mac1".into()))?;
         Ok(Initiation {
             state,
             spent: None,
             sender_index,
             session_id: payload.session_id,
+            mac1,
         })
     }
 
-    /// Reads message 2 (`noise` = the response after its 12-byte header; `server_index` =
+    /// Reads message 2 (`noise` = the response between its 12-byte header and its mac1,
+    /// which the caller checked; `server_index` =
     /// the sender index that header names). Returns the session keys and the response
     /// flags.
     ///
@@ -361,7 +375,7 @@ impl std::fmt::Debug for ReceivedInitiation {
 
 impl ReceivedInitiation {
     /// Reads a whole initiation message (its 8-byte header, which goes into the prologue,
-    /// then Noise message 1).
+    /// then Noise message 1; the caller checked mac1 and mac2 first).
     pub fn read(server_private: &Key, msg: &[u8]) -> Result<ReceivedInitiation, HandshakeError> {
         if msg.len() != INITIATION_LEN {
             return Err(HandshakeError::Size {
@@ -373,9 +387,12 @@ impl ReceivedInitiation {
             got: msg.len(),
             need: INITIATION_LEN,
         };
-        let Some((header, noise)) = msg.split_first_chunk::<INITIATION_HEADER_LEN>() else {
+        let Some((header, rest)) = msg.split_first_chunk::<INITIATION_HEADER_LEN>() else {
             return Err(size);
         };
+        let noise = rest
+            .get(..INITIATION_MAC1_OFFSET - INITIATION_HEADER_LEN)
+            .ok_or(size.clone())?;
         let prologue = prologue(header);
         let sender_index = u32_at(header, INDEX_OFFSET).ok_or(size)?;
         // The psk is only mixed in with message 2; a placeholder lets snow build the state,
@@ -408,8 +425,9 @@ impl ReceivedInitiation {
         })
     }
 
-    /// Writes the whole response (header and Noise message 2, which repeats
-    /// `sender_index`) into `out[..RESPONSE_LEN]` and returns the server's session keys.
+    /// Writes the whole response (header, Noise message 2, which repeats `sender_index`,
+    /// and mac1 for the client's key) into `out[..RESPONSE_LEN]` and returns the server's
+    /// session keys.
     /// The receiver index is the initiation's sender index.
     pub fn respond(
         mut self,
@@ -422,6 +440,9 @@ impl ReceivedInitiation {
             got: out.len(),
             need: RESPONSE_LEN,
         };
+        if out.len() < RESPONSE_LEN {
+            return Err(size);
+        }
         let Some((header, rest)) = out.split_first_chunk_mut::<RESPONSE_HEADER_LEN>() else {
             return Err(size);
         };
@@ -439,6 +460,9 @@ impl ReceivedInitiation {
         debug_assert_eq!(n, NOISE_RESPONSE_LEN);
         if !self.state.is_handshake_finished() {
             return Err(HandshakeError::Setup("handshake not finished".into()));
+        }
+        if let Some(msg) = out.get_mut(..RESPONSE_LEN) {
+            cookie::write_response_mac1(msg, &Mac1Key::new(&self.client));
         }
         let (i2r, r2i) = self.state.dangerously_get_raw_split();
         Ok(SessionKeys {
@@ -465,6 +489,7 @@ mod tests {
     }
 
     const R: usize = RESPONSE_HEADER_LEN;
+    const M: usize = crate::message::RESPONSE_MAC1_OFFSET;
 
     /// A started initiation, the server's response to it (server index `sender`) and the
     /// server's keys.
@@ -507,7 +532,26 @@ mod tests {
                 receiver: 7
             })
         );
-        let (client_keys, flags) = init.finish(9, &m2[R..]).unwrap();
+        // Both messages carry mac1 for their receiver; the initiation's mac2 is zero.
+        assert!(cookie::check_initiation_mac1(
+            &m1,
+            &Mac1Key::new(&server.public())
+        ));
+        assert!(!cookie::check_initiation_mac1(
+            &m1,
+            &Mac1Key::new(&client.public())
+        ));
+        assert_eq!(cookie::initiation_mac1(&m1), Some(init.mac1));
+        assert_eq!(m1[crate::message::INITIATION_MAC2_OFFSET..], [0; 16]);
+        assert!(cookie::check_response_mac1(
+            &m2,
+            &Mac1Key::new(&client.public())
+        ));
+        assert!(!cookie::check_response_mac1(
+            &m2,
+            &Mac1Key::new(&server.public())
+        ));
+        let (client_keys, flags) = init.finish(9, &m2[R..M]).unwrap();
         assert_eq!(flags, FLAG_FRESH_SESSION);
         assert_eq!(client_keys.send, server_keys.recv);
         assert_eq!(client_keys.recv, server_keys.send);
@@ -536,7 +580,7 @@ mod tests {
         let mut m2 = [0u8; RESPONSE_LEN];
         let wrong = Key::generate().unwrap();
         got.respond(Some(&wrong), 2, 0, &mut m2).unwrap();
-        assert_eq!(init.finish(2, &m2[R..]).unwrap_err(), HandshakeError::Auth);
+        assert_eq!(init.finish(2, &m2[R..M]).unwrap_err(), HandshakeError::Auth);
     }
 
     #[test]
@@ -546,7 +590,7 @@ mod tests {
         let mut init =
             Initiation::start(&client, &server.public(), None, 1, payload(), &mut m1).unwrap();
         // Every byte counts, the header's too (it is in the prologue).
-        for i in 0..INITIATION_LEN {
+        for i in 0..INITIATION_MAC1_OFFSET {
             let mut bad = m1;
             bad[i] ^= 0x40;
             assert!(ReceivedInitiation::read(&server, &bad).is_err(), "byte {i}");
@@ -556,7 +600,7 @@ mod tests {
         got.respond(None, 2, 0, &mut m2).unwrap();
         let mut bad = m2;
         bad[40] ^= 1;
-        assert!(init.finish(2, &bad[R..]).is_err());
+        assert!(init.finish(2, &bad[R..M]).is_err());
     }
 
     #[test]
@@ -595,12 +639,12 @@ mod tests {
         junk[0] = 9; // a second, different forgery
         assert_eq!(init.finish(2, &junk), Err(HandshakeError::Auth));
         // The genuine one, with one bit flipped anywhere in Noise message 2.
-        for i in R..RESPONSE_LEN {
+        for i in R..M {
             let mut bad = m2;
             bad[i] ^= 0x08;
-            assert!(init.finish(2, &bad[R..]).is_err(), "byte {i}");
+            assert!(init.finish(2, &bad[R..M]).is_err(), "byte {i}");
         }
-        let (ckeys, _) = init.finish(2, &m2[R..]).unwrap();
+        let (ckeys, _) = init.finish(2, &m2[R..M]).unwrap();
         assert_eq!(ckeys.send, skeys.recv);
         assert_eq!(ckeys.recv, skeys.send);
     }
@@ -613,7 +657,7 @@ mod tests {
         let (client, server) = keys();
         let (mut init, m2, skeys) = exchange(&client, &server, 0x0102_0304, FLAG_FRESH_SESSION);
         assert_eq!(
-            init.finish(0x0102_0305, &m2[R..]),
+            init.finish(0x0102_0305, &m2[R..M]),
             Err(HandshakeError::IndexMismatch {
                 header: 0x0102_0305,
                 inner: 0x0102_0304
@@ -623,7 +667,7 @@ mod tests {
             init.finish(0x0102_0304, &[0x33u8; NOISE_RESPONSE_LEN]),
             Err(HandshakeError::Auth)
         );
-        let (ckeys, flags) = init.finish(0x0102_0304, &m2[R..]).unwrap();
+        let (ckeys, flags) = init.finish(0x0102_0304, &m2[R..M]).unwrap();
         assert_eq!(flags, FLAG_FRESH_SESSION);
         assert_eq!(ckeys.send, skeys.recv);
         assert_eq!(ckeys.recv, skeys.send);

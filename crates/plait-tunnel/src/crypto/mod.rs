@@ -2,6 +2,8 @@
 //!
 //! - [`handshake`]: Noise IKpsk2 (snow) with static X25519 keys; it yields one key per
 //!   direction.
+//! - [`cookie`]: mac1, mac2 and cookie replies, WireGuard's defence against handshake
+//!   floods (docs/protocol.md#dos).
 //! - [`aead`]: ChaCha20-Poly1305 (ring) sealing in place with a counter nonce that never
 //!   repeats.
 //! - [`replay`]: the sliding anti-replay window, shared by every path of a session.
@@ -9,6 +11,7 @@
 //!   expiry rules (WireGuard's timers).
 
 pub mod aead;
+pub mod cookie;
 pub mod handshake;
 pub mod keypair;
 pub mod replay;

@@ -13,7 +13,14 @@
 //!
 //! A response that fails (forged, damaged, or with an altered index) is dropped and the
 //! handshake kept: the genuine response may still come, until the retry after
-//! [`REKEY_TIMEOUT`] replaces it.
+//! [`REKEY_TIMEOUT`] replaces it. A response's mac1 is checked before its Diffie-Hellman.
+//!
+//! A server under load answers an initiation without a valid mac2 with a cookie reply
+//! (docs/protocol.md#dos). The cookie is for the source address the server saw, so the
+//! client keeps one per path and puts mac2 on that path's copies of its initiations while
+//! the cookie is fresh. A cookie reply to a copy that carried no mac2 brings the retry
+//! forward to [`COOKIE_RETRY_DELAY`] from then (once per initiation), so a client that
+//! meets a loaded server waits about a second, not [`REKEY_TIMEOUT`].
 
 use std::net::SocketAddr;
 
@@ -24,10 +31,11 @@ use tracing::{debug, info, warn};
 use super::link::{DataDrop, FreshSession, Link, LinkCounters};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
+use crate::crypto::cookie::{self, COOKIE_SECRET_LATENCY, COOKIE_SECRET_MAX_AGE, Mac, Mac1Key};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
 use crate::crypto::keypair::{Keypair, REKEY_AFTER_TIME, REKEY_TIMEOUT};
 use crate::keys::Key;
-use crate::message::{INITIATION_LEN, Message, RESPONSE_HEADER_LEN, parse};
+use crate::message::{INITIATION_LEN, Message, RESPONSE_HEADER_LEN, RESPONSE_MAC1_OFFSET, parse};
 use crate::ratelimit::LogLimiter;
 
 /// With keys but nothing authenticated from the server for this long (the engine sends a
@@ -37,6 +45,22 @@ pub const REHANDSHAKE_AFTER_SILENCE: std::time::Duration = std::time::Duration::
 /// Least time between two initiation attempts when none is in flight (after a completed
 /// handshake, or after one that could not even be started).
 const MIN_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+/// After a cookie reply to an initiation copy without mac2, the initiation is repeated
+/// (with mac2) this long after, unless a response to another path's copy completes it
+/// first. WireGuard waits for its usual retry (5 s).
+pub const COOKIE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// An initiation in flight.
+#[derive(Debug)]
+struct InFlight {
+    init: Initiation,
+    /// When it is repeated if no response completes it.
+    retry_at: Time,
+    /// Per path: whether that path's copy carried a mac2.
+    had_mac2: Vec<bool>,
+    /// A cookie reply already brought the retry forward.
+    hurried: bool,
+}
 
 /// One configured path.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,7 +94,13 @@ pub struct ClientEndpoint {
     params: ClientParams,
     link: Link,
     random: Random,
-    handshake: Option<(Initiation, Time)>,
+    handshake: Option<InFlight>,
+    /// mac1 key of responses to us (from our public key).
+    mac1_own: Mac1Key,
+    /// Sealing key of the server's cookie replies.
+    cookie_key: [u8; 32],
+    /// Per path: the latest cookie and when it came.
+    cookies: Vec<Option<(Mac, Time)>>,
     last_initiation: Option<Time>,
     last_timestamp: u64,
     attempts: u32,
@@ -90,6 +120,9 @@ impl ClientEndpoint {
             params.paths.iter().map(|p| (p.name.clone(), p.server)),
         );
         ClientEndpoint {
+            mac1_own: Mac1Key::new(&params.private_key.public()),
+            cookie_key: cookie::cookie_key(&params.server_public_key),
+            cookies: vec![None; params.paths.len()],
             params,
             link,
             random,
@@ -136,8 +169,18 @@ impl ClientEndpoint {
         };
         match msg {
             Message::Response { sender, receiver } => {
-                let noise = datagram.get(RESPONSE_HEADER_LEN..).unwrap_or_default();
+                if !cookie::check_response_mac1(datagram, &self.mac1_own) {
+                    self.drops.bad_mac += 1;
+                    self.log_drop(now.mono, "handshake response with a bad mac1", "", from);
+                    return;
+                }
+                let noise = datagram
+                    .get(RESPONSE_HEADER_LEN..RESPONSE_MAC1_OFFSET)
+                    .unwrap_or_default();
                 self.handle_response(now, sender, receiver, noise, from, out)
+            }
+            Message::CookieReply { receiver } => {
+                self.handle_cookie_reply(now.mono, path, receiver, datagram, from)
             }
             Message::Data { receiver, counter } => {
                 match self.link.open(now.mono, receiver, counter, datagram) {
@@ -165,10 +208,10 @@ impl ClientEndpoint {
         from: SocketAddr,
         out: &mut impl Outputs,
     ) {
-        let Some((init, _)) = self
+        let Some(InFlight { init, .. }) = self
             .handshake
             .as_mut()
-            .filter(|(h, _)| h.sender_index == receiver)
+            .filter(|h| h.init.sender_index == receiver)
         else {
             // A late copy, or not ours: refused without a trace beyond the counter.
             self.drops.unknown_index += 1;
@@ -204,6 +247,48 @@ impl ClientEndpoint {
             "handshake complete"
         );
         self.link.drive(now.mono, out);
+    }
+
+    /// A cookie reply on `path`: the server is under load (or we are over our source's
+    /// budget) and wants mac2 from that path's address.
+    fn handle_cookie_reply(
+        &mut self,
+        now: Time,
+        path: usize,
+        receiver: u32,
+        msg: &[u8],
+        from: SocketAddr,
+    ) {
+        let Some(h) = self
+            .handshake
+            .as_mut()
+            .filter(|h| h.init.sender_index == receiver)
+        else {
+            self.drops.unknown_index += 1;
+            return;
+        };
+        let Some(c) = cookie::open_cookie_reply(&self.cookie_key, msg, &h.init.mac1) else {
+            self.drops.auth_failed += 1;
+            self.log_drop(now, "cookie reply refused", "", from);
+            return;
+        };
+        let Some(slot) = self.cookies.get_mut(path) else {
+            return;
+        };
+        *slot = Some((c, now));
+        // A copy that had no mac2 learnt something: repeat soon, with mac2. One that had
+        // one (a stale cookie) waits for the usual retry, so no loop can form.
+        if !h.hurried && h.had_mac2.get(path) == Some(&false) {
+            h.hurried = true;
+            h.retry_at = h.retry_at.min(now + COOKIE_RETRY_DELAY);
+        }
+        debug!(%from, path, "cookie reply: the server is under load");
+    }
+
+    /// The cookie of `path` if it is still fresh at `now`.
+    fn fresh_cookie(&self, path: usize, now: Time) -> Option<&Mac> {
+        let (c, got) = self.cookies.get(path)?.as_ref()?;
+        (now < *got + (COOKIE_SECRET_MAX_AGE - COOKIE_SECRET_LATENCY)).then_some(c)
     }
 
     fn start_session(&mut self, now: Time, fresh: FreshSession) {
@@ -272,7 +357,7 @@ impl ClientEndpoint {
     /// loop.
     fn earliest_retry(&self) -> Time {
         match (&self.handshake, self.last_initiation) {
-            (Some((_, sent)), _) => *sent + REKEY_TIMEOUT,
+            (Some(h), _) => h.retry_at,
             (None, Some(last)) => last + MIN_RETRY,
             (None, None) => Time::ZERO,
         }
@@ -319,10 +404,20 @@ impl ClientEndpoint {
             attempt = self.attempts,
             "sending handshake initiation on every path"
         );
+        let mut had_mac2 = Vec::with_capacity(self.params.paths.len());
         for (i, p) in self.params.paths.iter().enumerate() {
+            // mac2 differs per path: each path's cookie is for its own source address.
+            let c = self.fresh_cookie(i, now.mono).copied();
+            cookie::write_initiation_mac2(&mut msg, c.as_ref());
+            had_mac2.push(c.is_some());
             out.send_udp(i, p.server, &msg);
         }
-        self.handshake = Some((init, now.mono));
+        self.handshake = Some(InFlight {
+            init,
+            retry_at: now.mono + REKEY_TIMEOUT,
+            had_mac2,
+            hurried: false,
+        });
     }
 
     /// When [`ClientEndpoint::handle_timeout`] should be called next.

@@ -186,4 +186,23 @@ impl Random {
             }
         }
     }
+
+    /// Fills `buf` with random bytes: cookie secrets and cookie-reply nonces. The OS
+    /// generator directly; a seeded one (tests, the simulator) from its stream.
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        match self {
+            Random::Seeded(rng) => rng.fill_bytes(buf),
+            Random::Os => {
+                use ring::rand::SecureRandom;
+                if ring::rand::SystemRandom::new().fill(buf).is_err() {
+                    // As in `next_u64`: only if the OS generator is gone, which the
+                    // handshake would hit too; never a panic.
+                    for chunk in buf.chunks_mut(8) {
+                        let v = self.next_u64().to_le_bytes();
+                        chunk.copy_from_slice(v.get(..chunk.len()).unwrap_or_default());
+                    }
+                }
+            }
+        }
+    }
 }

@@ -9,9 +9,17 @@
 //! inner packets from a client are written to the TUN device only if their source is in
 //! that client's `allowed_ips`.
 //!
-//! Refused without reply and counted: anything that does not parse, initiations that do
-//! not decrypt, come from unknown keys, replay an old timestamp or exceed the handshake
-//! rate limit, and data messages with unknown indices, replayed counters or bad tags.
+//! Refused without reply and counted: anything that does not parse, initiations with a
+//! wrong mac1, that do not decrypt, come from unknown keys, replay an old timestamp or
+//! exceed the handshake rate limits, and data messages with unknown indices, replayed
+//! counters or bad tags.
+//!
+//! Handshake floods (docs/protocol.md#dos): mac1 is checked before anything else (one
+//! BLAKE2s). An initiation without a valid mac2 is processed only if the server is not
+//! under load and its source is within its per-source budget; otherwise it gets a cookie
+//! reply and nothing else. One with a valid mac2 (its source proved it receives at its
+//! address) has per-source budgets of its own and is processed under load too; the global
+//! budget stays the last line for all.
 //!
 //! An answered initiation only sets the client's `next` keys. If it names an engine
 //! session the server does not have, it is answered with `FLAG_FRESH_SESSION` (and so is
@@ -33,17 +41,39 @@ use tracing::{debug, info, warn};
 use super::link::{DataDrop, FreshSession, Link, ReceiveDrop};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
+use crate::crypto::cookie::CookieChecker;
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
 use crate::crypto::keypair::Keypair;
 use crate::keys::Key;
-use crate::message::{Message, RESPONSE_LEN, parse};
-use crate::ratelimit::{LogLimiter, TokenBucket};
+use crate::message::{INITIATION_MAC2_OFFSET, Message, RESPONSE_LEN, parse};
+use crate::ratelimit::{LogLimiter, SourceLimiter, TokenBucket};
 
 /// Handshake initiations processed per second, all clients together (each costs several
-/// X25519 operations), and the burst allowed.
+/// X25519 operations), and the burst allowed: the last line, behind the per-source limits.
 pub const HANDSHAKE_RATE: f64 = 200.0;
 /// See [`HANDSHAKE_RATE`].
 pub const HANDSHAKE_BURST: f64 = 50.0;
+/// The server is under load while its demand bucket (the global bucket's twin, charged for
+/// every initiation with a valid mac1, processed or not: the demand, as WireGuard's queue
+/// length is) holds fewer tokens than this, and for [`UNDER_LOAD_HOLD`] after:
+/// initiations without a valid mac2 then get a cookie reply instead of being processed.
+/// Under a sustained flood the server therefore stays under load, and the flood's
+/// initiations reach Diffie-Hellman only until the demand first crosses the threshold.
+pub const LOAD_THRESHOLD: f64 = HANDSHAKE_BURST / 2.0;
+/// How long the server stays under load after the bucket was last seen below
+/// [`LOAD_THRESHOLD`] (WireGuard: 1 s).
+pub const UNDER_LOAD_HOLD: Duration = Duration::from_secs(1);
+/// Per source address (IPv4 address, IPv6 /64), initiations without a valid mac2 processed
+/// per second and their burst (WireGuard's per-source limit: 20/s, burst 5); over it, a
+/// cookie reply.
+pub const SOURCE_RATE: (f64, f64) = (20.0, 5.0);
+/// Per source prefix (IPv4 /24, IPv6 /48), the same.
+pub const PREFIX_RATE: (f64, f64) = (50.0, 20.0);
+/// Per source address, initiations with a valid mac2 processed per second and their burst;
+/// over it, dropped.
+pub const PROVEN_SOURCE_RATE: (f64, f64) = (20.0, 5.0);
+/// Per source prefix, the same.
+pub const PROVEN_PREFIX_RATE: (f64, f64) = (100.0, 40.0);
 /// One client's initiations closer together than this are ignored (WireGuard: 20 ms).
 pub const MIN_INITIATION_INTERVAL: Duration = Duration::from_millis(20);
 /// Random key indices tried before a handshake is given up (a collision among 2^32 is
@@ -96,6 +126,14 @@ pub struct ServerEndpoint {
     /// (prefix, peer), longest prefix first.
     routes: Vec<(IpNet, usize)>,
     handshakes: TokenBucket,
+    /// The demand for handshakes ([`LOAD_THRESHOLD`]).
+    demand: TokenBucket,
+    /// The last time the server was seen under load ([`LOAD_THRESHOLD`]).
+    last_under_load: Option<Time>,
+    cookies: CookieChecker,
+    /// Per-source budgets of initiations without, and with, a valid mac2.
+    unproven: SourceLimiter,
+    proven: SourceLimiter,
     drops: DropCounters,
     log_unknown: LogLimiter,
     log_drop: LogLimiter,
@@ -122,14 +160,23 @@ impl ServerEndpoint {
             })
             .collect();
         routes.sort_by_key(|(n, _)| std::cmp::Reverse(n.prefix_len()));
+        let mut random = Random::from_seed(params.engine.seed);
+        let mut hash_key = || std::array::from_fn(|_| random.next_u64());
+        let unproven = SourceLimiter::new(SOURCE_RATE, PREFIX_RATE, hash_key());
+        let proven = SourceLimiter::new(PROVEN_SOURCE_RATE, PROVEN_PREFIX_RATE, hash_key());
         ServerEndpoint {
+            cookies: CookieChecker::new(&params.private_key.public()),
             private_key: params.private_key,
-            random: Random::from_seed(params.engine.seed),
+            random,
             engine: params.engine,
             peers,
             indices: BTreeMap::new(),
             routes,
             handshakes: TokenBucket::new(HANDSHAKE_RATE, HANDSHAKE_BURST),
+            demand: TokenBucket::new(HANDSHAKE_RATE, HANDSHAKE_BURST),
+            last_under_load: None,
+            unproven,
+            proven,
             drops: DropCounters::default(),
             log_unknown: LogLimiter::new(1.0),
             log_drop: LogLimiter::new(1.0),
@@ -163,13 +210,13 @@ impl ServerEndpoint {
         out: &mut impl Outputs,
     ) {
         match parse(datagram) {
-            Ok(Message::Initiation { .. }) => {
-                self.handle_initiation(now, socket, from, datagram, out)
+            Ok(Message::Initiation { sender }) => {
+                self.handle_initiation(now, socket, from, sender, datagram, out)
             }
             Ok(Message::Data { receiver, counter }) => {
                 self.handle_data(now.mono, socket, from, receiver, counter, datagram, out)
             }
-            Ok(Message::Response { .. }) | Err(_) => {
+            Ok(Message::Response { .. } | Message::CookieReply { .. }) | Err(_) => {
                 self.drops.malformed += 1;
                 if let Some(suppressed) = self.log_drop.check(now.mono) {
                     debug!(%from, suppressed, "malformed datagram dropped");
@@ -178,18 +225,82 @@ impl ServerEndpoint {
         }
     }
 
+    /// Whether the server is under load at `now` ([`LOAD_THRESHOLD`], [`UNDER_LOAD_HOLD`]).
+    fn under_load(&mut self, now: Time) -> bool {
+        if self.demand.available(now) < LOAD_THRESHOLD {
+            self.last_under_load = Some(now);
+            return true;
+        }
+        self.last_under_load
+            .is_some_and(|last| now < last + UNDER_LOAD_HOLD)
+    }
+
+    /// Whether an initiation's mac2 is valid for `from` (all zeros: no cookie, not checked).
+    fn has_valid_mac2(&mut self, now: Time, from: SocketAddr, msg: &[u8]) -> bool {
+        if msg
+            .get(INITIATION_MAC2_OFFSET..)
+            .is_none_or(|m| m.iter().all(|b| *b == 0))
+        {
+            return false;
+        }
+        let random = &mut self.random;
+        self.cookies
+            .check_mac2(now, from, msg, &mut |b: &mut [u8]| random.fill(b))
+    }
+
+    /// The DoS rules of docs/protocol.md#dos, before any Diffie-Hellman: true if the
+    /// initiation may be processed. Otherwise it was counted, and answered with a cookie
+    /// reply if it deserves one.
+    fn admit_initiation(
+        &mut self,
+        t: Time,
+        socket: usize,
+        from: SocketAddr,
+        sender: u32,
+        msg: &[u8],
+        out: &mut impl Outputs,
+    ) -> bool {
+        // mac1 first: one BLAKE2s stops whatever was made without the server's public key.
+        if !self.cookies.check_mac1(msg) {
+            self.drops.bad_mac += 1;
+            return false;
+        }
+        // Counted in the demand whatever becomes of it (an empty bucket just stays empty).
+        let _ = self.demand.allow(t);
+        if self.has_valid_mac2(t, from, msg) {
+            // The source receives at its address: its own budgets, and the whole global one.
+            if !self.proven.allow(t, from.ip()) || !self.handshakes.allow(t) {
+                self.drops.rate_limited += 1;
+                return false;
+            }
+            return true;
+        }
+        if !self.under_load(t) && self.unproven.allow(t, from.ip()) && self.handshakes.allow(t) {
+            return true;
+        }
+        // Under load, or the source is over its budget: prove the address first.
+        self.drops.cookie_replied += 1;
+        let random = &mut self.random;
+        if let Some(reply) = self
+            .cookies
+            .reply(t, from, sender, msg, &mut |b: &mut [u8]| random.fill(b))
+        {
+            out.send_udp(socket, from, &reply);
+        }
+        false
+    }
+
     fn handle_initiation(
         &mut self,
         now: Now,
         socket: usize,
         from: SocketAddr,
+        sender: u32,
         msg: &[u8],
         out: &mut impl Outputs,
     ) {
         let t = now.mono;
-        // The rate limit comes first: it is the only defence that costs nothing.
-        if !self.handshakes.allow(t) {
-            self.drops.rate_limited += 1;
+        if !self.admit_initiation(t, socket, from, sender, msg, out) {
             return;
         }
         let init = match ReceivedInitiation::read(&self.private_key, msg) {
