@@ -700,6 +700,112 @@ fn unknown_client_key_gets_no_reply() {
     t.shutdown();
 }
 
+/// (k) A bounded flood of junk handshake initiations (docs/protocol.md#dos): 20,000 a
+/// second for 5 s from the client's namespace (half with a valid mac1 made with the
+/// server's public key, half with a wrong one; from one address, random ports), while the
+/// real client restarts: it connects within 10 s (through a cookie reply and mac2), and the
+/// server counts the junk as `bad_mac` and `cookie_replied`.
+#[test]
+fn client_connects_during_a_handshake_flood() {
+    use plait_tunnel::crypto::cookie::{Mac1Key, write_initiation_mac1};
+    use plait_tunnel::message::{INITIATION_HEADER_LEN, write_initiation_header};
+
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'k',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let client_ns = t.topo.clients()[0].client();
+    let config = t.dir.path().join("client0.toml");
+    let tun = tun_name('k');
+    let old = t.clients.pop().expect("client 0");
+    old.shutdown(client_ns);
+
+    let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
+    let mac1 = Mac1Key::new(&t.server_key.public());
+    let mut valid = [[0u8; INITIATION_LEN]; 16];
+    let mut invalid = valid;
+    for (i, (v, bad)) in valid.iter_mut().zip(&mut invalid).enumerate() {
+        payload_block(0xf100d, i as u64, v);
+        write_initiation_header(
+            v.first_chunk_mut::<INITIATION_HEADER_LEN>()
+                .expect("header"),
+            i as u32,
+        );
+        *bad = *v;
+        write_initiation_mac1(v, &mac1);
+    }
+    const RATE: u64 = 20_000;
+    const FLOOD: Duration = Duration::from_secs(5);
+    let (sent, connected_after) = std::thread::scope(|scope| {
+        let flood = scope.spawn(|| {
+            client_ns
+                .run_in(move || {
+                    // 64 sockets: 64 source ports.
+                    let socks: Vec<UdpSocket> = (0..64)
+                        .map(|_| {
+                            let s = UdpSocket::bind("0.0.0.0:0").expect("bind");
+                            s.connect(server_addr).expect("connect");
+                            s.set_nonblocking(true).expect("nonblocking");
+                            s
+                        })
+                        .collect();
+                    let start = Instant::now();
+                    let mut sent = 0u64;
+                    while start.elapsed() < FLOOD {
+                        // Paced: as many as the elapsed time allows, 10 ms at a time.
+                        let due = RATE * start.elapsed().as_micros() as u64 / 1_000_000;
+                        while sent < due {
+                            let i = sent as usize;
+                            let msg = if i % 2 == 0 {
+                                &valid[i / 2 % 16]
+                            } else {
+                                &invalid[i / 2 % 16]
+                            };
+                            // A full socket buffer drops it, as a real flood's would be.
+                            let _ = socks[i % socks.len()].send(msg);
+                            sent += 1;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    sent
+                })
+                .expect("run in client namespace")
+        });
+        // The flood is on; the client starts.
+        std::thread::sleep(Duration::from_millis(500));
+        let started = Instant::now();
+        let mut client = Daemon::start(client_ns, "client", "client0", &config, &tun);
+        client.wait_for("established session during the flood", |s| {
+            s.sessions.len() == 1 && s.sessions[0].established
+        });
+        let connected_after = started.elapsed();
+        t.clients.push(client);
+        (flood.join().expect("flood thread"), connected_after)
+    });
+    let status = t.server().status().expect("server status");
+    eprintln!(
+        "flood: {sent} junk initiations in {FLOOD:?}; the client connected {connected_after:?} \
+         after it started; server drops: {:?}",
+        status.dropped
+    );
+    assert!(sent >= RATE * 4, "the flood ran: {sent}");
+    assert!(status.dropped.bad_mac > 0, "{:?}", status.dropped);
+    assert!(status.dropped.cookie_replied > 0, "{:?}", status.dropped);
+    // The server has the session too.
+    t.server()
+        .status()
+        .map(|s| assert!(s.sessions.iter().any(|x| x.established), "{s:?}"))
+        .expect("server status");
+    t.shutdown();
+}
+
 /// (d) One IPv4 and one IPv6 path, tunnel addresses of both families: inner IPv6 over both
 /// paths, then inner IPv6 and IPv4 over the IPv6 path alone, then inner IPv6 over the IPv4
 /// path alone (the other path blackholed and seen down), all byte-identical.
