@@ -847,6 +847,60 @@ fn established_session_rekeys_and_a_new_client_connects_under_a_flood() {
     assert_eq!(tags(&w.client_tun), (1000..1020).collect::<Vec<_>>());
 }
 
+/// The admission rules of docs/protocol.md#dos at the server, one initiation at a time:
+/// a wrong mac1 is dropped without reply; a source over its unproven budget (20/s, burst 5)
+/// gets cookie replies no larger than its initiation while another source is still
+/// served; a valid mac2 from that source passes its separate proven budget, a mac2 made
+/// for another port does not.
+#[test]
+fn per_source_budget_then_cookie_then_mac2() {
+    use crate::crypto::cookie::{cookie_key, open_cookie_reply, write_initiation_mac2};
+    let k = keys();
+    let mut s = server_for(&k, k.client.public());
+    let flood = Flood::new(&k.server.public(), 1);
+    let now = Now {
+        mono: Time::from_millis(1_000),
+        wall_ns: 0,
+    };
+    let a = addr("198.51.100.7:4000");
+    let mut out = Capture::default();
+    s.handle_udp(now, 0, a, &mut flood.invalid[0].clone(), &mut out);
+    assert!(out.udp.is_empty());
+    assert_eq!(s.drops().bad_mac, 1);
+    // Five processed (they fail at Diffie-Hellman: junk), then cookie replies.
+    for i in 0..8 {
+        s.handle_udp(now, 0, a, &mut flood.valid[i].clone(), &mut out);
+    }
+    let d = s.drops();
+    assert_eq!((d.auth_failed, d.cookie_replied), (5, 3), "{d:?}");
+    assert_eq!(out.udp.len(), 3);
+    assert!(out.udp.iter().all(|(_, to, b)| *to == a
+        && b.len() == crate::message::COOKIE_REPLY_LEN
+        && b.len() < crate::message::INITIATION_LEN));
+    // Another source is not affected.
+    s.handle_udp(
+        now,
+        0,
+        addr("203.0.113.9:4000"),
+        &mut flood.valid[9].clone(),
+        &mut out,
+    );
+    assert_eq!(s.drops().auth_failed, 6);
+    // The cookie for `a`, opened as the client would, makes a mac2 that gets the next
+    // initiation from `a` processed.
+    let mac1 = crate::crypto::cookie::initiation_mac1(&flood.valid[7]).unwrap();
+    let cookie = open_cookie_reply(&cookie_key(&k.server.public()), &out.udp[2].2, &mac1)
+        .expect("a cookie for the initiation it answers");
+    let mut m = flood.valid[10].clone();
+    write_initiation_mac2(&mut m, Some(&cookie));
+    s.handle_udp(now, 0, a, &mut m.clone(), &mut out);
+    assert_eq!(s.drops().auth_failed, 7, "{:?}", s.drops());
+    // The same mac2 from another port of the same address: a cookie reply, not processed.
+    s.handle_udp(now, 0, addr("198.51.100.7:4001"), &mut m, &mut out);
+    assert_eq!(s.drops().auth_failed, 7);
+    assert_eq!(s.drops().cookie_replied, 4);
+}
+
 /// The server's cost per junk initiation: a wrong mac1, a valid mac1 answered with a
 /// cookie reply (under load), a valid mac1 that reaches Diffie-Hellman (not under load),
 /// and, for scale, a genuine handshake. A measurement, not an assertion: run with
