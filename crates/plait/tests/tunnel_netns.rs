@@ -763,7 +763,7 @@ fn client_connects_during_a_handshake_flood() {
                         let due = RATE * start.elapsed().as_micros() as u64 / 1_000_000;
                         while sent < due {
                             let i = sent as usize;
-                            let msg = if i % 2 == 0 {
+                            let msg = if i.is_multiple_of(2) {
                                 &valid[i / 2 % 16]
                             } else {
                                 &invalid[i / 2 % 16]
