@@ -71,7 +71,7 @@ fuzz_target!(|data: &[u8]| {
         server.handle_udp(now, 0, from, &mut d, &mut out);
         server.handle_timeout(now, &mut out);
         // Without the client's key nothing authenticates: replies, if any, are handshake
-        // responses, smaller than what caused them.
+        // responses or cookie replies, both smaller than the initiation that caused them.
         assert!(out.bytes <= len, "{} bytes answered {len}", out.bytes);
     }
 });
