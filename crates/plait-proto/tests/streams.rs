@@ -264,7 +264,13 @@ fn a_slow_reader_is_held_by_flow_control_and_memory_stays_bounded() {
     let now = pair.now;
     let id = pair.a.open_stream(now, b"slow").unwrap();
     let big = vec![5u8; 1 << 20];
-    assert_eq!(pair.a.stream_write(now, id, &big).unwrap(), 1 << 20);
+    // No path measured yet: the send buffer takes up to the target's floor (less the 5-byte
+    // open request), still four times b's window.
+    let floor = plait_proto::session::MIN_SEND_TARGET;
+    assert_eq!(
+        pair.a.stream_write(now, id, &big).unwrap() as u64,
+        floor - 5
+    );
     pair.drive_now();
     // Nobody reads at b: b holds at most its window.
     pair.run_until(Time::from_millis(2_000), |_| None);
@@ -466,5 +472,83 @@ fn packet_mode_and_streams_share_a_session() {
     assert!(
         delivered >= sent * 98 / 100,
         "{delivered} of {sent} inner packets"
+    );
+}
+
+/// docs/protocol.md#adaptive-send-buffer: a writer gets room up to the send-buffer target
+/// (twice the usable paths' windows, at least `MIN_SEND_TARGET`), not the 16 MiB hard bound;
+/// as the windows grow, the target follows and the blocked writer, which writes only when
+/// told `Writable`, is woken each time (a lost wakeup would stall the transfer).
+#[test]
+fn the_send_buffer_follows_the_paths_windows() {
+    use plait_proto::session::MIN_SEND_TARGET;
+    let paths = [link(40.0, 10, 0.0), link(10.0, 30, 0.0)];
+    let (a, b) = configs();
+    let mut pair = Pair::new(a, b, &paths, &[], 13);
+    let mut reader = [App::default(), App::default()];
+    let now = pair.now;
+    let id = pair.a.open_stream(now, &1u64.to_be_bytes()).expect("open");
+    let total: u64 = 64 << 20;
+    let chunk = |from: u64| -> Vec<u8> {
+        (from..(from + (1 << 20)).min(total))
+            .map(|o| pattern(1, o))
+            .collect()
+    };
+    // Nothing measured yet: room is the floor (less the 9-byte open request), not 16 MiB.
+    let mut written = pair.a.stream_write(now, id, &chunk(0)).unwrap() as u64;
+    assert_eq!(written, MIN_SEND_TARGET - 9);
+    let (mut refused, mut woken, mut max_target) = (1u32, 0u32, 0u64);
+    for ms in 1..=4_000u64 {
+        pair.run_until(Time::from_millis(ms), |_| None);
+        let mut writable = false;
+        for e in pair.take_events(0) {
+            if e == Event::Stream(StreamEvent::Writable(id)) {
+                writable = true;
+                woken += 1;
+            }
+        }
+        let now = pair.now;
+        // The target is the rule applied to the paths as they are now.
+        let windows: u64 = pair
+            .a
+            .path_views()
+            .iter()
+            .filter(|v| v.state.is_usable())
+            .map(|v| pair.a.path_congestion(v.id).unwrap().window)
+            .sum();
+        let target = pair.a.stream_send_target();
+        assert_eq!(target, (2 * windows).max(MIN_SEND_TARGET), "at {ms} ms");
+        max_target = max_target.max(target);
+        if writable {
+            while written < total {
+                let n = pair.a.stream_write(now, id, &chunk(written)).unwrap() as u64;
+                written += n;
+                // Room is given only up to the target (bytes written under a higher target
+                // stay when it falls: then the write takes nothing).
+                assert!(n == 0 || pair.a.stream_buffered().0 <= target, "at {ms} ms");
+                if n < (1 << 20).min(total - written + n) {
+                    refused += 1;
+                    break;
+                }
+            }
+        }
+        reader[1].pump(1, &mut pair);
+        pair.drive_now();
+    }
+    let (read, _, _) = reader[1].reading.values().next().copied().expect("opened");
+    eprintln!(
+        "written {written}, read {read}, refused {refused}, woken {woken}, target up to {max_target}"
+    );
+    // The windows grew well past the floor, and the target with them (50 Mbit/s at 20 to
+    // 60 ms RTT with 100 ms queues: windows of several hundred kB).
+    assert!(max_target > 2 * MIN_SEND_TARGET, "{max_target}");
+    // Each refusal was followed by a wakeup (the last may still be pending), and the
+    // writer, which writes only when woken, kept the paths busy: about 50 Mbit/s for 4 s.
+    assert!(woken + 1 >= refused, "refused {refused}, woken {woken}");
+    assert!(read > 18_000_000, "read {read}");
+    // What the writer was told was sent is never more than the target ahead of the reader.
+    assert!(
+        written - read <= max_target + (256 << 10),
+        "{written} - {read}"
     );
 }

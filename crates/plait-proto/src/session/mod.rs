@@ -49,6 +49,14 @@ const MAX_PROBE_ACKS: usize = 64;
 const MAX_REPAIR_REQUESTS: usize = 1024;
 /// Repair wait before any round trip is measured.
 const INITIAL_REPAIR_WAIT: Duration = Duration::from_millis(200);
+/// The stream send-buffer target is this many times the sum of the usable paths'
+/// congestion windows (docs/protocol.md#stream-flow-control): one window in flight, one
+/// ready to replace it as it is acknowledged (Linux TCP autotunes its send buffer the same
+/// way).
+const SEND_TARGET_WINDOWS: u64 = 2;
+/// The stream send-buffer target never falls below this, so a new session (no path usable
+/// yet, initial windows) can fill its first flights and the peer's initial stream window.
+pub const MIN_SEND_TARGET: u64 = 256 << 10;
 
 /// One path's state at this endpoint: what we send on it and what we receive on it.
 #[derive(Debug)]
@@ -127,6 +135,8 @@ impl Session {
         if config.repair {
             reorder_config.repair_wait = Some(INITIAL_REPAIR_WAIT.min(reorder_config.max_hold));
         }
+        let mut streams = Streams::new(config.side, config.streams.clone());
+        streams.set_send_target(MIN_SEND_TARGET);
         Ok(Session {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             now: Time::ZERO,
@@ -153,7 +163,7 @@ impl Session {
                 )
             }),
             repair_requests: VecDeque::new(),
-            streams: Streams::new(config.side, config.streams.clone()),
+            streams,
             stream_pace_until: None,
             stream_scheduler: AnyScheduler::new(config.stream_scheduler),
             config,
@@ -266,6 +276,8 @@ impl Session {
         }
         if changed {
             self.on_paths_changed(now);
+        } else {
+            self.update_send_target();
         }
     }
 
@@ -399,6 +411,26 @@ impl Session {
         self.now = self.now.max(now);
     }
 
+    /// Hands the streams their send-buffer target: `SEND_TARGET_WINDOWS` × the sum of the
+    /// usable paths' congestion windows, at least [`MIN_SEND_TARGET`] (the hard bounds
+    /// apply on top, in the streams). Called wherever a window or a path's usability may
+    /// change (ACK and loss processing, timeouts, paths added, removed or changing state),
+    /// so a writer refused for want of room hears `Writable` as soon as the paths can
+    /// carry more, not only when bytes are acknowledged.
+    fn update_send_target(&mut self) {
+        let windows: u64 = self
+            .paths
+            .iter()
+            .flatten()
+            .filter(|s| s.tx.state().is_usable())
+            .map(|s| s.tx.congestion().window())
+            .sum();
+        let target = windows
+            .saturating_mul(SEND_TARGET_WINDOWS)
+            .max(MIN_SEND_TARGET);
+        self.streams.set_send_target(target);
+    }
+
     /// Paths were added, removed or changed state: wake a blocked scheduler and tell the
     /// reorder buffer which paths a missing packet may still travel on.
     fn on_paths_changed(&mut self, now: Time) {
@@ -411,6 +443,7 @@ impl Session {
             n += 1;
         }
         self.reorder.set_paths(now, &ids[..n]);
+        self.update_send_target();
     }
 
     /// Keeps the repair wait near one round trip on the fastest usable path (the request

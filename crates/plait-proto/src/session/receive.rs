@@ -264,6 +264,7 @@ impl Session {
         }
         self.on_state_change(now, ack.path(), out.state_change);
         self.update_repair_wait();
+        self.update_send_target();
     }
 
     fn on_state_change(

@@ -30,8 +30,10 @@ impl Session {
     }
 
     /// Writes to a stream as much of `data` as its buffers take; returns how much.
-    /// Fewer bytes than given (even 0) means the buffers are full: a
-    /// [`crate::StreamEvent::Writable`] follows when room frees.
+    /// Fewer bytes than given (even 0) means the buffers are full (the hard bounds, or the
+    /// send-buffer target [`Session::stream_send_target`]): a
+    /// [`crate::StreamEvent::Writable`] follows when acknowledgements free room or the
+    /// paths' windows grow.
     pub fn stream_write(
         &mut self,
         now: Time,
@@ -86,5 +88,13 @@ impl Session {
     /// Bytes the streams hold: (written and unacknowledged, arrived and unread).
     pub fn stream_buffered(&self) -> (u64, u64) {
         self.streams.buffered()
+    }
+
+    /// The streams' send-buffer target now: written, unacknowledged bytes beyond which
+    /// [`Session::stream_write`] takes no more (twice the usable paths' windows, at least
+    /// [`super::MIN_SEND_TARGET`]; the hard bounds of [`crate::StreamLimits`] apply on top;
+    /// docs/protocol.md#stream-flow-control).
+    pub fn stream_send_target(&self) -> u64 {
+        self.streams.send_target()
     }
 }

@@ -16,6 +16,14 @@
 //!   [`StreamLimits::max_session_window`], written bytes ≤
 //!   [`StreamLimits::session_send_buffer`], streams ≤ 2 × [`StreamLimits::max_concurrent`]
 //!   (each end's), and the in-flight record holds one entry per unresolved datagram;
+//! - the send buffer is adaptive inside those hard bounds: [`Streams::write`] gives room
+//!   only while the stream holds less than `min(stream_send_buffer, target)` and all
+//!   streams less than `min(session_send_buffer, target)` written, unacknowledged bytes,
+//!   where the session sets `target` ([`Streams::set_send_target`]) to twice the sum of
+//!   its usable paths' congestion windows, at least [`crate::session::MIN_SEND_TARGET`]
+//!   (docs/protocol.md#stream-flow-control); a writer refused room is in
+//!   `waiting_writers` and hears one `Writable` once both limits leave it room,
+//!   whether acknowledgements freed bytes or the target rose;
 //! - every byte written is delivered exactly once, in order, per stream; one stream's hole
 //!   never holds another;
 //! - a peer that breaks the rules gets a [`StreamViolation`] (the session closes), never a
@@ -265,6 +273,9 @@ pub struct Streams {
     control_due: BTreeSet<u64>,
     /// Streams whose write was refused or cut short: told `Writable` when room frees.
     waiting_writers: BTreeSet<u64>,
+    /// The adaptive send-buffer target the session sets from its paths' windows
+    /// ([`Streams::set_send_target`]; `u64::MAX` until set: only the hard bounds apply).
+    send_target: u64,
     /// Streams with lost bytes, a lost FIN or an unsent FIN (see the module docs).
     sendable_always: BTreeSet<u64>,
     /// Streams with new bytes within their own limit (see the module docs).
@@ -299,6 +310,7 @@ impl Streams {
             max_data_due: false,
             control_due: BTreeSet::new(),
             waiting_writers: BTreeSet::new(),
+            send_target: u64::MAX,
             sendable_always: BTreeSet::new(),
             sendable_new: BTreeSet::new(),
             cursor: 0,
@@ -378,14 +390,43 @@ impl Streams {
         Ok(StreamId(id))
     }
 
+    /// The send-buffer target: written, unacknowledged bytes the streams may hold beyond
+    /// which [`Streams::write`] gives no room, per stream and for all streams together
+    /// (each still capped by its hard bound, [`StreamLimits::stream_send_buffer`] and
+    /// [`StreamLimits::session_send_buffer`]). The session derives it from its paths'
+    /// congestion windows (docs/protocol.md#stream-flow-control). Bytes already written
+    /// stay when it falls; when it rises, every refused writer that has room now is told
+    /// `Writable`.
+    pub fn set_send_target(&mut self, target: u64) {
+        let rose = target > self.send_target;
+        self.send_target = target;
+        if rose {
+            self.wake_writers();
+        }
+    }
+
+    /// The current send-buffer target (see [`Streams::set_send_target`]).
+    pub fn send_target(&self) -> u64 {
+        self.send_target
+    }
+
+    /// Written, unacknowledged bytes one stream may hold now: its hard bound, or the
+    /// target if lower.
+    fn stream_send_limit(&self) -> u64 {
+        self.limits.stream_send_buffer.min(self.send_target)
+    }
+
+    /// Written, unacknowledged bytes all streams may hold now.
+    fn session_send_limit(&self) -> u64 {
+        self.limits.session_send_buffer.min(self.send_target)
+    }
+
     /// Appends to a stream's send buffer as much of `data` as the buffers allow; returns
-    /// how much (0: full now, a `Writable` event follows when room frees).
+    /// how much (0: full now, a `Writable` event follows when room frees or the send-buffer
+    /// target rises).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
-        let session_room = self
-            .limits
-            .session_send_buffer
-            .saturating_sub(self.send_buffered);
-        let stream_room_limit = self.limits.stream_send_buffer;
+        let session_room = self.session_send_limit().saturating_sub(self.send_buffered);
+        let stream_room_limit = self.stream_send_limit();
         let s = self.map.get_mut(&id.0).ok_or(StreamError::Unknown(id))?;
         if s.local_reset.is_some() {
             return Err(StreamError::Reset(id));
@@ -460,14 +501,13 @@ impl Streams {
         }
     }
 
-    /// Room freed in the session's send buffer: every stream whose write was refused and
-    /// that has room now is told so.
+    /// Room freed in the session's send buffer, or the target rose: every stream whose
+    /// write was refused and that has room now is told so.
     fn wake_writers(&mut self) {
-        if self.waiting_writers.is_empty() || self.send_buffered >= self.limits.session_send_buffer
-        {
+        if self.waiting_writers.is_empty() || self.send_buffered >= self.session_send_limit() {
             return;
         }
-        let per_stream = self.limits.stream_send_buffer;
+        let per_stream = self.stream_send_limit();
         let map = &self.map;
         let events = &mut self.events;
         self.waiting_writers.retain(|id| match map.get(id) {

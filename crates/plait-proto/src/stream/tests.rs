@@ -247,3 +247,66 @@ fn idle_stream_size() {
     );
     assert!(stream <= 320, "Stream grew to {stream} bytes");
 }
+
+/// docs/protocol.md#adaptive-send-buffer: the send-buffer target caps the room `write`
+/// gives, per stream and for all streams together, inside the hard bounds; a writer refused
+/// for want of room hears `Writable` when the target rises, with no byte acknowledged; a
+/// target that falls drops nothing and wakes nobody.
+#[test]
+fn send_target_bounds_room_and_a_rising_target_wakes_the_writer() {
+    let lim = StreamLimits {
+        max_concurrent: 4,
+        stream_send_buffer: 16 << 20,
+        session_send_buffer: 64 << 20,
+        ..StreamLimits::default()
+    };
+    let mut a = Streams::new(Side::Client, lim);
+    let big = vec![7u8; 1 << 20];
+    let s0 = a.open(b"").unwrap();
+    let s1 = a.open(b"").unwrap();
+    let request = a.buffered().0; // the two open-request prefixes
+    // Small windows: target 100 kB. Each write gets the room left under it, not 16 MiB.
+    a.set_send_target(100_000);
+    assert_eq!(a.write(s0, &big).unwrap() as u64, 100_000 - request);
+    assert_eq!(a.buffered().0, 100_000);
+    assert_eq!(
+        a.write(s1, &big).unwrap(),
+        0,
+        "the session is at the target"
+    );
+    assert_eq!(a.poll_event(), None);
+    // The target falls (a window was cut): nothing is dropped, nobody is woken.
+    a.set_send_target(50_000);
+    assert_eq!(a.buffered().0, 100_000);
+    assert_eq!(a.poll_event(), None);
+    // Windows grow: both refused writers hear `Writable` with nothing acknowledged.
+    a.set_send_target(300_000);
+    let mut got = Vec::new();
+    while let Some(e) = a.poll_event() {
+        got.push(e);
+    }
+    assert_eq!(
+        got,
+        vec![StreamEvent::Writable(s0), StreamEvent::Writable(s1)]
+    );
+    // Per stream too: s1 gets only the target minus its own bytes, bounded by the session.
+    let n1 = a.write(s1, &big).unwrap() as u64;
+    assert_eq!(
+        a.buffered().0,
+        300_000,
+        "s1 filled the session up to the target"
+    );
+    assert!(n1 > 0);
+    // The hard bound stays hard: a huge target leaves the 16 MiB per-stream cap.
+    a.set_send_target(u64::MAX);
+    let mut total = 0u64;
+    loop {
+        let n = a.write(s0, &big).unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    let s0_held = 100_000 - request / 2 + total;
+    assert_eq!(s0_held, 16 << 20, "per-stream hard bound");
+}
