@@ -91,7 +91,7 @@ impl Session {
     }
 
     /// The streams' send-buffer target now: written, unacknowledged bytes beyond which
-    /// [`Session::stream_write`] takes no more (four times the usable paths' windows, at least
+    /// [`Session::stream_write`] takes no more (eight times the usable paths' windows, at least
     /// [`super::MIN_SEND_TARGET`]; the hard bounds of [`crate::StreamLimits`] apply on top;
     /// docs/protocol.md#stream-flow-control).
     pub fn stream_send_target(&self) -> u64 {

@@ -19,7 +19,7 @@
 //! - the send buffer is adaptive inside those hard bounds: [`Streams::write`] gives room
 //!   only while the stream holds less than `min(stream_send_buffer, target)` and all
 //!   streams less than `min(session_send_buffer, target)` written, unacknowledged bytes,
-//!   where the session sets `target` ([`Streams::set_send_target`]) to four times the sum of
+//!   where the session sets `target` ([`Streams::set_send_target`]) to eight times the sum of
 //!   its usable paths' congestion windows, at least [`crate::session::MIN_SEND_TARGET`]
 //!   (docs/protocol.md#stream-flow-control); a writer refused room is in
 //!   `waiting_writers` and hears one `Writable` once both limits leave it room,
