@@ -551,6 +551,11 @@ impl Streams {
                     .is_some_and(|t| now.saturating_since(t) < rtt * 2)
                 {
                     s.window = (s.window * 2).min(self.limits.max_stream_window);
+                    // The session window stays at least twice the largest stream window,
+                    // so one stream whose reader stalls holds at most half the session's
+                    // credit and the other streams keep flowing.
+                    let floor = (s.window * 2).min(self.limits.max_session_window);
+                    self.recv_window = self.recv_window.max(floor);
                 }
                 s.last_window_update = Some(now);
                 s.recv.raise_max_data(read + s.window);
