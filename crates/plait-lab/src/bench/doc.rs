@@ -855,8 +855,9 @@ Reading the bullets above with the tables below:
   own congestion controller (`[engine] congestion`, default `newreno`), whatever the
   endpoints' `--cc`: their TCP never meets an emulated link.
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
-  sender's bytes into the relay's sockets and the engine stream well ahead of the paths
-  (20-25 MB measured here), so the sender's writes end while that much is still to cross
+  sender's bytes into the relay's sockets and the engine stream ahead of the paths (the
+  engine now accepts at most 8 times the paths' congestion windows, docs/protocol.md#adaptive-send-buffer;
+  before that bound 20-25 MB were measured here), so the sender's writes end while that much is still to cross
   and the receiver's time (accept to end of data, the goodput's denominator) includes the
   drain: 15 s of writing became 20-26 s of transfer. Slow start then weighs less than in
   the other modes, and on T5 (rate events on the sender's schedule) the drain runs at full
