@@ -19,6 +19,7 @@ pub mod cc;
 pub mod config;
 mod drive;
 pub mod ids;
+pub mod inner_ip;
 pub mod path;
 pub mod reorder;
 pub mod sched;
