@@ -70,10 +70,26 @@ pub struct Config {
     pub reorder_config: ReorderConfig,
     /// Largest datagram the engine sends (the path MTU less outer headers and encryption).
     pub max_datagram_size: usize,
-    /// Send queue bound, packets. A full queue refuses new inner packets (tail drop).
+    /// Send queue bound, packets. A new inner packet that would exceed it (or
+    /// `send_queue_bytes`) gets in by dropping from the head of the flow with the largest
+    /// backlog (RFC 8290 §4.1; docs/protocol.md#send-queue).
     pub send_queue_packets: usize,
     /// Send queue bound, bytes.
     pub send_queue_bytes: usize,
+    /// Flow queues the send queue hashes inner packets' 5-tuples into (RFC 8290 §5.2.5);
+    /// packets that are not IP share one more.
+    pub send_queue_flows: usize,
+    /// The send queue's deficit round robin quantum, bytes (RFC 8290 §5.2.4).
+    pub send_queue_quantum: usize,
+    /// CoDel target: the standing delay a flow may keep in the send queue before CoDel
+    /// drops or marks (RFC 8289 §4.3, RFC 8290 §5.2.2).
+    pub send_queue_target: Duration,
+    /// CoDel interval: how long the delay may stay above target before the first drop,
+    /// about a worst-case round trip of the end hosts (RFC 8289 §4.2, RFC 8290 §5.2.1).
+    pub send_queue_interval: Duration,
+    /// CoDel marks ECN-capable inner packets CE instead of dropping them (RFC 3168,
+    /// RFC 8290 §5.2.6).
+    pub send_queue_ecn: bool,
     /// Inner packets waiting longer than this in the send queue (no usable path) are dropped:
     /// stale packets only hurt the end hosts' TCP.
     pub max_queue_delay: Duration,
@@ -123,6 +139,11 @@ impl Default for Config {
             max_datagram_size: 1400,
             send_queue_packets: 1024,
             send_queue_bytes: 2 << 20,
+            send_queue_flows: 1024,
+            send_queue_quantum: 1514,
+            send_queue_target: Duration::from_millis(5),
+            send_queue_interval: Duration::from_millis(100),
+            send_queue_ecn: true,
             max_queue_delay: Duration::from_millis(500),
             ack_every: 16,
             max_ack_delay: Duration::from_millis(25),
@@ -224,6 +245,7 @@ impl Config {
             self.send_queue_bytes,
             ">= max_datagram_size",
         )?;
+        self.validate_send_queue()?;
         check(self.ack_every >= 1, "ack_every", self.ack_every, ">= 1")?;
         check(
             self.max_ack_delay <= Duration::from_secs(1),
@@ -310,10 +332,38 @@ impl Config {
             ("liveness.probe_max_interval", l.probe_max_interval),
             ("liveness.keepalive", l.keepalive),
             ("max_queue_delay", self.max_queue_delay),
+            ("send_queue_interval", self.send_queue_interval),
         ] {
             check(d <= hour, field, format!("{d:?}"), "<= 1 hour")?;
         }
         self.validate_streams()
+    }
+
+    fn validate_send_queue(&self) -> Result<(), ConfigError> {
+        check(
+            (1..=1 << 16).contains(&self.send_queue_flows),
+            "send_queue_flows",
+            self.send_queue_flows,
+            "1..=65536",
+        )?;
+        check(
+            (256..=1 << 16).contains(&self.send_queue_quantum),
+            "send_queue_quantum",
+            self.send_queue_quantum,
+            "256..=65536 bytes",
+        )?;
+        check(
+            !self.send_queue_interval.is_zero(),
+            "send_queue_interval",
+            "0",
+            "> 0",
+        )?;
+        check(
+            !self.send_queue_target.is_zero() && self.send_queue_target <= self.send_queue_interval,
+            "send_queue_target",
+            format!("{:?}", self.send_queue_target),
+            "> 0 and <= send_queue_interval",
+        )
     }
 
     fn validate_streams(&self) -> Result<(), ConfigError> {
@@ -390,6 +440,31 @@ mod tests {
                 Box::new(|c| c.max_datagram_size = 70_000),
             ),
             ("send_queue_packets", Box::new(|c| c.send_queue_packets = 0)),
+            ("send_queue_flows", Box::new(|c| c.send_queue_flows = 0)),
+            (
+                "send_queue_flows",
+                Box::new(|c| c.send_queue_flows = 1 << 20),
+            ),
+            (
+                "send_queue_quantum",
+                Box::new(|c| c.send_queue_quantum = 100),
+            ),
+            (
+                "send_queue_interval",
+                Box::new(|c| c.send_queue_interval = Duration::ZERO),
+            ),
+            (
+                "send_queue_interval",
+                Box::new(|c| c.send_queue_interval = Duration::from_secs(7200)),
+            ),
+            (
+                "send_queue_target",
+                Box::new(|c| c.send_queue_target = Duration::ZERO),
+            ),
+            (
+                "send_queue_target",
+                Box::new(|c| c.send_queue_target = Duration::from_secs(1)),
+            ),
             ("ack_every", Box::new(|c| c.ack_every = 0)),
             ("dedup_window", Box::new(|c| c.dedup_window = 3)),
             (

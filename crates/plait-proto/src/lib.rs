@@ -3,7 +3,9 @@
 //! One [`Session`] per peer carries opaque inner packets (packet mode) over several paths:
 //! it schedules each packet onto a path ([`sched`]), numbers datagrams per path and globally
 //! ([`wire`], docs/protocol.md), learns each path's delay, rate and loss from ACK feedback
-//! ([`path`]), and at the receiver restores order and detects loss ([`reorder`]).
+//! ([`path`]), and at the receiver restores order and detects loss ([`reorder`]). Packets
+//! waiting for a path are kept per flow, FQ-CoDel style ([`inner_ip`] reads their 5-tuple
+//! and ECN field; docs/protocol.md#send-queue).
 //!
 //! Invariants of the whole crate:
 //! - it reads no clock, opens no socket, spawns no thread and uses no global RNG (enforced

@@ -103,7 +103,10 @@ fn hundred_thousand_packets_over_three_paths() {
     let a_stats = pair.a.stats();
     assert_eq!(a_stats.inner_accepted, total, "{a_stats:?}");
     assert_eq!(
-        a_stats.inner_stale + a_stats.inner_queue_full,
+        a_stats.inner_stale
+            + a_stats.inner_queue_full
+            + a_stats.inner_overflow_dropped
+            + a_stats.inner_codel_dropped,
         0,
         "{a_stats:?}"
     );

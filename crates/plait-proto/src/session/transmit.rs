@@ -5,8 +5,9 @@
 //! 1. CLOSE frames while closing (one per path);
 //! 2. PROBE_ACKs, on the path the probe came in on (an immediate two-way liveness answer);
 //! 3. probes due (pairs on probing or down paths, keepalives on idle ones);
-//! 4. DATA: remaining copies of a duplicated packet, then the send queue's head on the path
-//!    the scheduler picks, with pending ACK frames piggybacked when they fit;
+//! 4. DATA: remaining copies of a duplicated packet, then the send queue's head (its
+//!    FQ-CoDel choice, `flow_queue/`) on the path the scheduler picks, with pending ACK
+//!    frames piggybacked when they fit;
 //! 5. stream frames, on a path whose window and pacer allow (`stream_transmit.rs`);
 //! 6. an ACK-only datagram when an ACK is due, on the path the scheduler's `select_control`
 //!    picks (docs/protocol.md#ack-policy).
@@ -38,7 +39,10 @@ impl Session {
                 max,
             });
         }
-        if !self.send_queue.push(self.now, packet) {
+        // docs/protocol.md#send-queue: a full queue drops from its fattest flow's head.
+        let pushed = self.send_queue.push(self.now, packet);
+        self.stats.inner_overflow_dropped += pushed.dropped;
+        if !pushed.queued {
             self.stats.inner_queue_full += 1;
             return Err(SendError::QueueFull);
         }
@@ -222,7 +226,8 @@ impl Session {
         if self.sched_blocked || self.sched_wait_until.is_some_and(|t| t > now) {
             return None;
         }
-        let front = self.send_queue.front()?;
+        // The queue's choice (DRR over flows, CoDel applied); `pop` below takes this one.
+        let front = self.send_queue.head(now)?;
         let meta = PacketMeta {
             global_seq: self.next_global,
             len: DATA_OVERHEAD + front.bytes.len(),
@@ -322,9 +327,10 @@ impl Session {
         sent
     }
 
-    /// Drops queue heads that waited longer than `max_queue_delay`.
+    /// Drops queue heads (as the send queue picks them) that waited longer than
+    /// `max_queue_delay`.
     fn drop_stale(&mut self, now: Time) {
-        while let Some(front) = self.send_queue.front() {
+        while let Some(front) = self.send_queue.head(now) {
             if now.saturating_since(front.arrival) < self.config.max_queue_delay {
                 break;
             }

@@ -67,7 +67,8 @@ pub enum SendError {
         /// The largest inner packet the session carries.
         max: usize,
     },
-    /// The send queue is full (no path can take more right now).
+    /// The send queue is full (no path can take more right now) and this packet's own flow
+    /// was the one to shorten (docs/protocol.md#send-queue).
     #[error("send queue full: inner packet dropped")]
     QueueFull,
     /// The session is closed.
@@ -125,12 +126,22 @@ pub enum PathError {
 /// Session-wide counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SessionStats {
-    /// Inner packets accepted into the send queue.
+    /// Inner packets accepted into the send queue. Each is later sent, or dropped and
+    /// counted in exactly one of `inner_stale`, `inner_codel_dropped` and
+    /// `inner_overflow_dropped`, or still queued.
     pub inner_accepted: u64,
     /// Inner packets refused: too large.
     pub inner_too_large: u64,
-    /// Inner packets refused: queue full.
+    /// Inner packets refused: the send queue was full and the packet's own flow was the one
+    /// to shorten (docs/protocol.md#send-queue).
     pub inner_queue_full: u64,
+    /// Queued inner packets dropped from the head of the flow with the largest backlog to
+    /// make room for a new one (RFC 8290 §4.1).
+    pub inner_overflow_dropped: u64,
+    /// Queued inner packets CoDel dropped (RFC 8289).
+    pub inner_codel_dropped: u64,
+    /// Queued inner packets CoDel marked Congestion Experienced instead (RFC 3168).
+    pub inner_ce_marked: u64,
     /// Inner packets dropped after waiting longer than `max_queue_delay`.
     pub inner_stale: u64,
     /// Inner packets sent (first copy).
