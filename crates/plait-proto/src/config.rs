@@ -39,6 +39,11 @@ pub struct EngineSettings {
     pub congestion: CongestionKind,
     /// Which scheduler places stream datagrams (default `min-rtt`).
     pub stream_scheduler: SchedulerKind,
+    /// Packet mode sends on a path only while its congestion window has room and its
+    /// pacer lets the datagram go, so inner packets beyond what the paths carry wait in
+    /// the send queue (its AQM) rather than in the links (docs/protocol.md#packet-pacing).
+    /// Default off.
+    pub packet_pacing: bool,
 }
 
 impl Default for EngineSettings {
@@ -50,6 +55,7 @@ impl Default for EngineSettings {
             repair: true,
             congestion: CongestionKind::default(),
             stream_scheduler: SchedulerKind::MinRtt,
+            packet_pacing: false,
         }
     }
 }
@@ -124,6 +130,8 @@ pub struct Config {
     pub stream_scheduler: SchedulerKind,
     /// Stream bounds and initial windows (docs/protocol.md#stream-flow-control).
     pub streams: StreamLimits,
+    /// See [`EngineSettings::packet_pacing`].
+    pub packet_pacing: bool,
 }
 
 impl Default for Config {
@@ -157,6 +165,7 @@ impl Default for Config {
             congestion: settings.congestion,
             stream_scheduler: settings.stream_scheduler,
             streams: StreamLimits::default(),
+            packet_pacing: settings.packet_pacing,
         }
     }
 }
@@ -211,6 +220,7 @@ impl Config {
             repair: settings.repair,
             congestion: settings.congestion,
             stream_scheduler: settings.stream_scheduler,
+            packet_pacing: settings.packet_pacing,
             ..Config::default()
         };
         c.reorder_config.max_hold = settings.max_hold;

@@ -176,6 +176,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                     min_pair_bytes: None,
                     congestion: congestion.map(Into::into),
                     stream_scheduler: None,
+                    packet_pacing: None,
                     rwnd_packets: None,
                     ack_every: None,
                     paper_kbps: None,

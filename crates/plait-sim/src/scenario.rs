@@ -311,6 +311,9 @@ pub struct RunSpec {
     /// default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_scheduler: Option<String>,
+    /// Packet mode paced by each path's congestion controller; absent: the engine's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_pacing: Option<bool>,
     /// The receiver's buffer of the `cmt-sctp` baseline, packets (chunks held above a hole
     /// count against it); absent: 64 (about ns-2 SCTP's `initialRwnd_` of 65536 bytes in
     /// 1000-byte chunks).
@@ -352,6 +355,7 @@ impl RunSpec {
                 .as_deref()
                 .and_then(SchedulerKind::from_name)
                 .unwrap_or(d.stream_scheduler),
+            packet_pacing: self.packet_pacing.unwrap_or(d.packet_pacing),
         }
     }
 }

@@ -84,6 +84,7 @@ pub fn demo(args: DemoOptions) -> Result<()> {
         cancel,
         progress: false,
         cc: "cubic".into(),
+        engine: Vec::new(),
     };
     let started = std::time::Instant::now();
     let r = run::run_topology(&file, &opts)?;

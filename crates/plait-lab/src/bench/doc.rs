@@ -191,6 +191,7 @@ pub fn bench_doc(args: BenchDocOptions) -> Result<()> {
                 cancel: cancel.clone(),
                 progress: !args.quiet,
                 cc: args.cc.clone(),
+                engine: Vec::new(),
             };
             let r = run::run_topology(&s.file, &opts)
                 .with_context(|| format!("{} repetition {}", s.file.name, rep + 1))?;

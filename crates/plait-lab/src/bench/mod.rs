@@ -60,8 +60,33 @@ pub struct BenchOptions {
     pub prefix: String,
     /// TCP congestion control of the endpoints (cubic, bbr, reno).
     pub cc: String,
+    /// Extra `[engine]` settings of both daemons, `KEY=VALUE` (VALUE in TOML).
+    pub engine: Vec<String>,
     /// No progress lines.
     pub quiet: bool,
+}
+
+/// `KEY=VALUE` as a TOML line of the daemons' `[engine]` table; the daemons' own parser
+/// judges the key and the value (a bad one stops the run with their error).
+pub fn engine_line(kv: &str) -> Result<String> {
+    let Some((key, value)) = kv.split_once('=') else {
+        bail!("--engine {kv:?}: expected KEY=VALUE, e.g. packet_pacing=true");
+    };
+    let key = key.trim();
+    let simple_key = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !simple_key || key == "scheduler" {
+        bail!(
+            "--engine {kv:?}: KEY must be an `[engine]` field other than scheduler              (which is --scheduler), e.g. packet_pacing"
+        );
+    }
+    let value = value.trim();
+    if value.is_empty() || value.contains('\n') {
+        bail!("--engine {kv:?}: VALUE must be one TOML value, e.g. true or '\"bbr\"'");
+    }
+    Ok(format!("{key} = {value}"))
 }
 
 /// Refuses to start without root, with the reason.
@@ -102,6 +127,11 @@ pub fn bench(args: BenchOptions) -> Result<()> {
         file = file.with_duration(d, &args.topology.display().to_string())?;
     }
     check_scheduler(&args.scheduler)?;
+    let engine = args
+        .engine
+        .iter()
+        .map(|kv| engine_line(kv))
+        .collect::<Result<Vec<_>>>()?;
     let mut modes = Vec::new();
     for m in &args.modes {
         modes.push(
@@ -121,6 +151,7 @@ pub fn bench(args: BenchOptions) -> Result<()> {
         cancel,
         progress: !args.quiet,
         cc: args.cc.clone(),
+        engine,
     };
     let r = run::run_topology(&file, &opts)?;
     print!("{}", report::table(&r));
@@ -133,4 +164,32 @@ pub fn bench(args: BenchOptions) -> Result<()> {
     plot::write_svg(&r, &svg)?;
     println!("wrote {}\nwrote {}", json.display(), svg.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_settings_become_toml_lines_and_bad_ones_are_named() {
+        assert_eq!(
+            engine_line("packet_pacing=true").unwrap(),
+            "packet_pacing = true"
+        );
+        assert_eq!(
+            engine_line(" congestion = \"bbr\" ").unwrap(),
+            "congestion = \"bbr\""
+        );
+        for bad in [
+            "packet_pacing",
+            "=true",
+            "scheduler=\"edpf\"",
+            "a.b=1",
+            "x=",
+            "x=1\ny=2",
+        ] {
+            let e = engine_line(bad).unwrap_err().to_string();
+            assert!(e.contains("--engine"), "{bad}: {e}");
+        }
+    }
 }

@@ -77,6 +77,8 @@ pub struct RunOptions {
     /// TCP congestion control of every sender (`cubic`, `bbr`, `reno`), set on its socket
     /// (`TCP_CONGESTION`; an MPTCP socket passes it to its subflows).
     pub cc: String,
+    /// Extra lines of both daemons' `[engine]` table (`key = value`).
+    pub engine: Vec<String>,
 }
 
 impl RunOptions {

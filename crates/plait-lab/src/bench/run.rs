@@ -274,6 +274,7 @@ fn run_mode(
                 tun: TUN.into(),
                 port: TUNNEL_PORT,
                 streams,
+                engine: opts.engine.clone(),
             },
         )?)
     } else {

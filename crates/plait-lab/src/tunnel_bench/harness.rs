@@ -52,6 +52,8 @@ pub struct TunnelOptions {
     /// tunnel is redirected to the client's relay and re-originated by the server;
     /// docs/tunnel.md#stream-mode).
     pub streams: bool,
+    /// Extra lines of both daemons' `[engine]` table (`key = value`).
+    pub engine: Vec<String>,
 }
 
 /// One running daemon, killed on drop.
@@ -174,13 +176,14 @@ fn server_config(
         cfg,
         "private_key_file = \"{key_file}\"\nlisten = [\"0.0.0.0:{port}\"]\n\n\
          [tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.1/24\"]\n\n\
-         [engine]\nscheduler = \"{sched}\"\n\n\
+         [engine]\nscheduler = \"{sched}\"\n{engine}\n\
          [control]\nstatus_socket = \"{sock}\"\n\n\
          [[client]]\nname = \"site0\"\npublic_key = \"{client_public}\"\n\
          allowed_ips = [\"10.77.0.2/32\", \"{lan}\"]\n",
         port = opts.port,
         tun = opts.tun,
         sched = opts.scheduler,
+        engine = engine_lines(opts),
         sock = dir.join("server.sock").display(),
         lan = topo.site0().lan_net(Family::V4),
     );
@@ -188,6 +191,11 @@ fn server_config(
         cfg.push_str("[streams]\n");
     }
     cfg
+}
+
+/// The extra `[engine]` lines, each ending in a newline.
+fn engine_lines(opts: &TunnelOptions) -> String {
+    opts.engine.iter().map(|l| format!("{l}\n")).collect()
 }
 
 /// The client's config: the first `opts.paths` paths of site 0, the remote network routed
@@ -205,11 +213,12 @@ fn client_config(
         "private_key_file = \"{key_file}\"\nserver_public_key = \"{server_public}\"\n\
          route = [\"{remote}\"]\n\n\
          [tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.2/24\"]\n\n\
-         [engine]\nscheduler = \"{sched}\"\n\n\
+         [engine]\nscheduler = \"{sched}\"\n{engine}\n\
          [control]\nstatus_socket = \"{sock}\"\n",
         remote = topo.remote_net(Family::V4),
         tun = opts.tun,
         sched = opts.scheduler,
+        engine = engine_lines(opts),
         sock = dir.join("client.sock").display(),
     );
     if opts.streams {

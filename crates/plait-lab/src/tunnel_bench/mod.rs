@@ -280,6 +280,7 @@ impl Bench<'_> {
             tun: TUN.to_owned(),
             port: TUNNEL_PORT,
             streams: false,
+            engine: Vec::new(),
         };
         let t = Tunnel::start(self.topo, &opts)
             .with_context(|| format!("starting a tunnel over {paths} path(s)"))?;

@@ -439,6 +439,11 @@ impl Session {
     /// so a writer refused for want of room hears `Writable` as soon as the paths can
     /// carry more, not only when bytes are acknowledged.
     fn update_send_target(&mut self) {
+        // With packet pacing a full window blocks packet mode too (docs/protocol.md#packet-pacing):
+        // whatever may have opened one wakes it.
+        if self.config.packet_pacing {
+            self.sched_blocked = false;
+        }
         let windows: u64 = self
             .paths
             .iter()

@@ -24,13 +24,11 @@ use crate::wire::Writer;
 const ACK_ROOM: usize = 128;
 
 impl Session {
-    /// The path for the next stream datagram, chosen by the stream scheduler among the
-    /// paths whose window and pacer have room for a full datagram now (their views show
-    /// `cwnd_room`: the room left, or 0 when a full datagram does not fit or the pacer holds
-    /// it); otherwise notes when the pacer next lets one go.
-    fn stream_path(&mut self, now: Time) -> Option<PathId> {
+    /// Sets every view's `cwnd_room`: the room left in the path's window, or 0 when a full
+    /// datagram does not fit or the pacer holds it. Returns when the pacer next lets a
+    /// datagram go on a usable path whose window has room (if it holds one now).
+    pub(super) fn mark_window_room(&mut self, now: Time) -> Option<Time> {
         let size = self.config.max_datagram_size as u64;
-        self.refresh_views();
         let mut earliest: Option<Time> = None;
         for view in &mut self.views {
             let Some(slot) = self.paths.get(view.id.index()).and_then(Option::as_ref) else {
@@ -49,9 +47,19 @@ impl Session {
                 0
             });
         }
+        earliest
+    }
+
+    /// The path for the next stream datagram, chosen by the stream scheduler among the
+    /// paths whose window and pacer have room for a full datagram now (their views show
+    /// `cwnd_room`: the room left, or 0 when a full datagram does not fit or the pacer holds
+    /// it); otherwise notes when the pacer next lets one go.
+    fn stream_path(&mut self, now: Time) -> Option<PathId> {
+        self.refresh_views();
+        let mut earliest = self.mark_window_room(now);
         let meta = PacketMeta {
             global_seq: self.next_global,
-            len: size as usize,
+            len: self.config.max_datagram_size,
             arrival: now,
             control: false,
         };

@@ -235,6 +235,11 @@ impl Session {
             control: false,
         };
         self.refresh_views();
+        let pacer_release = if self.config.packet_pacing {
+            self.mark_window_room(now)
+        } else {
+            None
+        };
         let selection = self.scheduler.select(now, &self.views, &meta);
         let usable = |views: &[crate::path::PathView], id: PathId| {
             views.iter().any(|v| v.id == id && v.is_usable())
@@ -253,12 +258,16 @@ impl Session {
                 (first, ps)
             }
             Selection::Wait(Some(t)) if t > now => {
-                self.sched_wait_until = Some(t);
+                self.sched_wait_until = Some(pacer_release.map_or(t, |p| p.min(t)));
                 return None;
             }
-            // Nothing usable now (a Wait in the past counts as that too): wait for a change.
+            // Nothing usable now (a Wait in the past counts as that too): wait for a change
+            // (with packet pacing: an ACK that opens a window, or the pacer's release).
             Selection::Wait(_) => {
-                self.sched_blocked = true;
+                match pacer_release {
+                    Some(t) => self.sched_wait_until = Some(t),
+                    None => self.sched_blocked = true,
+                }
                 return None;
             }
         };

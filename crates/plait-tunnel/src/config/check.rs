@@ -507,6 +507,7 @@ fn engine(f: EngineFile) -> EngineSettings {
         repair: f.repair.unwrap_or(d.repair),
         congestion: f.congestion.map_or(d.congestion, |c| c.0),
         stream_scheduler: f.stream_scheduler.map_or(d.stream_scheduler, |s| s.0),
+        packet_pacing: f.packet_pacing.unwrap_or(d.packet_pacing),
     }
 }
 

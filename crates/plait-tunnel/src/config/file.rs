@@ -130,6 +130,7 @@ pub(super) struct EngineFile {
     pub(super) repair: Option<bool>,
     pub(super) congestion: Option<CongestionName>,
     pub(super) stream_scheduler: Option<SchedulerName>,
+    pub(super) packet_pacing: Option<bool>,
 }
 
 /// `status_socket`'s default depends on the role.

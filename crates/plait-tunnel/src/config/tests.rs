@@ -354,6 +354,14 @@ fn every_scheduler_and_reorder_name_is_accepted() {
         );
         assert_eq!(client_ok(&text).engine.congestion, *kind);
     }
+    assert!(
+        !client_ok(&min_client()).engine.packet_pacing,
+        "off by default"
+    );
+    let text = format!("{}[engine]\npacket_pacing = true\n", min_client());
+    assert!(client_ok(&text).engine.packet_pacing);
+    let (m, _, _) = client_err(&format!("{}[engine]\npacket_pacing = 1\n", min_client()));
+    assert!(m.contains("packet_pacing") || m.contains("bool"), "{m}");
 }
 
 // --- keys -------------------------------------------------------------------------

@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// TCP congestion control of the endpoints (cubic, bbr, reno).
     #[arg(long, default_value = "cubic")]
     pub cc: String,
+    /// An `[engine]` setting of both daemons, `KEY=VALUE` with VALUE in TOML (repeatable),
+    /// e.g. `--engine packet_pacing=true --engine congestion='"bbr"'`.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub engine: Vec<String>,
     /// No progress lines.
     #[arg(long)]
     pub quiet: bool,
@@ -55,6 +59,7 @@ impl From<BenchArgs> for BenchOptions {
             duration: a.duration,
             prefix: a.prefix,
             cc: a.cc,
+            engine: a.engine,
             quiet: a.quiet,
         }
     }

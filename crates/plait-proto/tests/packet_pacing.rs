@@ -1,0 +1,137 @@
+//! Packet pacing (docs/protocol.md#packet-pacing): with it, a source faster than the path
+//! queues in the session's send queue (where CoDel drops its excess) instead of in the
+//! link's drop-tail buffer, so the link's queue and the delay of everything crossing it
+//! stay short; without it the link's buffer fills and drops.
+
+mod support;
+
+use std::time::Duration;
+
+use plait_proto::cc::CongestionKind;
+use plait_proto::{Config, Time};
+use support::{LinkSpec, Pair};
+
+const MS: Duration = Duration::from_millis(1);
+const BULK_PORT: u16 = 4000;
+const SPARSE_PORT: u16 = 53;
+
+/// An IPv4 UDP packet of `len` bytes from `sport` carrying the time it was handed in
+/// (the header checksum is not checked by anything here).
+fn udp(sport: u16, len: usize, sent: Time) -> Vec<u8> {
+    let mut p = vec![0u8; len];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+    p[20..22].copy_from_slice(&sport.to_be_bytes());
+    p[22..24].copy_from_slice(&9u16.to_be_bytes());
+    p[28..36]
+        .copy_from_slice(&(sent.saturating_since(Time::ZERO).as_micros() as u64).to_be_bytes());
+    p
+}
+
+fn sent_at(p: &[u8]) -> Time {
+    Time::from_micros(u64::from_be_bytes(p[28..36].try_into().unwrap()))
+}
+
+struct Outcome {
+    /// One-way delays of the sparse flow's packets, sorted.
+    sparse: Vec<Duration>,
+    /// Datagrams the link's drop-tail buffer dropped.
+    link_drops: u64,
+    /// Inner packets CoDel dropped in the sender's send queue.
+    codel_drops: u64,
+    /// Bulk bytes delivered.
+    bulk_bytes: usize,
+}
+
+/// 2 Mbit/s of bulk plus a 100-byte packet every 50 ms through one 1 Mbit/s, 20 ms path
+/// with a 1.6 s drop-tail buffer, for 6 s.
+fn run(packet_pacing: bool) -> Outcome {
+    let config = Config {
+        session_id: 7,
+        repair: false,
+        congestion: CongestionKind::Bbr,
+        packet_pacing,
+        ..Config::default()
+    };
+    let link = LinkSpec {
+        rate: 125_000.0,
+        delay: 20 * MS,
+        loss: 0.0,
+        queue_bytes: 200_000,
+    };
+    let mut pair = Pair::new(config.clone(), config, &[link], &[None], 5);
+    let (end, gap) = (Time::from_millis(6000), 4 * MS);
+    let mut next = Time::from_millis(100);
+    let mut n = 0u32;
+    pair.run_until(Time::from_millis(8000), |pair| {
+        if next >= end {
+            return None;
+        }
+        if pair.now >= next {
+            pair.send_inner(0, &udp(BULK_PORT, 1000, pair.now));
+            if n.is_multiple_of(12) {
+                pair.send_inner(0, &udp(SPARSE_PORT, 100, pair.now));
+            }
+            n += 1;
+            next += gap;
+        }
+        Some(next)
+    });
+    let delivered = pair.take_delivered(0);
+    let mut sparse: Vec<Duration> = delivered
+        .iter()
+        .filter(|(_, p, _)| p[20..22] == SPARSE_PORT.to_be_bytes())
+        .map(|(t, p, _)| *t - sent_at(p))
+        .collect();
+    sparse.sort();
+    Outcome {
+        sparse,
+        link_drops: pair.link_dropped(0).iter().sum(),
+        codel_drops: pair.a.stats().inner_codel_dropped,
+        bulk_bytes: delivered
+            .iter()
+            .filter(|(_, p, _)| p[20..22] == BULK_PORT.to_be_bytes())
+            .map(|(_, p, _)| p.len())
+            .sum(),
+    }
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * q) as usize]
+}
+
+#[test]
+fn a_paced_session_keeps_the_link_queue_short_and_the_sparse_flow_fast() {
+    let free = run(false);
+    let paced = run(true);
+    // Without pacing the link's 1.6 s buffer fills: the sparse flow waits behind it and
+    // the link drops the excess.
+    assert!(free.link_drops > 100, "{}", free.link_drops);
+    assert!(quantile(&free.sparse, 0.9) > 800 * MS, "{:?}", free.sparse);
+    // With pacing the excess is dropped by CoDel in the sender, the link barely queues,
+    // and the sparse flow crosses in about its path delay.
+    assert!(
+        paced.link_drops < free.link_drops / 10,
+        "{}",
+        paced.link_drops
+    );
+    assert!(paced.codel_drops > 100, "{}", paced.codel_drops);
+    assert!(
+        quantile(&paced.sparse, 0.9) < 150 * MS,
+        "paced p90 {:?}, free p90 {:?}",
+        quantile(&paced.sparse, 0.9),
+        quantile(&free.sparse, 0.9)
+    );
+    // And the path stays busy: at least 80 % of what the free-running session delivered
+    // (which ran the link flat out).
+    assert!(
+        paced.bulk_bytes * 5 >= free.bulk_bytes * 4,
+        "paced {} free {}",
+        paced.bulk_bytes,
+        free.bulk_bytes
+    );
+}
