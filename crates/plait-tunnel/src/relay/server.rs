@@ -148,6 +148,10 @@ impl Relay {
         let mut conn = Conn::new(tcp, now);
         conn.tcp_readable = false;
         conn.tcp_writable = false;
+        // The client may have sent data while the name was being resolved: its Readable
+        // event found no connection then, so the first pump after the connect reads the
+        // stream without waiting for another.
+        conn.stream_readable = true;
         conn.stream = Some((peer, id));
         self.insert(
             registry,

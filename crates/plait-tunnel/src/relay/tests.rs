@@ -388,3 +388,46 @@ fn socks5_unsupported_requests_get_their_reply_codes() {
     }
     assert_eq!(r.client.stats().open, 0);
 }
+
+/// SOCKS5 CONNECT to a name, with the first bytes sent right behind the request (as curl
+/// and browsers do once the reply says yes): the server resolves the name on its resolver
+/// threads while those bytes already wait in the stream, and must relay them once it has
+/// connected (it used to wait for more data that never came).
+#[test]
+fn data_sent_while_the_server_resolves_is_relayed() {
+    let mut r = relays(loopback_policy());
+    let dest = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dest.local_addr().unwrap().port();
+    let destination = thread::spawn(move || {
+        let (mut s, _) = dest.accept().unwrap();
+        s.set_read_timeout(Some(HANG)).unwrap();
+        let mut got = [0u8; 5];
+        s.read_exact(&mut got).unwrap();
+        s.write_all(&got).unwrap();
+    });
+    let (tx, rx) = mpsc::channel();
+    let socks = r.socks;
+    thread::spawn(move || {
+        let mut s = TcpStream::connect(socks).unwrap();
+        s.set_read_timeout(Some(HANG)).unwrap();
+        s.write_all(&[5, 1, 0]).unwrap();
+        let mut sel = [0u8; 2];
+        s.read_exact(&mut sel).unwrap();
+        // A name (address type 3) that getaddrinfo answers without a network.
+        let name = b"127.0.0.1";
+        let mut req = vec![5, 1, 0, 3, name.len() as u8];
+        req.extend_from_slice(name);
+        req.extend_from_slice(&port.to_be_bytes());
+        req.extend_from_slice(b"hello");
+        s.write_all(&req).unwrap();
+        let mut reply = [0u8; 10];
+        s.read_exact(&mut reply).unwrap();
+        let mut echo = [0u8; 5];
+        let res = s.read_exact(&mut echo).map(|()| (reply[1], echo));
+        tx.send(res).unwrap();
+    });
+    let (code, echo) = r.run_until(&rx).expect("the echo");
+    assert_eq!(code, 0);
+    assert_eq!(&echo, b"hello");
+    destination.join().unwrap();
+}
