@@ -12,6 +12,8 @@
 //! - [`config`], [`keys`]: TOML configuration and X25519 key encoding.
 //! - [`control`]: the status snapshot, `plait status` over a Unix socket, Prometheus metrics.
 //! - [`netcfg`]: routes, policy rules and NAT set up on request and undone on exit.
+//! - [`sandbox`]: least privilege once set-up is done (capabilities, no_new_privs, the
+//!   seccomp allow-list).
 //! - [`socks5`]: the sans-IO SOCKS5 server handshake (RFC 1928/1929) and the encoding of
 //!   a stream's target.
 
@@ -26,4 +28,5 @@ pub mod message;
 pub mod netcfg;
 pub mod ratelimit;
 pub mod relay;
+pub mod sandbox;
 pub mod socks5;

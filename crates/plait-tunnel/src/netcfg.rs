@@ -42,9 +42,13 @@
 //! - With [`NetConfig::in_netns`], every command runs as `ip netns exec NAME …` and sysctls
 //!   go through `sysctl` inside the namespace; otherwise sysctls are read and written in
 //!   `/proc/sys` directly and no `sysctl` binary is needed.
+//! - A sysctl changed in `/proc/sys` keeps its file open (read and write) until it is
+//!   restored, so the undo opens no file for writing (the daemon's seccomp filter allows
+//!   only read-only opens after set-up, docs/tunnel.md#least-privilege).
 
 use std::fmt;
-use std::io::Write as _;
+use std::fs::File;
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -616,6 +620,9 @@ enum Done {
         key: String,
         old: String,
         new: String,
+        /// The `/proc/sys` file, open for reading and writing (`None` in a namespace,
+        /// where the `sysctl` command does the work).
+        file: Option<File>,
     },
 }
 
@@ -758,17 +765,19 @@ impl NetConfig {
                 }))
             }
             Step::Sysctl { key, value } => {
-                let old = self.read_sysctl(key)?;
+                let mut file = self.open_sysctl(key)?;
+                let old = self.read_sysctl(key, file.as_mut())?;
                 if old == *value {
                     tracing::debug!("netcfg: {key} is already {value}");
                     return Ok(None);
                 }
                 tracing::info!("netcfg: {} (was {old})", self.sysctl_line(key, value));
-                self.write_sysctl(key, value)?;
+                self.write_sysctl(key, value, file.as_mut())?;
                 Ok(Some(Done::Sysctl {
                     key: key.clone(),
                     old,
                     new: value.clone(),
+                    file,
                 }))
             }
         }
@@ -786,8 +795,14 @@ impl NetConfig {
                     Err(e) => tracing::warn!("netcfg: could not undo `{line}`: {e}"),
                 }
             }
-            Done::Sysctl { key, old, new } => match self.read_sysctl(&key) {
-                Ok(current) if current == new => match self.write_sysctl(&key, &old) {
+            Done::Sysctl {
+                key,
+                old,
+                new,
+                mut file,
+            } => match self.read_sysctl(&key, file.as_mut()) {
+                Ok(current) if current == new => match self.write_sysctl(&key, &old, file.as_mut())
+                {
                     Ok(()) => tracing::info!("netcfg: {}", self.sysctl_line(&key, &old)),
                     Err(e) => tracing::warn!("netcfg: could not restore {key}={old}: {e}"),
                 },
@@ -867,32 +882,64 @@ impl NetConfig {
         })
     }
 
-    fn read_sysctl(&self, key: &str) -> Result<String, NetCfgError> {
+    /// The sysctl's `/proc/sys` file, open for reading and writing; `None` in a namespace.
+    fn open_sysctl(&self, key: &str) -> Result<Option<File>, NetCfgError> {
         if self.netns.is_some() {
-            let out = self.run(&Cmd::new(Tool::Sysctl, &["-n", key]))?;
-            return Ok(out.trim().to_string());
+            return Ok(None);
         }
-        std::fs::read_to_string(sysctl_path(key))
-            .map(|s| s.trim().to_string())
+        File::options()
+            .read(true)
+            .write(true)
+            .open(sysctl_path(key))
+            .map(Some)
             .map_err(|source| NetCfgError::Sysctl {
                 key: key.to_string(),
                 source,
             })
     }
 
-    fn write_sysctl(&self, key: &str, value: &str) -> Result<(), NetCfgError> {
-        if self.netns.is_some() {
-            let kv = format!("{key}={value}");
-            return self
-                .run(&Cmd::new(Tool::Sysctl, &["-q", "-w", &kv]))
-                .map(drop);
-        }
-        std::fs::write(sysctl_path(key), format!("{value}\n")).map_err(|source| {
-            NetCfgError::Sysctl {
-                key: key.to_string(),
-                source,
+    /// Reads the sysctl: through `file`, or with the `sysctl` command in the namespace.
+    fn read_sysctl(&self, key: &str, file: Option<&mut File>) -> Result<String, NetCfgError> {
+        let failed = |source| NetCfgError::Sysctl {
+            key: key.to_string(),
+            source,
+        };
+        match file {
+            Some(f) => {
+                let mut text = String::new();
+                f.seek(SeekFrom::Start(0)).map_err(failed)?;
+                f.read_to_string(&mut text).map_err(failed)?;
+                Ok(text.trim().to_string())
             }
-        })
+            None => {
+                let out = self.run(&Cmd::new(Tool::Sysctl, &["-n", key]))?;
+                Ok(out.trim().to_string())
+            }
+        }
+    }
+
+    /// Writes the sysctl: through `file`, or with the `sysctl` command in the namespace.
+    fn write_sysctl(
+        &self,
+        key: &str,
+        value: &str,
+        file: Option<&mut File>,
+    ) -> Result<(), NetCfgError> {
+        let failed = |source| NetCfgError::Sysctl {
+            key: key.to_string(),
+            source,
+        };
+        match file {
+            Some(f) => {
+                f.seek(SeekFrom::Start(0)).map_err(failed)?;
+                f.write_all(format!("{value}\n").as_bytes()).map_err(failed)
+            }
+            None => {
+                let kv = format!("{key}={value}");
+                self.run(&Cmd::new(Tool::Sysctl, &["-q", "-w", &kv]))
+                    .map(drop)
+            }
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use toml::Spanned as S;
 use tracing::warn;
 
 use super::error::{ConfigError, Doc};
+use super::file::SecurityFile;
 use super::file::{ClientEntryFile, ClientFile, ClientStreamsFile, ControlFile, EngineFile};
 use super::file::{List, PathFile, ServerFile, ServerStreamsFile, TunFile};
 use super::secrets::readable_by_others;
@@ -47,6 +48,7 @@ impl Doc<'_> {
             tun: self.tun(f.tun)?,
             engine: engine(f.engine),
             control: self.control(f.control, DEFAULT_CLIENT_STATUS_SOCKET)?,
+            security: security(f.security),
             route,
             paths: self.paths(f.path)?,
             streams: f.streams.map(|s| self.client_streams(s)).transpose()?,
@@ -112,6 +114,7 @@ impl Doc<'_> {
             tun,
             engine: engine(f.engine),
             control,
+            security: security(f.security),
             nat: f.nat.map(|n| n.0),
             clients,
             streams: f.streams.map(|s| self.server_streams(s)).transpose()?,
@@ -508,6 +511,14 @@ fn engine(f: EngineFile) -> EngineSettings {
         congestion: f.congestion.map_or(d.congestion, |c| c.0),
         stream_scheduler: f.stream_scheduler.map_or(d.stream_scheduler, |s| s.0),
         packet_pacing: f.packet_pacing.unwrap_or(d.packet_pacing),
+    }
+}
+
+fn security(f: SecurityFile) -> SecurityConfig {
+    let d = SecurityConfig::default();
+    SecurityConfig {
+        seccomp: f.seccomp.map_or(d.seccomp, |m| m.0),
+        drop_capabilities: f.drop_capabilities.unwrap_or(d.drop_capabilities),
     }
 }
 

@@ -11,8 +11,8 @@ use toml::Spanned as S;
 
 use super::values::{
     BindAddr, BufferMib, CongestionName, ConnectSecs, FileName, HoldMs, IdleSecs, IfName, KeyText,
-    Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit, ReorderName, SchedulerName, ServerAddr,
-    Socks5Password, Socks5Username, StreamCount, TunMtu,
+    Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit, ReorderName, SchedulerName, SeccompName,
+    ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -36,6 +36,8 @@ pub(super) struct ClientFile {
     pub(super) engine: EngineFile,
     #[serde(default)]
     pub(super) control: ControlFile,
+    #[serde(default)]
+    pub(super) security: SecurityFile,
     pub(super) path: S<Vec<S<PathFile>>>,
     /// `None`: no `[streams]` table, packet mode only.
     pub(super) streams: Option<ClientStreamsFile>,
@@ -84,6 +86,8 @@ pub(super) struct ServerFile {
     pub(super) engine: EngineFile,
     #[serde(default)]
     pub(super) control: ControlFile,
+    #[serde(default)]
+    pub(super) security: SecurityFile,
     pub(super) client: S<Vec<ClientEntryFile>>,
     /// `None`: no `[streams]` table, packet mode only.
     pub(super) streams: Option<ServerStreamsFile>,
@@ -139,6 +143,14 @@ pub(super) struct EngineFile {
 pub(super) struct ControlFile {
     pub(super) status_socket: Option<S<FileName>>,
     pub(super) metrics: Option<PortAddr>,
+}
+
+/// Each `None` is the default of [`super::SecurityConfig`].
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SecurityFile {
+    pub(super) seccomp: Option<SeccompName>,
+    pub(super) drop_capabilities: Option<bool>,
 }
 
 fn default_path_mtu() -> PathMtu {

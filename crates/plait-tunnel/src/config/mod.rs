@@ -113,6 +113,8 @@ pub struct ClientConfig {
     pub engine: EngineSettings,
     /// Status socket and metrics.
     pub control: ControlConfig,
+    /// What the daemon gives up after set-up (`[security]`).
+    pub security: SecurityConfig,
     /// Prefixes to route into the tunnel (`--route`); empty = none.
     pub route: Vec<IpNet>,
     /// The paths, in path-id order (path id = index). 1..=16.
@@ -153,6 +155,8 @@ pub struct ServerConfig {
     pub engine: EngineSettings,
     /// Status socket and metrics.
     pub control: ControlConfig,
+    /// What the daemon gives up after set-up (`[security]`).
+    pub security: SecurityConfig,
     /// Masquerade traffic from the tunnel out of this interface (`--nat IFACE`).
     pub nat: Option<String>,
     /// Known clients (at least one).
@@ -194,6 +198,58 @@ pub struct ControlConfig {
     pub status_socket: PathBuf,
     /// Prometheus text endpoint (`None` = off), e.g. `127.0.0.1:9477`.
     pub metrics: Option<SocketAddr>,
+}
+
+/// `[security]` (docs/tunnel.md#least-privilege): what the daemon gives up once its
+/// set-up is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecurityConfig {
+    /// The seccomp allow-list and what a system call not on it does (default
+    /// [`SeccompMode::Kill`]).
+    pub seccomp: SeccompMode,
+    /// Keep only CAP_NET_ADMIN (default true).
+    pub drop_capabilities: bool,
+}
+
+impl Default for SecurityConfig {
+    /// What a file without `[security]` means: everything on.
+    fn default() -> SecurityConfig {
+        SecurityConfig {
+            seccomp: SeccompMode::Kill,
+            drop_capabilities: true,
+        }
+    }
+}
+
+/// `security.seccomp`: what the kernel does with a system call that is not on the daemon's
+/// allow-list ([`crate::sandbox`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeccompMode {
+    /// Kill the daemon (SIGSYS; the kernel logs the call's number).
+    Kill,
+    /// Allow it, and log it in the kernel log (for finding what the list lacks).
+    Log,
+    /// No filter.
+    Off,
+}
+
+impl SeccompMode {
+    /// Every mode, in the order the documentation lists them.
+    pub const ALL: [SeccompMode; 3] = [SeccompMode::Kill, SeccompMode::Log, SeccompMode::Off];
+
+    /// The name in the config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            SeccompMode::Kill => "kill",
+            SeccompMode::Log => "log",
+            SeccompMode::Off => "off",
+        }
+    }
+
+    /// The mode named `name`, if any.
+    pub fn from_name(name: &str) -> Option<SeccompMode> {
+        SeccompMode::ALL.into_iter().find(|m| m.name() == name)
+    }
 }
 
 /// `[streams]` of a client (docs/tunnel.md#stream-mode): which TCP connections are

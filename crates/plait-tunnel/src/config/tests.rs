@@ -1688,3 +1688,50 @@ fn the_reference_minimal_pair_parses() {
     assert_eq!(c.paths[1].device.as_deref(), Some("wwan0"));
     assert_eq!(s.clients[0].name, "home-router");
 }
+
+// --- [security] --------------------------------------------------------------------
+
+#[test]
+fn security_defaults_to_everything_on() {
+    let want = SecurityConfig {
+        seccomp: SeccompMode::Kill,
+        drop_capabilities: true,
+    };
+    assert_eq!(client_ok(&min_client()).security, want);
+    assert_eq!(server_ok(&min_server()).security, want);
+    assert_eq!(client_ok(CLIENT_EXAMPLE).security, want);
+    assert_eq!(server_ok(SERVER_EXAMPLE).security, want);
+}
+
+#[test]
+fn security_fields_in_both_files() {
+    for mode in SeccompMode::ALL {
+        let table = format!(
+            "[security]\nseccomp = \"{}\"\ndrop_capabilities = false\n",
+            mode.name()
+        );
+        let want = SecurityConfig {
+            seccomp: mode,
+            drop_capabilities: false,
+        };
+        assert_eq!(
+            client_ok(&format!("{}{table}", min_client())).security,
+            want
+        );
+        assert_eq!(
+            server_ok(&format!("{}{table}", min_server())).security,
+            want
+        );
+    }
+}
+
+#[test]
+fn security_rejects_unknown_values_and_fields() {
+    let text = format!("{}[security]\nseccomp = \"on\"\n", min_client());
+    let m = client_fails(&text, "security.seccomp", "seccomp");
+    assert!(m.contains("kill, log, off"), "{m}");
+    let text = format!("{}[security]\ndrop_capabilities = \"yes\"\n", min_server());
+    server_fails(&text, "security.drop_capabilities", "drop_capabilities");
+    let text = format!("{}[security]\nuser = \"plait\"\n", min_client());
+    client_fails(&text, "security.user", "user");
+}

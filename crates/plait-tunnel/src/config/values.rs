@@ -17,7 +17,7 @@ use plait_proto::sched::SchedulerKind;
 use serde::de::{Deserialize, Deserializer, Error};
 use zeroize::Zeroizing;
 
-use super::{DEFAULT_PORT, MAX_HOLD_MS, MIN_IPV4_MTU, MIN_IPV6_MTU};
+use super::{DEFAULT_PORT, MAX_HOLD_MS, MIN_IPV4_MTU, MIN_IPV6_MTU, SeccompMode};
 use super::{MAX_BUFFERED_MIB, MAX_CONNECT_TIMEOUT_S, MAX_IDLE_TIMEOUT_S, MAX_STREAMS};
 use crate::keys::Key;
 use crate::socks5::MAX_CREDENTIAL_LEN;
@@ -340,6 +340,16 @@ value! {
         ReorderKind::from_name(&name).ok_or_else(|| {
             let names: Vec<&str> = ReorderKind::ALL.iter().map(|k| k.name()).collect();
             format!("unknown reorder policy `{name}`; one of: {}", names.join(", "))
+        })
+    }
+}
+
+value! {
+    /// What the seccomp filter does with a system call not on its list, by name.
+    SeccompName(SeccompMode) from String = |name| {
+        SeccompMode::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = SeccompMode::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown seccomp mode `{name}`; one of: {}", names.join(", "))
         })
     }
 }

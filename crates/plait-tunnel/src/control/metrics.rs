@@ -430,6 +430,8 @@ fn counters(
 pub struct MetricsServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Bound, not yet served (between `bind` and `serve`).
+    listener: Option<TcpListener>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -440,26 +442,45 @@ impl MetricsServer {
         addr: SocketAddr,
         snapshot: SharedSnapshot,
     ) -> Result<MetricsServer, ControlError> {
+        let mut server = MetricsServer::bind(addr)?;
+        server.serve(snapshot)?;
+        Ok(server)
+    }
+
+    /// The first half of [`MetricsServer::start`]: binds `addr` but starts no thread (the
+    /// daemon starts it with [`MetricsServer::serve`] once it has dropped its privileges,
+    /// so the thread is born without them; a port below 1024 is bound before).
+    pub fn bind(addr: SocketAddr) -> Result<MetricsServer, ControlError> {
         let bind_error = |source| ControlError::MetricsBind { addr, source };
         let listener = TcpListener::bind(addr).map_err(bind_error)?;
         let local = listener.local_addr().map_err(bind_error)?;
-        let stop = Arc::new(AtomicBool::new(false));
+        Ok(MetricsServer {
+            addr: local,
+            stop: Arc::new(AtomicBool::new(false)),
+            listener: Some(listener),
+            thread: None,
+        })
+    }
+
+    /// Starts serving metrics built from `snapshot` on each scrape, from a background
+    /// thread. Does nothing if it is already serving.
+    pub fn serve(&mut self, snapshot: SharedSnapshot) -> Result<(), ControlError> {
+        let Some(listener) = self.listener.take() else {
+            return Ok(());
+        };
         let thread = thread::Builder::new()
             .name("plait-metrics".into())
             .spawn({
-                let stop = Arc::clone(&stop);
+                let stop = Arc::clone(&self.stop);
                 move || serve(&listener, &snapshot, &stop)
             })
             .map_err(|source| ControlError::Spawn {
                 what: "metrics endpoint",
                 source,
             })?;
-        tracing::debug!(addr = %local, "metrics endpoint listening");
-        Ok(MetricsServer {
-            addr: local,
-            stop,
-            thread: Some(thread),
-        })
+        self.thread = Some(thread);
+        tracing::debug!(addr = %self.addr, "metrics endpoint listening");
+        Ok(())
     }
 
     /// The address actually bound.

@@ -51,6 +51,8 @@ pub struct StatusServer {
     /// `(device, inode)` of the socket file this server bound.
     identity: (u64, u64),
     stop: Arc<AtomicBool>,
+    /// Bound, not yet served (between `bind` and `serve`).
+    listener: Option<UnixListener>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -61,6 +63,16 @@ impl StatusServer {
     /// A stale socket file (nobody accepting) is removed first; a live one is an error
     /// (another daemon).
     pub fn start(path: &Path, snapshot: SharedSnapshot) -> Result<StatusServer, ControlError> {
+        let mut server = StatusServer::bind(path)?;
+        server.serve(snapshot)?;
+        Ok(server)
+    }
+
+    /// The first half of [`StatusServer::start`]: binds and secures the socket but starts
+    /// no thread (the daemon starts it with [`StatusServer::serve`] once it has dropped
+    /// its privileges, so the thread is born without them). Dropped before `serve`, it
+    /// removes the socket file.
+    pub fn bind(path: &Path) -> Result<StatusServer, ControlError> {
         create_parent(path)?;
         remove_stale(path)?;
         let listener = UnixListener::bind(path).map_err(|e| match e.kind() {
@@ -76,27 +88,35 @@ impl StatusServer {
                 return Err(bind_error(path, e));
             }
         };
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = thread::Builder::new()
-            .name("plait-status".into())
-            .spawn({
-                let stop = Arc::clone(&stop);
-                move || serve(&listener, &snapshot, &stop)
-            })
-            .map_err(|source| {
-                let _ = fs::remove_file(path);
-                ControlError::Spawn {
-                    what: "status socket",
-                    source,
-                }
-            })?;
-        tracing::debug!(path = %path.display(), "status socket listening");
+        tracing::debug!(path = %path.display(), "status socket bound");
         Ok(StatusServer {
             path: path.to_owned(),
             identity,
-            stop,
-            thread: Some(thread),
+            stop: Arc::new(AtomicBool::new(false)),
+            listener: Some(listener),
+            thread: None,
         })
+    }
+
+    /// Starts serving `snapshot` on the socket [`StatusServer::bind`] bound, from a
+    /// background thread. Does nothing if it is already serving.
+    pub fn serve(&mut self, snapshot: SharedSnapshot) -> Result<(), ControlError> {
+        let Some(listener) = self.listener.take() else {
+            return Ok(());
+        };
+        let thread = thread::Builder::new()
+            .name("plait-status".into())
+            .spawn({
+                let stop = Arc::clone(&self.stop);
+                move || serve(&listener, &snapshot, &stop)
+            })
+            .map_err(|source| ControlError::Spawn {
+                what: "status socket",
+                source,
+            })?;
+        self.thread = Some(thread);
+        tracing::debug!(path = %self.path.display(), "status socket listening");
+        Ok(())
     }
 
     /// The socket's path.

@@ -46,6 +46,9 @@ pub enum DaemonError {
     /// The SOCKS5 credential (the config checks it; this is a bug if it happens).
     #[error(transparent)]
     Credential(#[from] crate::socks5::CredentialError),
+    /// Capabilities, no_new_privs or the seccomp filter could not be applied.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// The event loop failed.
     #[error("event loop: {0}")]
     Loop(std::io::Error),

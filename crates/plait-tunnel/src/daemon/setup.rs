@@ -1,9 +1,11 @@
 //! Turning a configuration into a running daemon: keys, MTU, TUN device, sockets,
 //! routes and NAT, the status socket and metrics; and undoing it all on exit.
 //!
-//! Invariant: every resource made here is owned by a value whose `Drop` undoes it (TUN
+//! Invariants: every resource made here is owned by a value whose `Drop` undoes it (TUN
 //! device, route and NAT changes, status socket file), so an error at any step, a signal
-//! or a normal exit leaves the host as it was.
+//! or a normal exit leaves the host as it was. Everything that needs a privilege happens
+//! before [`lock_down`], and no thread is started before it (capabilities are per thread):
+//! the control endpoints are bound first and served after it.
 
 use plait_proto::EngineSettings;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -15,7 +17,7 @@ use tracing::{info, warn};
 use super::error::DaemonError;
 use super::stream_setup::{client_relay, server_relay};
 use super::{RelaySetup, run_loop};
-use crate::config::{ClientConfig, ControlConfig, ServerConfig, TunConfig};
+use crate::config::{ClientConfig, ControlConfig, SecurityConfig, ServerConfig, TunConfig};
 use crate::control::metrics::MetricsServer;
 use crate::control::status::StatusServer;
 use crate::control::{SharedSnapshot, StatusSnapshot};
@@ -26,6 +28,7 @@ use crate::endpoint::{
 use crate::io::tun::Tun;
 use crate::io::udp::{SocketOptions, UdpPath};
 use crate::netcfg::{DEFAULT_FWMARK, DEFAULT_TABLE, NetConfig};
+use crate::sandbox;
 
 fn engine_params(e: &EngineSettings, max_datagram_size: usize) -> EngineParams {
     EngineParams {
@@ -48,18 +51,22 @@ fn tun_mtu(tun: &TunConfig, engine: &EngineParams, why: &str) -> Result<u16, Dae
     u16::try_from(mtu).map_err(|_| DaemonError::Mtu(format!("TUN MTU {mtu} is too large")))
 }
 
-fn control(
-    c: &ControlConfig,
-    role: &str,
-) -> Result<(SharedSnapshot, StatusServer, Option<MetricsServer>), DaemonError> {
+/// The control endpoints, bound; [`lock_down`] starts serving them.
+struct Control {
+    snapshot: SharedSnapshot,
+    status: StatusServer,
+    metrics: Option<MetricsServer>,
+}
+
+fn control(c: &ControlConfig, role: &str) -> Result<Control, DaemonError> {
     let snapshot: SharedSnapshot = Arc::new(Mutex::new(StatusSnapshot {
         role: role.to_string(),
         ..StatusSnapshot::default()
     }));
-    let status = StatusServer::start(&c.status_socket, Arc::clone(&snapshot))?;
+    let status = StatusServer::bind(&c.status_socket)?;
     let metrics = match c.metrics {
         Some(addr) => {
-            let m = MetricsServer::start(addr, Arc::clone(&snapshot))?;
+            let m = MetricsServer::bind(addr)?;
             info!(addr = %m.local_addr(), "Prometheus metrics at /metrics");
             if !addr.ip().is_loopback() {
                 warn!(
@@ -73,7 +80,22 @@ fn control(
         }
         None => None,
     };
-    Ok((snapshot, status, metrics))
+    Ok(Control {
+        snapshot,
+        status,
+        metrics,
+    })
+}
+
+/// Set-up is done: drops the privileges `security` says (docs/tunnel.md#least-privilege),
+/// then starts the control endpoints' threads, which are born without them.
+fn lock_down(security: &SecurityConfig, control: &mut Control) -> Result<(), DaemonError> {
+    sandbox::lock_down(security)?;
+    control.status.serve(Arc::clone(&control.snapshot))?;
+    if let Some(m) = control.metrics.as_mut() {
+        m.serve(Arc::clone(&control.snapshot))?;
+    }
+    Ok(())
 }
 
 /// Runs `plait client` until SIGINT/SIGTERM or `stop`.
@@ -116,7 +138,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         Some(s) => RelaySetup::Client(client_relay(s, tun.name(), &mut net)?),
         None => RelaySetup::Off,
     };
-    let (snapshot, _status, _metrics) = control(&cfg.control, "client")?;
+    let mut control = control(&cfg.control, "client")?;
     let params = ClientParams {
         private_key: cfg.private_key.clone(),
         server_public_key: cfg.server_public_key.clone(),
@@ -136,7 +158,15 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
     if cfg.streams.is_some() {
         endpoint.enable_streams();
     }
-    let result = run_loop(&mut endpoint, &tun, &mut sockets, relay, &snapshot, &stop);
+    lock_down(&cfg.security, &mut control)?;
+    let result = run_loop(
+        &mut endpoint,
+        &tun,
+        &mut sockets,
+        relay,
+        &control.snapshot,
+        &stop,
+    );
     net.undo();
     result.map_err(DaemonError::Loop)
 }
@@ -193,7 +223,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         net.enable_nat(tun.name(), out, &nets)?;
         info!(out = %out, "NAT on");
     }
-    let (snapshot, _status, _metrics) = control(&cfg.control, "server")?;
+    let mut control = control(&cfg.control, "server")?;
     let params = ServerParams {
         private_key: cfg.private_key.clone(),
         peers: cfg
@@ -216,7 +246,15 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         }
         None => RelaySetup::Off,
     };
-    let result = run_loop(&mut endpoint, &tun, &mut sockets, relay, &snapshot, &stop);
+    lock_down(&cfg.security, &mut control)?;
+    let result = run_loop(
+        &mut endpoint,
+        &tun,
+        &mut sockets,
+        relay,
+        &control.snapshot,
+        &stop,
+    );
     net.undo();
     result.map_err(DaemonError::Loop)
 }
