@@ -53,3 +53,9 @@ if cargo +nightly --version >/dev/null 2>&1; then
 else
   echo "setup: no nightly toolchain: the fuzz targets will not run (rustup toolchain install nightly)" >&2
 fi
+
+# cargo-deny checks the dependency graph's bans, licences and sources (deny.toml).
+if ! cargo deny --version >/dev/null 2>&1; then
+  echo "setup: installing cargo-deny (once; a few minutes)"
+  cargo install cargo-deny --locked --quiet
+fi

@@ -18,6 +18,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "plait-proto stays sans-IO (dependency tree)"
 scripts/check-sans-io.sh
 
+step "dependency graph: bans, licences, sources (cargo deny, deny.toml; offline)"
+cargo deny --frozen check bans licenses sources
+
 step "no module import cycles in any crate"
 python3 scripts/check-module-cycles.py
 
