@@ -1,9 +1,10 @@
 //! The tunnel's outer messages: what travels in each UDP datagram
 //! (docs/protocol.md#tunnel-messages).
 //!
-//! Four types, all little-endian, all starting with a type byte and three reserved zero
+//! Five types, all little-endian, all starting with a type byte and three reserved zero
 //! bytes (WireGuard's shapes, but for the response's Noise payload, which repeats the
-//! server's index, and the response's lack of a mac2 field):
+//! server's index, the response's lack of a mac2 field, and the unknown-index hint, which
+//! WireGuard does not have):
 //!
 //! | type | name         | layout                                                              | size |
 //! |------|--------------|---------------------------------------------------------------------|------|
@@ -11,11 +12,13 @@
 //! | 2    | response     | type, 0,0,0, sender u32, receiver u32, Noise message 2 (53 B), mac1  | 81   |
 //! | 3    | cookie reply | type, 0,0,0, receiver u32, nonce (24 B), sealed cookie (32 B)        | 64   |
 //! | 4    | data         | type, 0,0,0, receiver u32, counter u64, AEAD(engine datagram)        | 32 + n |
+//! | 5    | unknown index | type, 0,0,0, receiver u32, counter u64 (both echoed), mac           | 32   |
 //!
 //! mac1 and mac2 (16 bytes each) are the denial-of-service defence of
 //! docs/protocol.md#dos ([`crate::crypto::cookie`]); they are outside the Noise transcript.
 //! A response or a cookie reply is smaller than the initiation that caused it, so the
-//! server can never be used to amplify traffic. The handshake authenticates the indices in
+//! server can never be used to amplify traffic; so is an unknown-index hint than the data
+//! message it answers (docs/protocol.md#unknown-index). The handshake authenticates the indices in
 //! the handshake headers ([`crate::crypto::handshake`]); a data message's AEAD covers its
 //! whole header.
 //!
@@ -39,6 +42,9 @@ pub const TYPE_RESPONSE: u8 = 2;
 pub const TYPE_COOKIE_REPLY: u8 = 3;
 /// Encrypted engine datagram, either way.
 pub const TYPE_DATA: u8 = 4;
+/// Unknown-index hint, server to client: a data message named keys the server does not
+/// have (it restarted), docs/protocol.md#unknown-index.
+pub const TYPE_UNKNOWN_INDEX: u8 = 5;
 
 /// Plaintext carried inside Noise message 1 (docs/protocol.md#initiation-payload).
 pub const INITIATION_PAYLOAD_LEN: usize = 16;
@@ -74,9 +80,17 @@ pub const COOKIE_SEALED_OFFSET: usize = COOKIE_NONCE_OFFSET + COOKIE_NONCE_LEN;
 /// Whole cookie reply.
 pub const COOKIE_REPLY_LEN: usize = COOKIE_SEALED_OFFSET + MAC_LEN + TAG_LEN;
 
+/// Unknown-index hint: the data message's receiver index at [`INDEX_OFFSET`], its counter
+/// at [`COUNTER_OFFSET`] (both echoed), then a MAC of those 16 bytes at this offset
+/// ([`crate::crypto::hint`])...
+pub const UNKNOWN_INDEX_MAC_OFFSET: usize = DATA_HEADER_LEN;
+/// ...and that is the whole hint.
+pub const UNKNOWN_INDEX_LEN: usize = UNKNOWN_INDEX_MAC_OFFSET + MAC_LEN;
+
 // The server must never send more than it received: no amplification.
 const _: () = assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification");
 const _: () = assert!(COOKIE_REPLY_LEN < INITIATION_LEN, "no amplification");
+const _: () = assert!(UNKNOWN_INDEX_LEN <= DATA_OVERHEAD, "no amplification");
 /// Data message header (type, reserved, receiver index, counter); also the AEAD's
 /// associated data, so none of it can be altered undetected.
 pub const DATA_HEADER_LEN: usize = 16;
@@ -182,6 +196,14 @@ pub enum Message {
         /// The nonce counter.
         counter: u64,
     },
+    /// Type 5: the MAC is `buf[UNKNOWN_INDEX_MAC_OFFSET..]`.
+    UnknownIndex {
+        /// The receiver index of the data message it answers (the server's index of the
+        /// client's current keys, as the client knows it).
+        receiver: u32,
+        /// That data message's counter.
+        counter: u64,
+    },
 }
 
 /// Classifies a datagram. Sizes are checked here, so callers may slice at the documented
@@ -212,10 +234,16 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
         TYPE_COOKIE_REPLY if buf.len() == COOKIE_REPLY_LEN => Ok(Message::CookieReply {
             receiver: index(INDEX_OFFSET)?,
         }),
-        TYPE_INITIATION | TYPE_RESPONSE | TYPE_COOKIE_REPLY => Err(MessageError::WrongSize {
-            kind,
-            len: buf.len(),
+        TYPE_UNKNOWN_INDEX if buf.len() == UNKNOWN_INDEX_LEN => Ok(Message::UnknownIndex {
+            receiver: index(INDEX_OFFSET)?,
+            counter: u64_at(buf, COUNTER_OFFSET).ok_or(too_short(kind))?,
         }),
+        TYPE_INITIATION | TYPE_RESPONSE | TYPE_COOKIE_REPLY | TYPE_UNKNOWN_INDEX => {
+            Err(MessageError::WrongSize {
+                kind,
+                len: buf.len(),
+            })
+        }
         TYPE_DATA if buf.len() >= DATA_OVERHEAD => Ok(Message::Data {
             receiver: index(INDEX_OFFSET)?,
             counter: u64_at(buf, COUNTER_OFFSET).ok_or(too_short(kind))?,
@@ -250,6 +278,18 @@ pub fn write_response_header(buf: &mut [u8; RESPONSE_HEADER_LEN], sender: u32, r
     write_at(buf, RESPONSE_RECEIVER_OFFSET, &receiver.to_le_bytes());
 }
 
+/// Writes the part of an unknown-index hint its MAC covers: type, the receiver index and
+/// the counter of the data message it answers.
+pub fn write_unknown_index_header(
+    buf: &mut [u8; UNKNOWN_INDEX_MAC_OFFSET],
+    receiver: u32,
+    counter: u64,
+) {
+    put_type(buf, TYPE_UNKNOWN_INDEX);
+    write_at(buf, INDEX_OFFSET, &receiver.to_le_bytes());
+    write_at(buf, COUNTER_OFFSET, &counter.to_le_bytes());
+}
+
 /// Writes the fixed part of a cookie reply: type and receiver index.
 pub fn write_cookie_reply_header(buf: &mut [u8; COOKIE_NONCE_OFFSET], receiver: u32) {
     put_type(buf, TYPE_COOKIE_REPLY);
@@ -267,7 +307,9 @@ mod tests {
         assert_eq!(INITIATION_LEN, 152);
         assert_eq!(RESPONSE_LEN, 81);
         assert_eq!(COOKIE_REPLY_LEN, 64);
+        assert_eq!(UNKNOWN_INDEX_LEN, 32);
         const { assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification") };
+        const { assert!(UNKNOWN_INDEX_LEN <= DATA_OVERHEAD, "no amplification") };
         const { assert!(COOKIE_REPLY_LEN < INITIATION_LEN, "no amplification") };
         assert_eq!(DATA_OVERHEAD, 32);
     }
@@ -326,6 +368,30 @@ mod tests {
                 len: RESPONSE_LEN - 1
             })
         );
+    }
+
+    #[test]
+    fn unknown_index_header_round_trip() {
+        let mut buf = [0u8; UNKNOWN_INDEX_LEN];
+        write_unknown_index_header(buf.first_chunk_mut().unwrap(), 0xdead_beef, 1 << 40);
+        assert_eq!(
+            parse(&buf),
+            Ok(Message::UnknownIndex {
+                receiver: 0xdead_beef,
+                counter: 1 << 40
+            })
+        );
+        for len in [UNKNOWN_INDEX_LEN - 1, UNKNOWN_INDEX_LEN + 1] {
+            let mut b = vec![0u8; len];
+            b[..INDEX_OFFSET].copy_from_slice(&buf[..INDEX_OFFSET]);
+            assert_eq!(
+                parse(&b),
+                Err(MessageError::WrongSize {
+                    kind: TYPE_UNKNOWN_INDEX,
+                    len
+                })
+            );
+        }
     }
 
     #[test]

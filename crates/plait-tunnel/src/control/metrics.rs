@@ -12,6 +12,7 @@
 //! | `plait_sessions` | gauge | |
 //! | `plait_session_established` (0/1), `_reorder_depth`, `_send_queue` | gauge | `peer` |
 //! | `plait_session_handshakes_total`, `_delivered_total`, `_queue_full_total` | counter | `peer` |
+//! | `plait_session_handshakes_started_total` (client) | counter | `peer`, `cause` |
 //! | `plait_path_state`, `plait_path_up` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
@@ -51,7 +52,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use super::render::drop_reasons;
+use super::render::{drop_reasons, handshake_causes};
 use super::{ControlError, SharedSnapshot, StatusSnapshot, clone_snapshot};
 
 /// The `Content-Type` of [`encode_metrics`]' output (prometheus-client's text encoder
@@ -148,6 +149,25 @@ impl Collector for SnapshotCollector {
             "session_handshakes",
             "Handshakes completed in this session",
             sessions(&|x| x.handshakes),
+        )?;
+        counters(
+            &mut enc,
+            "session_handshakes_started",
+            "Handshakes the client started, by cause",
+            s.sessions
+                .iter()
+                .filter(|x| x.handshake_causes != super::HandshakeCauses::default())
+                .flat_map(|x| {
+                    handshake_causes(&x.handshake_causes)
+                        .into_iter()
+                        .map(|(cause, n)| {
+                            (
+                                vec![("peer", x.peer.clone()), ("cause", cause.to_owned())],
+                                n,
+                            )
+                        })
+                })
+                .collect(),
         )?;
         gauges(
             &mut enc,
@@ -721,6 +741,11 @@ mod tests {
                 lost: Default::default(),
                 late: 0,
                 streams: Default::default(),
+                handshake_causes: crate::control::HandshakeCauses {
+                    first: 1,
+                    hint: 1,
+                    ..Default::default()
+                },
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -774,6 +799,8 @@ mod tests {
             r#"plait_session_established{peer="alice"} 1"#.to_owned(),
             "# TYPE plait_session_handshakes counter".to_owned(),
             r#"plait_session_handshakes_total{peer="alice"} 2"#.to_owned(),
+            r#"plait_session_handshakes_started_total{peer="alice",cause="hint"} 1"#.to_owned(),
+            r#"plait_session_handshakes_started_total{peer="alice",cause="silence"} 0"#.to_owned(),
             r#"plait_session_reorder_depth{peer="alice"} 4"#.to_owned(),
             r#"plait_session_send_queue{peer="alice"} 1"#.to_owned(),
             r#"plait_session_delivered_total{peer="alice"} 1000"#.to_owned(),

@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-pub use snapshot::{DropCounters, PathStatus, SessionStatus, StatusSnapshot};
+pub use snapshot::{DropCounters, HandshakeCauses, PathStatus, SessionStatus, StatusSnapshot};
 
 /// The event loop writes, readers clone.
 pub type SharedSnapshot = Arc<Mutex<StatusSnapshot>>;

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use super::{DropCounters, PathStatus, SessionStatus, StatusSnapshot};
+use super::{DropCounters, HandshakeCauses, PathStatus, SessionStatus, StatusSnapshot};
 
 /// The path table's column headers, in order.
 pub const PATH_COLUMNS: [&str; 13] = [
@@ -110,6 +110,24 @@ fn render_session(out: &mut String, session: &SessionStatus) {
         out.push('\n');
     }
     render_streams(out, session);
+    render_handshake_causes(out, session);
+}
+
+/// The client's handshakes by cause, once it has started any.
+fn render_handshake_causes(out: &mut String, session: &SessionStatus) {
+    let causes: Vec<String> = handshake_causes(&session.handshake_causes)
+        .into_iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(cause, n)| format!("{cause} {n}"))
+        .collect();
+    if !causes.is_empty() {
+        let _ = writeln!(
+            out,
+            "handshakes: {} completed; started by {}",
+            session.handshakes,
+            causes.join(", ")
+        );
+    }
 }
 
 /// Stream mode's line, once the session has had a stream: the streams' counters and each
@@ -210,7 +228,7 @@ fn render_drops(d: &DropCounters) -> String {
 
 /// Every drop counter with its reason name (the same names as the metrics' `reason`
 /// label and the JSON fields).
-pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 10] {
+pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 12] {
     [
         ("malformed", d.malformed),
         ("unknown_index", d.unknown_index),
@@ -220,8 +238,23 @@ pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 10] {
         ("rate_limited", d.rate_limited),
         ("bad_mac", d.bad_mac),
         ("cookie_replied", d.cookie_replied),
+        ("hinted", d.hinted),
+        ("hint_ignored", d.hint_ignored),
         ("spoofed_source", d.spoofed_source),
         ("no_route", d.no_route),
+    ]
+}
+
+/// Every handshake cause with its name (the same names as the metrics' `cause` label and
+/// the JSON fields).
+pub fn handshake_causes(c: &HandshakeCauses) -> [(&'static str, u64); 6] {
+    [
+        ("first", c.first),
+        ("rekey", c.rekey),
+        ("hint", c.hint),
+        ("unanswered", c.unanswered),
+        ("silence", c.silence),
+        ("retry", c.retry),
     ]
 }
 
@@ -288,6 +321,11 @@ mod tests {
                 lost: Default::default(),
                 late: 0,
                 streams: Default::default(),
+                handshake_causes: crate::control::HandshakeCauses {
+                    first: 1,
+                    hint: 1,
+                    ..Default::default()
+                },
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -339,6 +377,10 @@ mod tests {
             out.contains(
                 "peer server: established  key age 1m05s  session 0000beef  scheduler minrtt  reorder 3  send queue 1  delivered 12345\n"
             ),
+            "{out}"
+        );
+        assert!(
+            out.contains("\nhandshakes: 2 completed; started by first 1, hint 1\n"),
             "{out}"
         );
         let mut s = sample();

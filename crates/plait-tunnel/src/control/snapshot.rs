@@ -94,8 +94,30 @@ pub struct SessionStatus {
     /// Stream mode's streams in this session.
     #[serde(default)]
     pub streams: StreamStatus,
+    /// Client side: handshakes started, by what started them.
+    #[serde(default)]
+    pub handshake_causes: HandshakeCauses,
     /// One row per path.
     pub paths: Vec<PathStatus>,
+}
+
+/// Handshakes a client started, by cause (docs/protocol.md#rekeying,
+/// docs/protocol.md#unknown-index). A repeat of an unanswered initiation is `retry`, not
+/// a new cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandshakeCauses {
+    /// No keys yet (the first handshake, or after the keys expired).
+    pub first: u64,
+    /// The keys reached their age or message limit.
+    pub rekey: u64,
+    /// An unknown-index hint: the server does not know our keys (it restarted).
+    pub hint: u64,
+    /// Nothing authenticated came back for a while after we sent.
+    pub unanswered: u64,
+    /// Nothing authenticated came from the server for 15 s.
+    pub silence: u64,
+    /// An initiation repeated: unanswered for 5 s, or after a cookie reply.
+    pub retry: u64,
 }
 
 /// One path of a session.
@@ -185,6 +207,14 @@ pub struct DropCounters {
     /// server was under load or their source over its budget (docs/protocol.md#dos).
     #[serde(default)]
     pub cookie_replied: u64,
+    /// Server: data messages with an unknown index (counted in `unknown_index` too) answered
+    /// with an unknown-index hint (docs/protocol.md#unknown-index).
+    #[serde(default)]
+    pub hinted: u64,
+    /// Client: unknown-index hints not acted on: a wrong MAC, not naming a data message sent
+    /// under the current keys, or arriving while a handshake is already under way.
+    #[serde(default)]
+    pub hint_ignored: u64,
     /// Inner packets whose source address is not allowed for their peer.
     pub spoofed_source: u64,
     /// Inner packets from the TUN device with no peer for their destination.

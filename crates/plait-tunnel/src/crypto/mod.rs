@@ -4,6 +4,8 @@
 //!   direction.
 //! - [`cookie`]: mac1, mac2 and cookie replies, WireGuard's defence against handshake
 //!   floods (docs/protocol.md#dos).
+//! - [`hint`]: the MAC of the unknown-index hint a restarted server sends
+//!   (docs/protocol.md#unknown-index).
 //! - [`aead`]: ChaCha20-Poly1305 (ring) sealing in place with a counter nonce that never
 //!   repeats.
 //! - [`replay`]: the sliding anti-replay window, shared by every path of a session.
@@ -13,5 +15,6 @@
 pub mod aead;
 pub mod cookie;
 pub mod handshake;
+pub mod hint;
 pub mod keypair;
 pub mod replay;

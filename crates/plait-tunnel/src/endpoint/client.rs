@@ -21,6 +21,23 @@
 //! the cookie is fresh. A cookie reply to a copy that carried no mac2 brings the retry
 //! forward to [`COOKIE_RETRY_DELAY`] from then (once per initiation), so a client that
 //! meets a loaded server waits about a second, not [`REKEY_TIMEOUT`].
+//!
+//! A server that restarted has none of our keys: it answers our data messages with an
+//! unknown-index hint (docs/protocol.md#unknown-index), and the client handshakes at once.
+//! The hint cannot be authenticated, so it is only a reason to handshake early: the client
+//! checks what it can (the MAC keyed with the server's public key, and that the hint
+//! echoes the index and a counter of a data message it sent under its current keys), acts
+//! on at most one per [`HINT_MIN_INTERVAL`] and none while a handshake a hint started is
+//! under way, and keeps its keys sealing and opening until the new handshake completes. A
+//! forged hint therefore costs at most one handshake (a rekey) per interval and never
+//! interrupts traffic. Without a hint (lost, or over the server's budget), the client
+//! handshakes when nothing authenticated came back for [`UNANSWERED_REHANDSHAKE`] after it
+//! sent (keepalives go out every second), doubling that wait after each such handshake
+//! until authenticated data arrives; [`REHANDSHAKE_AFTER_SILENCE`] stays the outer bound.
+//! When each handshake is due, and why, is [`Schedule`]'s business.
+//!
+//! A handshake never reuses a nonce: each has fresh ephemeral keys and yields fresh
+//! session keys whose counters start at zero, and the old keys keep their own counters.
 
 use std::net::SocketAddr;
 
@@ -29,22 +46,21 @@ use plait_proto::{PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::link::{DataDrop, FreshSession, Link, LinkCounters};
+use super::schedule::{Cause, Schedule};
+#[cfg(doc)]
+use super::schedule::{HINT_MIN_INTERVAL, REHANDSHAKE_AFTER_SILENCE, UNANSWERED_REHANDSHAKE};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::cookie::{self, COOKIE_SECRET_LATENCY, COOKIE_SECRET_MAX_AGE, Mac, Mac1Key};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
-use crate::crypto::keypair::{Keypair, REKEY_AFTER_TIME, REKEY_TIMEOUT};
+use crate::crypto::hint::HintKey;
+#[cfg(doc)]
+use crate::crypto::keypair::REKEY_AFTER_TIME;
+use crate::crypto::keypair::{Keypair, REKEY_TIMEOUT};
 use crate::keys::Key;
 use crate::message::{INITIATION_LEN, Message, RESPONSE_HEADER_LEN, RESPONSE_MAC1_OFFSET, parse};
 use crate::ratelimit::LogLimiter;
 
-/// With keys but nothing authenticated from the server for this long (the engine sends a
-/// keepalive every second per path, so silence means the server lost our keys, e.g. it
-/// restarted, or every path is down), a new handshake goes out; WireGuard waits 15 s too.
-pub const REHANDSHAKE_AFTER_SILENCE: std::time::Duration = std::time::Duration::from_secs(15);
-/// Least time between two initiation attempts when none is in flight (after a completed
-/// handshake, or after one that could not even be started).
-const MIN_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 /// After a cookie reply to an initiation copy without mac2, the initiation is repeated
 /// (with mac2) this long after, unless a response to another path's copy completes it
 /// first. WireGuard waits for its usual retry (5 s).
@@ -60,6 +76,8 @@ struct InFlight {
     had_mac2: Vec<bool>,
     /// A cookie reply already brought the retry forward.
     hurried: bool,
+    /// What started the handshake this initiation belongs to.
+    cause: Cause,
 }
 
 /// One configured path.
@@ -101,10 +119,12 @@ pub struct ClientEndpoint {
     cookie_key: [u8; 32],
     /// Per path: the latest cookie and when it came.
     cookies: Vec<Option<(Mac, Time)>>,
-    last_initiation: Option<Time>,
+    /// MAC key of the server's unknown-index hints.
+    hint_key: HintKey,
+    /// When handshakes are due, and why.
+    schedule: Schedule,
     last_timestamp: u64,
     attempts: u32,
-    last_rx: Option<Time>,
     drops: DropCounters,
     log_drop: LogLimiter,
 }
@@ -123,14 +143,14 @@ impl ClientEndpoint {
             mac1_own: Mac1Key::new(&params.private_key.public()),
             cookie_key: cookie::cookie_key(&params.server_public_key),
             cookies: vec![None; params.paths.len()],
+            hint_key: HintKey::new(&params.server_public_key),
             params,
             link,
             random,
             handshake: None,
-            last_initiation: None,
+            schedule: Schedule::default(),
             last_timestamp: 0,
             attempts: 0,
-            last_rx: None,
             drops: DropCounters::default(),
             log_drop: LogLimiter::new(1.0),
         }
@@ -152,6 +172,18 @@ impl ClientEndpoint {
 
     /// A datagram arrived on path `path` from `from`.
     pub fn handle_udp(
+        &mut self,
+        now: Now,
+        path: usize,
+        from: SocketAddr,
+        datagram: &mut [u8],
+        out: &mut impl Outputs,
+    ) {
+        self.handle_message(now, path, from, datagram, out);
+        self.schedule.sealed(now.mono, self.link.current_keys());
+    }
+
+    fn handle_message(
         &mut self,
         now: Now,
         path: usize,
@@ -185,18 +217,56 @@ impl ClientEndpoint {
             Message::Data { receiver, counter } => {
                 match self.link.open(now.mono, receiver, counter, datagram) {
                     Ok(opened) => {
-                        self.last_rx = Some(now.mono);
+                        self.schedule.authenticated(now.mono, true);
                         let Ok(id) = u8::try_from(path) else { return };
                         self.link.receive_on(now.mono, PathId(id), opened, out);
                     }
                     Err(e) => self.count_data_drop(now.mono, e, from),
                 }
             }
+            Message::UnknownIndex { receiver, counter } => {
+                self.handle_unknown_index(now, receiver, counter, datagram, from, out)
+            }
             Message::Initiation { .. } => {
                 // Servers never initiate; a client answers nothing it did not ask for.
                 self.drops.malformed += 1;
             }
         }
+    }
+
+    /// An unknown-index hint (docs/protocol.md#unknown-index): the server says it has no
+    /// keys for a data message we sent. Acted on (a handshake now, the keys kept until it
+    /// completes) only if its MAC is right, it names the current keys' index and a counter
+    /// they sealed, and no hint started a handshake that is still in flight, nor any
+    /// initiation went out in the last [`HINT_MIN_INTERVAL`].
+    fn handle_unknown_index(
+        &mut self,
+        now: Now,
+        receiver: u32,
+        counter: u64,
+        msg: &[u8],
+        from: SocketAddr,
+        out: &mut impl Outputs,
+    ) {
+        if !self.hint_key.check(msg) {
+            self.drops.hint_ignored += 1;
+            self.log_drop(now.mono, "unknown-index hint with a bad MAC", "", from);
+            return;
+        }
+        let ours = self
+            .link
+            .current_keys()
+            .is_some_and(|k| k.remote_index == receiver && counter < k.messages_sent());
+        let busy = !self
+            .schedule
+            .hint_welcome(now.mono, self.handshake.as_ref().map(|h| h.cause));
+        if !ours || busy {
+            self.drops.hint_ignored += 1;
+            debug!(%from, ours, busy, "unknown-index hint ignored");
+            return;
+        }
+        warn!(%from, "the server does not know our keys (restarted?): handshaking now");
+        self.send_initiation(now, Cause::Hint, out);
     }
 
     fn handle_response(
@@ -227,13 +297,13 @@ impl ClientEndpoint {
                 return;
             }
         };
-        self.handshake = None;
+        let cause = self.handshake.take().map(|h| h.cause);
         let keypair = Keypair::new(&keys, local_index, sender, now.mono, true);
         let had_session = self.link.has_session();
         let server_made_fresh = flags & FLAG_FRESH_SESSION != 0;
         let fresh = self.link.complete_handshake(keypair, server_made_fresh);
         self.attempts = 0;
-        self.last_rx = Some(now.mono);
+        self.schedule.authenticated(now.mono, false);
         if let Some(fresh) = fresh {
             if had_session {
                 warn!("server lost our session (restarted?): starting a new engine session");
@@ -242,6 +312,7 @@ impl ClientEndpoint {
         }
         info!(
             server = %from,
+            cause = ?cause,
             handshakes = self.link.handshakes(),
             session = format_args!("{:08x}", self.link.session_id()),
             "handshake complete"
@@ -321,52 +392,30 @@ impl ClientEndpoint {
     /// An inner packet read from the TUN device.
     pub fn handle_tun(&mut self, now: Now, packet: &[u8], out: &mut impl Outputs) {
         self.link.send_inner(now.mono, packet, out);
+        self.schedule.sealed(now.mono, self.link.current_keys());
     }
 
     /// Timers: handshake (re)tries, rekeys, key expiry, the engine's own timers.
     pub fn handle_timeout(&mut self, now: Now, out: &mut impl Outputs) {
         let t = now.mono;
         self.link.expire_keys(t);
-        if self.handshake_due(t) {
-            self.send_initiation(now, out);
+        let retry_at = self.handshake.as_ref().map(|h| h.retry_at);
+        if let Some(cause) = self.schedule.due(t, self.link.current_keys(), retry_at) {
+            self.send_initiation(now, cause, out);
         }
         self.link.drive(t, out);
+        self.schedule.sealed(t, self.link.current_keys());
     }
 
-    fn handshake_due(&self, now: Time) -> bool {
-        let wanted_now = self
-            .link
-            .current_keys()
-            .is_some_and(|k| k.needs_rekey(now) || !k.is_usable(now));
-        now >= self.next_handshake() || (wanted_now && now >= self.earliest_retry())
-    }
-
-    /// When the next initiation goes out: when keys are wanted (none yet, or due for a
-    /// rekey) and the last attempt has had its time.
-    fn next_handshake(&self) -> Time {
-        let wanted = self.link.current_keys().map_or(Time::ZERO, |k| {
-            let rekey = k.created + REKEY_AFTER_TIME;
-            self.last_rx
-                .map_or(rekey, |rx| rekey.min(rx + REHANDSHAKE_AFTER_SILENCE))
-        });
-        wanted.max(self.earliest_retry())
-    }
-
-    /// An unanswered initiation (or one answered only by refused responses) is repeated
-    /// after [`REKEY_TIMEOUT`]; with none in flight a new one may go sooner, but not in a
-    /// loop.
-    fn earliest_retry(&self) -> Time {
-        match (&self.handshake, self.last_initiation) {
-            (Some(h), _) => h.retry_at,
-            (None, Some(last)) => last + MIN_RETRY,
-            (None, None) => Time::ZERO,
-        }
-    }
-
-    fn send_initiation(&mut self, now: Now, out: &mut impl Outputs) {
+    fn send_initiation(&mut self, now: Now, cause: Cause, out: &mut impl Outputs) {
         // Counted as an attempt even if it cannot be started, so a failure backs off
         // instead of being retried in a loop.
-        self.last_initiation = Some(now.mono);
+        self.schedule.started(now.mono, cause);
+        // A retry keeps the cause of the handshake it repeats.
+        let cause = match (cause, &self.handshake) {
+            (Cause::Retry, Some(h)) => h.cause,
+            _ => cause,
+        };
         // Timestamps must grow even if the wall clock steps back (docs/protocol.md#handshake);
         // at u64::MAX (year 2554) they cannot, and the server refuses them as replays.
         let timestamp = now.wall_ns.max(self.last_timestamp.saturating_add(1));
@@ -417,12 +466,16 @@ impl ClientEndpoint {
             retry_at: now.mono + REKEY_TIMEOUT,
             had_mac2,
             hurried: false,
+            cause,
         });
     }
 
     /// When [`ClientEndpoint::handle_timeout`] should be called next.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let handshake = self.next_handshake();
+        let handshake = self.schedule.next(
+            self.link.current_keys(),
+            self.handshake.as_ref().map(|h| h.retry_at),
+        );
         Some(
             self.link
                 .poll_timeout()
@@ -460,6 +513,7 @@ impl ClientEndpoint {
             &self.params.server_public_key.to_base64(),
             self.params.engine.settings.scheduler.name(),
         );
+        s.handshake_causes = self.schedule.causes();
         for p in &mut s.paths {
             if p.remote.is_none() {
                 p.remote = self
@@ -526,7 +580,7 @@ mod tests {
         c.handle_timeout(now, &mut out);
         assert_eq!(out.0, 1, "the initiation went out");
         assert_eq!(c.last_timestamp, u64::MAX);
-        assert_eq!(c.last_initiation, Some(now.mono));
+        assert_eq!(c.schedule.last_initiation(), Some(now.mono));
         assert!(c.handshake.is_some());
     }
 }

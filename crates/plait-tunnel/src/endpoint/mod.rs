@@ -20,6 +20,9 @@ mod keyring;
 mod link;
 #[cfg(test)]
 mod link_tests;
+#[cfg(test)]
+mod restart_tests;
+mod schedule;
 mod server;
 mod streams;
 #[cfg(test)]

@@ -11,8 +11,13 @@
 //!
 //! Refused without reply and counted: anything that does not parse, initiations with a
 //! wrong mac1, that do not decrypt, come from unknown keys, replay an old timestamp or
-//! exceed the handshake rate limits, and data messages with unknown indices, replayed
-//! counters or bad tags.
+//! exceed the handshake rate limits, and data messages with replayed counters or bad tags.
+//!
+//! A data message with an unknown receiver index (after a restart, every client's) is
+//! refused too, but may be answered with an unknown-index hint (docs/protocol.md#unknown-index)
+//! so its client handshakes again at once instead of after its silence timer: only a
+//! message long enough to carry an engine header, within per-source and global budgets,
+//! and the hint (32 bytes) is smaller than the message it answers.
 //!
 //! Handshake floods (docs/protocol.md#dos): mac1 is checked before anything else (one
 //! BLAKE2s). An initiation without a valid mac2 is processed only if the server is not
@@ -43,9 +48,10 @@ use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::cookie::CookieChecker;
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
+use crate::crypto::hint::HintKey;
 use crate::crypto::keypair::Keypair;
 use crate::keys::Key;
-use crate::message::{INITIATION_MAC2_OFFSET, Message, RESPONSE_LEN, parse};
+use crate::message::{DATA_OVERHEAD, INITIATION_MAC2_OFFSET, Message, RESPONSE_LEN, parse};
 use crate::ratelimit::{LogLimiter, SourceLimiter, TokenBucket};
 
 /// Handshake initiations processed per second, all clients together (each costs several
@@ -76,6 +82,17 @@ pub const PROVEN_SOURCE_RATE: (f64, f64) = (20.0, 5.0);
 pub const PROVEN_PREFIX_RATE: (f64, f64) = (100.0, 40.0);
 /// One client's initiations closer together than this are ignored (WireGuard: 20 ms).
 pub const MIN_INITIATION_INTERVAL: Duration = Duration::from_millis(20);
+/// Per source address (IPv4 address, IPv6 /64), unknown-index hints sent per second and
+/// their burst (docs/protocol.md#unknown-index): a client needs one; each path's address
+/// has its own budget.
+pub const HINT_SOURCE_RATE: (f64, f64) = (2.0, 4.0);
+/// Per source prefix (IPv4 /24, IPv6 /48), the same.
+pub const HINT_PREFIX_RATE: (f64, f64) = (20.0, 20.0);
+/// Unknown-index hints per second, all sources together, and their burst: the last line
+/// (one BLAKE2s and a 32-byte datagram each).
+pub const HINT_RATE: (f64, f64) = (500.0, 100.0);
+/// The shortest data message that may earn a hint: one that can hold an engine header.
+pub const HINTED_DATA_MIN_LEN: usize = DATA_OVERHEAD + plait_proto::wire::HEADER_LEN;
 /// Random key indices tried before a handshake is given up (a collision among 2^32 is
 /// rare; only a broken random source makes every try collide).
 const INDEX_TRIES: usize = 8;
@@ -134,6 +151,10 @@ pub struct ServerEndpoint {
     /// Per-source budgets of initiations without, and with, a valid mac2.
     unproven: SourceLimiter,
     proven: SourceLimiter,
+    /// Unknown-index hints: their MAC key, per-source and global budgets.
+    hint_key: HintKey,
+    hint_sources: SourceLimiter,
+    hints: TokenBucket,
     drops: DropCounters,
     log_unknown: LogLimiter,
     log_drop: LogLimiter,
@@ -164,8 +185,10 @@ impl ServerEndpoint {
         let mut hash_key = || std::array::from_fn(|_| random.next_u64());
         let unproven = SourceLimiter::new(SOURCE_RATE, PREFIX_RATE, hash_key());
         let proven = SourceLimiter::new(PROVEN_SOURCE_RATE, PROVEN_PREFIX_RATE, hash_key());
+        let hint_sources = SourceLimiter::new(HINT_SOURCE_RATE, HINT_PREFIX_RATE, hash_key());
         ServerEndpoint {
             cookies: CookieChecker::new(&params.private_key.public()),
+            hint_key: HintKey::new(&params.private_key.public()),
             private_key: params.private_key,
             random,
             engine: params.engine,
@@ -177,6 +200,8 @@ impl ServerEndpoint {
             last_under_load: None,
             unproven,
             proven,
+            hint_sources,
+            hints: TokenBucket::new(HINT_RATE.0, HINT_RATE.1),
             drops: DropCounters::default(),
             log_unknown: LogLimiter::new(1.0),
             log_drop: LogLimiter::new(1.0),
@@ -216,7 +241,12 @@ impl ServerEndpoint {
             Ok(Message::Data { receiver, counter }) => {
                 self.handle_data(now.mono, socket, from, receiver, counter, datagram, out)
             }
-            Ok(Message::Response { .. } | Message::CookieReply { .. }) | Err(_) => {
+            Ok(
+                Message::Response { .. }
+                | Message::CookieReply { .. }
+                | Message::UnknownIndex { .. },
+            )
+            | Err(_) => {
                 self.drops.malformed += 1;
                 if let Some(suppressed) = self.log_drop.check(now.mono) {
                     debug!(%from, suppressed, "malformed datagram dropped");
@@ -418,6 +448,7 @@ impl ServerEndpoint {
     ) {
         let Some(&p) = self.indices.get(&receiver) else {
             self.drops.unknown_index += 1;
+            self.hint_unknown_index(now, socket, from, receiver, counter, msg.len(), out);
             return;
         };
         let peer = &mut self.peers[p];
@@ -449,6 +480,36 @@ impl ServerEndpoint {
             Err(ReceiveDrop::Malformed(_)) => self.drops.malformed += 1,
             Err(ReceiveDrop::PathRefused(e)) => debug!(error = %e, "path refused"),
         }
+    }
+
+    /// A data message of `len` bytes named `receiver`, an index no client's keys have
+    /// (docs/protocol.md#unknown-index): answered with a hint if it could be genuine (long
+    /// enough to hold an engine header) and the budgets of its source and of all sources
+    /// allow. The hint is never larger than the message.
+    #[allow(clippy::too_many_arguments)]
+    fn hint_unknown_index(
+        &mut self,
+        now: Time,
+        socket: usize,
+        from: SocketAddr,
+        receiver: u32,
+        counter: u64,
+        len: usize,
+        out: &mut impl Outputs,
+    ) {
+        if len < HINTED_DATA_MIN_LEN
+            || !self.hint_sources.allow(now, from.ip())
+            || !self.hints.allow(now)
+        {
+            return;
+        }
+        let hint = self.hint_key.hint(receiver, counter);
+        debug_assert!(hint.len() <= len, "no amplification");
+        self.drops.hinted += 1;
+        if let Some(suppressed) = self.log_drop.check(now) {
+            debug!(%from, receiver = format_args!("{receiver:08x}"), suppressed, "data for unknown keys: unknown-index hint sent");
+        }
+        out.send_udp(socket, from, &hint);
     }
 
     /// An inner packet read from the TUN device: routed to the client whose

@@ -13,9 +13,9 @@ use plait_proto::sched::SchedulerKind;
 use super::*;
 use crate::keys::Key;
 
-const SERVER: &str = "192.0.2.1:7744";
+pub(crate) const SERVER: &str = "192.0.2.1:7744";
 
-fn addr(s: &str) -> SocketAddr {
+pub(crate) fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
@@ -36,7 +36,7 @@ fn engine_with(scheduler: SchedulerKind) -> EngineParams {
 }
 
 /// An IPv4 packet from `src` to `dst` with a recognisable payload.
-fn packet(src: [u8; 4], dst: [u8; 4], tag: u32) -> Vec<u8> {
+pub(crate) fn packet(src: [u8; 4], dst: [u8; 4], tag: u32) -> Vec<u8> {
     use super::inner::{IPV4_DST, IPV4_HEADER_LEN, IPV4_SRC};
     let mut p = vec![0u8; 60];
     p[0] = 0x45;
@@ -48,8 +48,8 @@ fn packet(src: [u8; 4], dst: [u8; 4], tag: u32) -> Vec<u8> {
 
 #[derive(Default)]
 pub(crate) struct Capture {
-    udp: Vec<(usize, SocketAddr, Vec<u8>)>,
-    tun: Vec<Vec<u8>>,
+    pub(crate) udp: Vec<(usize, SocketAddr, Vec<u8>)>,
+    pub(crate) tun: Vec<Vec<u8>>,
 }
 
 impl Outputs for Capture {
@@ -67,19 +67,28 @@ pub(crate) struct World {
     pub(crate) client: ClientEndpoint,
     pub(crate) server: ServerEndpoint,
     /// The client's source address per path, as the server sees it (NAT may change it).
-    client_addrs: Vec<SocketAddr>,
+    pub(crate) client_addrs: Vec<SocketAddr>,
     delay: [Duration; 2],
     /// (arrival, to_server, path, from, bytes)
-    wire: VecDeque<(Time, bool, usize, SocketAddr, Vec<u8>)>,
-    client_tun: Vec<Vec<u8>>,
-    server_tun: Vec<Vec<u8>>,
+    pub(crate) wire: VecDeque<(Time, bool, usize, SocketAddr, Vec<u8>)>,
+    pub(crate) client_tun: Vec<Vec<u8>>,
+    pub(crate) server_tun: Vec<Vec<u8>>,
     /// Datagrams the server sent, per client path.
     server_sent: [u64; 2],
     client_sent: [u64; 2],
     /// Path whose datagrams are dropped both ways.
-    cut: Option<usize>,
+    pub(crate) cut: Option<usize>,
+    /// Every datagram is dropped, both ways, on every path.
+    pub(crate) blackout: bool,
     /// Every initiation the client sent.
-    inits: Vec<Vec<u8>>,
+    pub(crate) inits: Vec<Vec<u8>>,
+    /// Unknown-index hints the server sent towards the client, and when.
+    pub(crate) hints: Vec<(Time, Vec<u8>)>,
+    /// Drop the server's unknown-index hints instead of delivering them.
+    pub(crate) drop_hints: bool,
+    /// Receiver index and counter of the client's latest data message on the wire (what an
+    /// on-path observer sees).
+    pub(crate) last_client_data: Option<(u32, u64)>,
     /// Drop this many server-to-client responses.
     drop_responses: usize,
     /// An on-path attacker answers every initiation with a forged response first.
@@ -93,8 +102,8 @@ pub(crate) struct World {
 }
 
 pub(crate) struct Keys {
-    client: Key,
-    server: Key,
+    pub(crate) client: Key,
+    pub(crate) server: Key,
 }
 
 pub(crate) fn keys() -> Keys {
@@ -104,7 +113,7 @@ pub(crate) fn keys() -> Keys {
     }
 }
 
-fn server_for(k: &Keys, client_public: Key) -> ServerEndpoint {
+pub(crate) fn server_for(k: &Keys, client_public: Key) -> ServerEndpoint {
     ServerEndpoint::new(ServerParams {
         private_key: k.server.clone(),
         peers: vec![ServerPeer {
@@ -155,7 +164,11 @@ impl World {
             server_sent: [0; 2],
             client_sent: [0; 2],
             cut: None,
+            blackout: false,
             inits: Vec::new(),
+            hints: Vec::new(),
+            drop_hints: false,
+            last_client_data: None,
             drop_responses: 0,
             forge_responses: false,
             tamper_responses: 0,
@@ -195,10 +208,22 @@ impl World {
     }
 
     fn send(&mut self, to_server: bool, path: usize, from: SocketAddr, mut bytes: Vec<u8>) {
-        if self.cut == Some(path) {
+        if self.cut == Some(path) || self.blackout {
             return;
         }
         let kind = bytes.first().copied();
+        if to_server
+            && let Ok(crate::message::Message::Data { receiver, counter }) =
+                crate::message::parse(&bytes)
+        {
+            self.last_client_data = Some((receiver, counter));
+        }
+        if !to_server && kind == Some(crate::message::TYPE_UNKNOWN_INDEX) {
+            self.hints.push((self.now, bytes.clone()));
+            if self.drop_hints {
+                return;
+            }
+        }
         if to_server && kind == Some(crate::message::TYPE_INITIATION) {
             self.inits.push(bytes.clone());
             if self.forge_responses {
@@ -244,7 +269,7 @@ impl World {
     }
 
     /// Advances virtual time to `until`, delivering datagrams and running timers.
-    fn run_until(&mut self, until: Time) {
+    pub(crate) fn run_until(&mut self, until: Time) {
         loop {
             let next_wire = self.wire.front().map(|w| w.0);
             let next = [
@@ -290,20 +315,20 @@ impl World {
         self.run_until(until);
     }
 
-    fn client_sends(&mut self, p: &[u8]) {
+    pub(crate) fn client_sends(&mut self, p: &[u8]) {
         let mut cap = Capture::default();
         self.client.handle_tun(self.stamp(), p, &mut cap);
         self.absorb(true, cap);
     }
 
-    fn server_sends(&mut self, p: &[u8]) {
+    pub(crate) fn server_sends(&mut self, p: &[u8]) {
         let mut cap = Capture::default();
         self.server.handle_tun(self.stamp(), p, &mut cap);
         self.absorb(false, cap);
     }
 
     /// Sends `n` packets each way, 1 ms apart, and lets them arrive.
-    fn traffic(&mut self, n: u32, first_tag: u32) {
+    pub(crate) fn traffic(&mut self, n: u32, first_tag: u32) {
         for i in 0..n {
             self.client_sends(&packet([10, 77, 0, 2], [10, 0, 0, 1], first_tag + i));
             self.server_sends(&packet([10, 0, 0, 1], [10, 77, 0, 2], first_tag + i));
@@ -313,7 +338,7 @@ impl World {
     }
 }
 
-fn tags(packets: &[Vec<u8>]) -> Vec<u32> {
+pub(crate) fn tags(packets: &[Vec<u8>]) -> Vec<u32> {
     packets
         .iter()
         .map(|p| u32::from_le_bytes(p[20..24].try_into().unwrap()))
@@ -465,15 +490,28 @@ fn junk_replays_and_forgeries_get_no_reply_and_change_nothing() {
         w.server
             .handle_udp(stamp, 0, attacker, &mut vec![1u8; len], &mut out);
     }
+    // Nothing delivered, and no reply but unknown-index hints (to the copies whose flipped
+    // bit is in the receiver index), no more than the source's burst, each smaller than
+    // what it answers (docs/protocol.md#unknown-index).
+    assert!(out.tun.is_empty(), "nothing delivered");
     assert!(
-        out.udp.is_empty() && out.tun.is_empty(),
-        "no reply, nothing delivered"
+        out.udp.iter().all(|(_, to, m)| *to == attacker
+            && m.len() < genuine.len()
+            && m[0] == crate::message::TYPE_UNKNOWN_INDEX),
+        "{:?}",
+        out.udp
+    );
+    assert!(
+        out.udp.len() <= server::HINT_SOURCE_RATE.1 as usize,
+        "{}",
+        out.udp.len()
     );
     let d = w.server.drops();
     assert!(
         d.replayed >= 1 && d.auth_failed >= 1 && d.malformed >= 1,
         "{d:?}"
     );
+    assert_eq!(d.hinted, out.udp.len() as u64);
     // The path endpoints did not move to the attacker.
     let s = &w.server.status(w.now)[0];
     assert!(
