@@ -323,7 +323,9 @@ fn family_flag(p: &IpNet) -> &'static str {
 }
 
 /// The steps of [`NetConfig::route_into_tunnel`], in order. Per family that has prefixes:
-/// `ip -F route add P dev TUN table T` for each prefix, `ip -F rule add not fwmark M table T`,
+/// `ip -F route replace P dev TUN table T` for each prefix (`replace`, not `add`: the table is
+/// plait's own, and a route a killed run left there, its device kept, is taken over instead
+/// of failing with `File exists`), `ip -F rule add not fwmark M table T`,
 /// `ip -F rule add table main suppress_prefixlength 0` if the family's default route is
 /// among them, and for IPv4 `net.ipv4.conf.all.src_valid_mark=1` (as wg-quick: reverse-path
 /// filtering then takes the mark into account).
@@ -365,7 +367,7 @@ pub fn plan_route_into_tunnel(
                     &[f, "route", verb, &p, "dev", tun, "table", &table],
                 )
             };
-            steps.push(Step::run(route("add"), route("del")));
+            steps.push(Step::run(route("replace"), route("del")));
         }
         let rule = |verb| {
             Cmd::new(
@@ -1032,11 +1034,11 @@ mod tests {
         assert_eq!(
             lines(&steps),
             [
-                "ip -4 route add 0.0.0.0/0 dev plait0 table 28780",
+                "ip -4 route replace 0.0.0.0/0 dev plait0 table 28780",
                 "ip -4 rule add not fwmark 0x706c table 28780",
                 "ip -4 rule add table main suppress_prefixlength 0",
                 "sysctl -w net.ipv4.conf.all.src_valid_mark=1",
-                "ip -6 route add ::/0 dev plait0 table 28780",
+                "ip -6 route replace ::/0 dev plait0 table 28780",
                 "ip -6 rule add not fwmark 0x706c table 28780",
                 "ip -6 rule add table main suppress_prefixlength 0",
             ]
@@ -1061,7 +1063,7 @@ mod tests {
         assert_eq!(
             lines(&steps),
             [
-                "ip -4 route add 10.0.0.0/8 dev wg-x.1 table 100",
+                "ip -4 route replace 10.0.0.0/8 dev wg-x.1 table 100",
                 "ip -4 rule add not fwmark 0x1234 table 100",
                 "sysctl -w net.ipv4.conf.all.src_valid_mark=1",
             ]
@@ -1080,8 +1082,8 @@ mod tests {
         assert_eq!(
             lines(&steps),
             [
-                "ip -6 route add 2001:db8::/32 dev plait0 table 28780",
-                "ip -6 route add fd00::/8 dev plait0 table 28780",
+                "ip -6 route replace 2001:db8::/32 dev plait0 table 28780",
+                "ip -6 route replace fd00::/8 dev plait0 table 28780",
                 "ip -6 rule add not fwmark 0x706c table 28780",
             ]
         );
@@ -1426,39 +1428,70 @@ mod tests {
             }
         }
 
+        /// Copies of plait's rules and routes in the namespace: the fwmark and
+        /// suppress_prefixlength rules and table 28780's routes, IPv4 then IPv6.
+        fn copies(ns: &Netns) -> [usize; 6] {
+            let count = |args: &[&str], needle: &str| {
+                ns.exec(args).lines().filter(|l| l.contains(needle)).count()
+            };
+            [
+                count(&["ip", "-4", "rule", "show"], "fwmark 0x706c lookup 28780"),
+                count(&["ip", "-4", "rule", "show"], "suppress_prefixlength 0"),
+                count(&["ip", "-4", "route", "show", "table", "28780"], DEV),
+                count(&["ip", "-6", "rule", "show"], "fwmark 0x706c lookup 28780"),
+                count(&["ip", "-6", "rule", "show"], "suppress_prefixlength 0"),
+                count(&["ip", "-6", "route", "show", "table", "28780"], DEV),
+            ]
+        }
+
+        /// kill -9 leaves everything as it is; a restart must find and replace it, never
+        /// double it, whether the TUN device went away with the killed process (its routes
+        /// with it: the usual case) or was kept (its routes too); a clean stop then removes
+        /// every one.
         #[test]
         fn a_restart_replaces_the_rules_a_killed_run_left() {
             let Some(ns) = Netns::create("restart") else {
                 return;
             };
-            let fwmark_rules = || {
-                ns.exec(&["ip", "-4", "rule", "show"])
-                    .lines()
-                    .filter(|l| l.contains("fwmark 0x706c lookup 28780"))
-                    .count()
-            };
             let route = |nc: &mut NetConfig| {
-                nc.route_into_tunnel(DEV, &nets(&["0.0.0.0/0"]), DEFAULT_FWMARK, DEFAULT_TABLE)
-                    .unwrap();
+                nc.route_into_tunnel(
+                    DEV,
+                    &nets(&["0.0.0.0/0", "192.0.2.0/24", "::/0"]),
+                    DEFAULT_FWMARK,
+                    DEFAULT_TABLE,
+                )
+                .unwrap();
             };
+            let once = [1, 1, 2, 1, 1, 1];
             let mut first = NetConfig::in_netns(&ns.name);
             route(&mut first);
-            assert_eq!(fwmark_rules(), 1);
+            assert_eq!(copies(&ns), once);
             // kill -9: nothing is undone, and the TUN device (with its routes) goes away
             // with the process; the policy rules stay.
             std::mem::forget(first);
             ns.exec(&["ip", "link", "del", DEV]);
+            assert_eq!(copies(&ns), [1, 1, 0, 1, 1, 0]);
             ns.exec(&["ip", "tuntap", "add", DEV, "mode", "tun"]);
             ns.exec(&["ip", "link", "set", DEV, "up"]);
             let mut second = NetConfig::in_netns(&ns.name);
             route(&mut second);
             assert_eq!(
-                fwmark_rules(),
-                1,
-                "the leftover rule is replaced, not doubled"
+                copies(&ns),
+                once,
+                "the leftover rules are replaced, not doubled"
             );
-            second.undo();
-            assert_eq!(fwmark_rules(), 0, "a clean stop removes it");
+            // kill -9 again, the device kept this time (a persistent TUN): its routes in
+            // table 28780 stay too, and are taken over.
+            std::mem::forget(second);
+            let mut third = NetConfig::in_netns(&ns.name);
+            route(&mut third);
+            assert_eq!(
+                copies(&ns),
+                once,
+                "leftover routes are replaced, not refused"
+            );
+            third.undo();
+            assert_eq!(copies(&ns), [0; 6], "a clean stop removes every one");
         }
 
         #[test]
@@ -1495,7 +1528,8 @@ mod tests {
             println!("applied:\n  {}", nc.applied().join("\n  "));
             assert_eq!(nc.applied().len(), 8, "{:?}", nc.applied());
             assert!(
-                nc.applied()[0].starts_with(&format!("ip netns exec {} ip -4 route add", ns.name))
+                nc.applied()[0]
+                    .starts_with(&format!("ip netns exec {} ip -4 route replace", ns.name))
             );
 
             let rules4 = ns.exec(&["ip", "-4", "rule", "show"]);
@@ -1578,10 +1612,9 @@ mod tests {
             };
             let mut nc = NetConfig::in_netns(&ns.name);
             nc.add_route(DEV, "198.18.0.0/15".parse().unwrap()).unwrap();
-            // Make the v6 step fail after the v4 ones succeeded.
-            ns.exec(&[
-                "ip", "-6", "route", "add", "::/0", "dev", "lo", "table", "28780",
-            ]);
+            // Make the v6 step fail after the v4 ones succeeded: no IPv6 on the device.
+            let key = format!("net.ipv6.conf.{DEV}.disable_ipv6=1");
+            ns.exec(&["sysctl", "-qw", &key]);
             let rules_before = ns.exec(&["ip", "-4", "rule", "show"]);
             let err = nc
                 .route_into_tunnel(
@@ -1594,7 +1627,7 @@ mod tests {
             println!("expected error: {err}");
             assert!(
                 matches!(&err, NetCfgError::Failed { command, stderr, .. }
-                    if command.contains("ip -6 route add ::/0") && stderr.contains("File exists")),
+                    if command.contains("ip -6 route replace ::/0") && stderr.contains("IPv6 is disabled")),
                 "{err}"
             );
             assert_eq!(ns.exec(&["ip", "-4", "rule", "show"]), rules_before);
