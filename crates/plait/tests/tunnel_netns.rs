@@ -1220,6 +1220,16 @@ fn stream_mode_rules_survive_kill_and_restart() {
         streams: true,
     });
     let tun = tun_name('h');
+    let table = plait_tunnel::netcfg::redirect_table_name(&tun);
+    let ruleset = || {
+        let out = t
+            .topo
+            .client()
+            .exec_output(["nft", "list", "table", "inet", &table])
+            .expect("nft");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first_ruleset = ruleset();
     let mut old = t.clients.remove(0);
     old.child.kill();
     let tables = t
@@ -1239,6 +1249,23 @@ fn stream_mode_rules_survive_kill_and_restart() {
     again.wait_for("established session after restart", |s| {
         s.sessions.len() == 1 && s.sessions[0].established
     });
+    // The leftover table was replaced, not doubled: one table, with the rules the first
+    // daemon had, once.
+    let tables = t
+        .topo
+        .client()
+        .exec_output(["nft", "list", "tables"])
+        .expect("nft");
+    let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
+    assert_eq!(
+        tables
+            .lines()
+            .filter(|l| l.contains("plait_streams_"))
+            .count(),
+        1,
+        "{tables}"
+    );
+    assert_eq!(ruleset(), first_ruleset);
     t.clients.push(again);
     let remote = t.topo.remote_host_addr(Family::V4);
     transfer(
@@ -1476,5 +1503,208 @@ fn stream_mode_10000_idle_connections_memory() {
         s.relay.is_some_and(|r| r.open == 0)
     });
     stream_counters(&t.clients[0], "client");
+    t.shutdown();
+}
+
+/// Copies of the client's routing state in `ns`: the fwmark rule, the
+/// `suppress_prefixlength 0` rule and table 28780's routes, IPv4 only.
+fn client_routing_copies(ns: &Namespace) -> [usize; 3] {
+    let count = |args: &[&str], needle: &str| {
+        let out = ns.ip(args.iter().copied()).expect("ip");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(needle))
+            .count()
+    };
+    [
+        count(
+            &["-4", "rule", "show"],
+            &format!("fwmark {FWMARK} lookup {TABLE}"),
+        ),
+        count(&["-4", "rule", "show"], "suppress_prefixlength 0"),
+        count(&["-4", "route", "show", "table", TABLE], "dev"),
+    ]
+}
+
+/// (l) kill -9 of the server, restarted at once with the same config: the client hears an
+/// unknown-index hint (docs/protocol.md#unknown-index) on its next datagram (a keepalive
+/// at the latest) and handshakes again at once, not after its 15 s silence timer; traffic
+/// flows again; the server's routes to the client's LAN exist once; a clean stop then
+/// leaves nothing. Asserts on the client's handshake causes and the server's counters;
+/// the recovery time is printed, not asserted.
+#[test]
+fn server_kill_and_restart_client_recovers_by_hint() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'l',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4(), PathSpec::v4()]),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let before = t.clients[0].status().expect("client status").sessions[0].clone();
+    let tun = tun_name('l');
+    let config = t.dir.path().join("server.toml");
+    let mut old = t.server.take().expect("server");
+    old.child.kill();
+    let killed = Instant::now();
+    drop(old);
+    // The killed server's log, kept apart from the new one's.
+    let _ = std::fs::rename(
+        t.dir.path().join("server.log"),
+        t.dir.path().join("server-killed.log"),
+    );
+    let server = Daemon::start(t.topo.server(), "server", "server", &config, &tun);
+    let restarted = Instant::now();
+    t.server = Some(server);
+    let after = t.clients[0].wait_for("a handshake with the restarted server", |s| {
+        s.sessions.first().is_some_and(|x| {
+            x.established && x.handshakes > before.handshakes && x.handshake_causes.hint > 0
+        })
+    });
+    let recovered = restarted.elapsed();
+    let status = t
+        .server
+        .as_mut()
+        .expect("server")
+        .wait_for("the client's session", |s| {
+            s.sessions.iter().any(|x| x.established)
+        });
+    let c = after.sessions[0].handshake_causes;
+    eprintln!(
+        "server restart: started {:?} after the kill; the client's status showed a completed \
+         handshake {recovered:?} after that start (polled every 100 ms), the server the \
+         client's session {:?} after it; client handshake causes before {:?}, after {c:?}; \
+         server drops {:?}",
+        restarted - killed,
+        restarted.elapsed(),
+        before.handshake_causes,
+        status.dropped
+    );
+    assert_eq!(c.hint, before.handshake_causes.hint + 1, "{c:?}");
+    assert_eq!(c.silence, before.handshake_causes.silence, "{c:?}");
+    assert!(status.dropped.hinted >= 1, "{:?}", status.dropped);
+    let log = std::fs::read_to_string(&t.clients[0].log).expect("client log");
+    assert!(
+        log.contains("the server does not know our keys"),
+        "the client log does not show the hint"
+    );
+    // The client's own account, with its timestamps: the hint, then the handshake.
+    for line in log.lines().filter(|l| {
+        l.contains("does not know our keys")
+            || l.contains("server lost our session")
+            || (l.contains("handshake complete") && l.contains("Hint"))
+    }) {
+        eprintln!("  client: {line}");
+    }
+    // The restarted server added its route to the client's LAN once.
+    let lan = t.topo.clients()[0].lan_net(Family::V4).to_string();
+    let routes = t
+        .topo
+        .server()
+        .ip(["-4", "route", "show"])
+        .expect("ip route");
+    let routes = String::from_utf8_lossy(&routes.stdout);
+    assert_eq!(
+        routes.lines().filter(|l| l.starts_with(&lan)).count(),
+        1,
+        "{routes}"
+    );
+    let remote = t.topo.remote_host_addr(Family::V4);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        SocketAddr::new(remote, 5001),
+        2_000_000,
+        61,
+        "after the server's kill -9 and restart: 2 MB",
+    );
+    t.shutdown();
+}
+
+/// (m) kill -9 of a client that routes everything into the tunnel (`route = 0.0.0.0/0`:
+/// the fwmark rule, the `suppress_prefixlength 0` rule and a route in table 28780), then a
+/// restart with the same config: the restarted client finds the rules the killed one left
+/// and replaces them, so exactly one copy of each exists; traffic flows; a clean stop
+/// removes every one (the clean-shutdown check).
+#[test]
+fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'm',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let client_ns = t.topo.clients()[0].client();
+    let tun = tun_name('m');
+    let config = t.dir.path().join("client0.toml");
+    t.clients.pop().expect("client 0").shutdown(client_ns);
+    // Everything into the tunnel.
+    let text = std::fs::read_to_string(&config).expect("client config");
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("route = ") {
+                "route = [\"0.0.0.0/0\"]".to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    std::fs::write(&config, text.join("\n") + "\n").expect("client config");
+    let established = |s: &StatusSnapshot| {
+        s.sessions.len() == 1
+            && s.sessions[0].established
+            && s.sessions[0].paths.iter().all(|p| p.state == "active")
+    };
+    let mut first = Daemon::start(client_ns, "client", "client0", &config, &tun);
+    first.wait_for("established session", established);
+    assert_eq!(client_routing_copies(client_ns), [1, 1, 1]);
+
+    first.child.kill();
+    drop(first);
+    // The TUN device went with the process, and its route; the rules stayed.
+    assert_eq!(client_routing_copies(client_ns), [1, 1, 0]);
+    let _ = std::fs::rename(
+        t.dir.path().join("client0.log"),
+        t.dir.path().join("client0-killed.log"),
+    );
+    let started = Instant::now();
+    let mut again = Daemon::start(client_ns, "client", "client0", &config, &tun);
+    again.wait_for("established session after the restart", established);
+    eprintln!(
+        "client restart: established {:?} after it started",
+        started.elapsed()
+    );
+    assert_eq!(
+        client_routing_copies(client_ns),
+        [1, 1, 1],
+        "one copy of each rule and route"
+    );
+    let log = std::fs::read_to_string(&again.log).expect("client log");
+    assert_eq!(
+        log.matches("removed a leftover of an earlier run").count(),
+        2,
+        "the fwmark and suppress rules were found and replaced:\n{log}"
+    );
+    t.clients.push(again);
+    let remote = t.topo.remote_host_addr(Family::V4);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        SocketAddr::new(remote, 5001),
+        2_000_000,
+        62,
+        "after the client's kill -9 and restart: 2 MB",
+    );
+    // A clean stop removes every rule and route (Daemon::shutdown's assert_clean).
     t.shutdown();
 }
