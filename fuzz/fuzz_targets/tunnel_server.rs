@@ -1,8 +1,9 @@
 //! Fuzz target: a server endpoint (fixed keys, one known client) fed arbitrary datagrams,
 //! as its UDP sockets would be (docs/protocol.md#tunnel-messages): tunnel message parsing,
-//! handshake initiations, data messages. Checks the endpoint's promise that nothing from
-//! the network panics it, and that no unauthenticated datagram is answered with more
-//! bytes than it carried.
+//! handshake initiations, data messages (with unknown indices: unknown-index hints,
+//! docs/protocol.md#unknown-index), and the messages only a server sends. Checks the
+//! endpoint's promise that nothing from the network panics it, and that no unauthenticated
+//! datagram is answered with more bytes than it carried.
 //!
 //! Input: datagrams, each a little-endian u16 length then that many bytes.
 
@@ -71,7 +72,8 @@ fuzz_target!(|data: &[u8]| {
         server.handle_udp(now, 0, from, &mut d, &mut out);
         server.handle_timeout(now, &mut out);
         // Without the client's key nothing authenticates: replies, if any, are handshake
-        // responses or cookie replies, both smaller than the initiation that caused them.
+        // responses or cookie replies, both smaller than the initiation that caused them,
+        // or unknown-index hints, smaller than the data message that caused them.
         assert!(out.bytes <= len, "{} bytes answered {len}", out.bytes);
     }
 });
