@@ -24,6 +24,10 @@ pub const MIN_DATAGRAM_SIZE: usize = 576;
 /// Largest datagram (the largest UDP payload over IPv4).
 pub const MAX_DATAGRAM_SIZE: usize = 65_507;
 
+/// Default [`Config::unordered_below_bps`]: 256 kbit/s, above a voice call (about
+/// 100 kbit/s with headers) and a 10 ms ping, below a TCP transfer past its first round trips.
+pub const DEFAULT_UNORDERED_BELOW_BPS: u64 = 256_000;
+
 /// The engine knobs a user may turn; everything else is [`Config::default`]'s.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineSettings {
@@ -96,6 +100,11 @@ pub struct Config {
     /// CoDel marks ECN-capable inner packets CE instead of dropping them (RFC 3168,
     /// RFC 8290 §5.2.6).
     pub send_queue_ecn: bool,
+    /// Inner packets of flows sending at most this many bits per second (over 100 ms
+    /// windows) are marked for delivery out of the global order, so a call or a ping does
+    /// not wait in the peer's reorder buffer behind bulk packets on slower paths
+    /// (docs/protocol.md#unordered). 0: every packet keeps the global order.
+    pub unordered_below_bps: u64,
     /// Inner packets waiting longer than this in the send queue (no usable path) are dropped:
     /// stale packets only hurt the end hosts' TCP.
     pub max_queue_delay: Duration,
@@ -152,6 +161,7 @@ impl Default for Config {
             send_queue_target: Duration::from_millis(5),
             send_queue_interval: Duration::from_millis(100),
             send_queue_ecn: true,
+            unordered_below_bps: DEFAULT_UNORDERED_BELOW_BPS,
             max_queue_delay: Duration::from_millis(500),
             ack_every: 16,
             max_ack_delay: Duration::from_millis(25),

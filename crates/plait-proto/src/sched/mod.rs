@@ -275,6 +275,24 @@ pub fn earliest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<P
     })
 }
 
+/// The usable path that delivers `pkt` soonest now by measurement: the latest relative
+/// one-way delay (its queue included; the base delay, or half the minimum RTT, without a
+/// sample) plus its serialisation time; ties: lowest id. For a packet that need not keep
+/// the global order (docs/protocol.md#unordered), where the bulk schedulers' spreading
+/// rules do not apply: it should simply arrive first.
+pub fn soonest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
+    usable_min_by_key(paths, |p| {
+        let delay = p.owd.or(p.base_owd).or(p.min_rtt.map(|s| s / 2));
+        let tx = p
+            .rate_estimate()
+            .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
+        (
+            delay.is_none(),
+            delay.unwrap_or(Duration::MAX).saturating_add(tx),
+        )
+    })
+}
+
 /// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).
 pub fn transmission_time(len: usize, rate: f64) -> Duration {
     if rate.is_finite() && rate > 0.0 {

@@ -48,6 +48,11 @@ const MAX_PROBE_ACKS: usize = 64;
 /// Most repair requests waiting to be sent; beyond, the oldest are dropped (their holes
 /// then wait only for their evidence).
 const MAX_REPAIR_REQUESTS: usize = 1024;
+/// UNORDERED packets waiting for `poll_delivery` at most; beyond, they keep the order.
+const MAX_EXPRESS: usize = 64;
+/// Stand-ins of UNORDERED packets remembered at most (the oldest is forgotten first; a
+/// forgotten stand-in is delivered as an empty packet, never as a duplicate of data).
+const MAX_EXPRESSED: usize = 1024;
 /// Repair wait before any round trip is measured.
 const INITIAL_REPAIR_WAIT: Duration = Duration::from_millis(200);
 /// The stream send-buffer target is this many times the sum of the usable paths'
@@ -123,6 +128,12 @@ pub struct Session {
     repair: Option<repair_store::RepairStore>,
     /// Repair requests (global sequence numbers, truncated) for the peer.
     repair_requests: VecDeque<u32>,
+    /// Inner packets that arrived marked UNORDERED, waiting for `poll_delivery`.
+    express: VecDeque<(GlobalSeq, Vec<u8>)>,
+    /// Global sequence numbers delivered from `express` whose empty stand-ins the reorder
+    /// buffer still holds (they keep its order and loss evidence intact; released, they
+    /// are skipped).
+    expressed: VecDeque<GlobalSeq>,
     /// The reliable streams (docs/protocol.md#streams).
     streams: Streams,
     /// Stream data waits for a path's pacer until then (`None`: not paced).
@@ -172,6 +183,8 @@ impl Session {
                 )
             }),
             repair_requests: VecDeque::new(),
+            express: VecDeque::new(),
+            expressed: VecDeque::new(),
             streams,
             stream_pace_until: None,
             stream_scheduler: AnyScheduler::new(config.stream_scheduler),

@@ -57,7 +57,34 @@ impl Session {
     /// The next in-order inner packet, written into `buf` (which must hold the largest
     /// inner packet, [`crate::Config::max_inner_packet`]). Call until `None`.
     pub fn poll_delivery(&mut self, buf: &mut [u8]) -> Option<Delivery> {
-        let r = self.reorder.poll_release(self.now, buf)?;
+        while let Some((global_seq, bytes)) = self.express.pop_front() {
+            let Some(dst) = buf.get_mut(..bytes.len()) else {
+                continue; // larger than any inner packet this session carries: dropped
+            };
+            dst.copy_from_slice(&bytes);
+            self.stats.delivered += 1;
+            self.stats.delivered_unordered += 1;
+            return Some(Delivery {
+                len: bytes.len(),
+                global_seq,
+                held_for: std::time::Duration::ZERO,
+                late: false,
+            });
+        }
+        let r = loop {
+            let r = self.reorder.poll_release(self.now, buf)?;
+            // The stand-in of a packet already delivered out of order: skip it.
+            let stand_in = r.len == 0
+                && self
+                    .expressed
+                    .iter()
+                    .position(|g| *g == r.global_seq)
+                    .and_then(|i| self.expressed.remove(i))
+                    .is_some();
+            if !stand_in {
+                break r;
+            }
+        };
         self.stats.delivered += 1;
         Some(Delivery {
             len: r.len,
@@ -121,10 +148,18 @@ impl Session {
         stats.recv_datagrams += 1;
         stats.recv_bytes += (HEADER_LEN + payload.len()) as u64;
         self.reorder.on_datagram(now, path, header.timestamp_us);
+        let mut unordered = false;
         for frame in frames(payload).flatten() {
             match frame {
                 Frame::Padding => {}
-                Frame::Data(data) => self.on_data(now, path, seq, header.timestamp_us, &data),
+                Frame::Data(data) => {
+                    let ts = header.timestamp_us;
+                    self.on_data(now, path, seq, ts, &data, std::mem::take(&mut unordered));
+                }
+                Frame::Extension {
+                    frame_type: crate::wire::frame_type::UNORDERED,
+                    ..
+                } => unordered = true,
                 Frame::Ack(ack) => self.on_ack(now, &ack),
                 Frame::Probe(probe) => {
                     if self.probe_acks.len() < MAX_PROBE_ACKS {
@@ -188,6 +223,7 @@ impl Session {
         path_seq: PathSeq,
         send_ts_us: u32,
         data: &DataFrame<'_>,
+        unordered: bool,
     ) {
         let global = expand_seq(self.recv_next_global, data.global_seq);
         let prev_on_path = (data.prev_delta > 0)
@@ -203,7 +239,18 @@ impl Session {
                     prev_on_path,
                     send_ts_us,
                 };
-                self.reorder.insert(now, &arrival, data.payload);
+                if unordered && self.express.len() < super::MAX_EXPRESS {
+                    // Delivered at once; an empty stand-in keeps the reorder buffer's
+                    // order and loss evidence (docs/protocol.md#unordered).
+                    self.express.push_back((global, data.payload.to_vec()));
+                    if self.expressed.len() >= super::MAX_EXPRESSED {
+                        self.expressed.pop_front();
+                    }
+                    self.expressed.push_back(global);
+                    self.reorder.insert(now, &arrival, &[]);
+                } else {
+                    self.reorder.insert(now, &arrival, data.payload);
+                }
             }
             Freshness::Duplicate => self.stats.data_duplicates += 1,
             Freshness::TooOld => self.stats.data_too_old += 1,

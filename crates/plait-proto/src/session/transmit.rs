@@ -20,8 +20,19 @@ use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::session::types::Event;
 use crate::time::Time;
 use crate::wire::{
-    AckRepr, CloseRepr, DATA_OVERHEAD, DataRepr, Header, ProbeAckRepr, ProbeRepr, Writer,
+    AckRepr, CloseRepr, DATA_OVERHEAD, DataRepr, ExtensionRepr, Header, ProbeAckRepr, ProbeRepr,
+    Writer,
 };
+
+/// What `transmit_data_on` sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DataKind {
+    /// An inner packet for the first time (or a redundant copy); `unordered`: marked
+    /// UNORDERED (docs/protocol.md#unordered).
+    Data { unordered: bool },
+    /// A repair: names no predecessor on its path.
+    Repair,
+}
 
 impl Session {
     /// Hands the session an inner packet (an IP packet from the TUN device) to carry.
@@ -228,6 +239,7 @@ impl Session {
         }
         // The queue's choice (DRR over flows, CoDel applied); `pop` below takes this one.
         let front = self.send_queue.head(now)?;
+        let unordered = front.sparse && self.config.unordered_below_bps > 0;
         let meta = PacketMeta {
             global_seq: self.next_global,
             len: DATA_OVERHEAD + front.bytes.len(),
@@ -240,7 +252,12 @@ impl Session {
         } else {
             None
         };
-        let selection = self.scheduler.select(now, &self.views, &meta);
+        let selection = if unordered {
+            crate::sched::soonest_by_measurement(&self.views, &meta)
+                .map_or(Selection::Wait(None), Selection::Send)
+        } else {
+            self.scheduler.select(now, &self.views, &meta)
+        };
         let usable = |views: &[crate::path::PathView], id: PathId| {
             views.iter().any(|v| v.id == id && v.is_usable())
         };
@@ -284,6 +301,7 @@ impl Session {
         if let Some(store) = &mut self.repair {
             store.push(now, global, &queued.bytes);
         }
+        self.stats.inner_unordered += u64::from(unordered);
         let t = self.transmit_data_on(
             now,
             first,
@@ -291,7 +309,7 @@ impl Session {
             &queued.bytes,
             queued.arrival,
             buf,
-            false,
+            DataKind::Data { unordered },
         );
         if rest.is_empty() {
             self.send_queue.recycle(queued.bytes);
@@ -323,7 +341,7 @@ impl Session {
                     &copies.bytes,
                     copies.arrival,
                     buf,
-                    false,
+                    DataKind::Data { unordered: false },
                 );
                 self.stats.inner_copies += u64::from(sent.is_some());
             }
@@ -362,8 +380,9 @@ impl Session {
         payload: &[u8],
         arrival: Time,
         buf: &mut [u8],
-        repair: bool,
+        kind: DataKind,
     ) -> Option<Transmit> {
+        let repair = kind == DataKind::Repair;
         let slot = self.slot(path)?;
         let seq = slot.tx.next_seq();
         let prev_delta = if repair {
@@ -380,7 +399,17 @@ impl Session {
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
         let room = w.remaining().checked_sub(data.encoded_len())?;
+        let unordered = ExtensionRepr {
+            frame_type: crate::wire::frame_type::UNORDERED,
+            body: &[],
+        };
+        // The mark only when it fits (a full-size packet of a sparse flow keeps the order).
+        let mark = kind == (DataKind::Data { unordered: true }) && room >= unordered.encoded_len();
+        let room = room - if mark { unordered.encoded_len() } else { 0 };
         self.write_acks(now, &mut w, room, false);
+        if mark {
+            unordered.encode(&mut w).ok()?;
+        }
         data.encode(&mut w).ok()?;
         let len = w.len();
         let meta = PacketMeta {
@@ -419,8 +448,9 @@ impl Session {
                 Selection::Wait(_) => None,
             }
             .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_usable()));
-            let sent =
-                path.and_then(|p| self.transmit_data_on(now, p, global, &bytes, now, buf, true));
+            let sent = path.and_then(|p| {
+                self.transmit_data_on(now, p, global, &bytes, now, buf, DataKind::Repair)
+            });
             if let Some(store) = self.repair.as_mut() {
                 store.put_back(global, bytes);
             }

@@ -158,6 +158,11 @@ pub struct SessionStats {
     pub data_too_old: u64,
     /// Inner packets delivered.
     pub delivered: u64,
+    /// Of `delivered`, those delivered at once, out of the global order (UNORDERED,
+    /// docs/protocol.md#unordered).
+    pub delivered_unordered: u64,
+    /// Inner packets sent marked UNORDERED (their flow was sparse).
+    pub inner_unordered: u64,
     /// Extension frames skipped.
     pub extensions_skipped: u64,
     /// Events dropped because the driver did not drain them.

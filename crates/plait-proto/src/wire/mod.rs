@@ -127,6 +127,9 @@ pub mod frame_type {
     /// REPAIR_REQUEST: global sequence numbers the receiver asks to be sent again
     /// (docs/protocol.md#repair).
     pub const REPAIR_REQUEST: u8 = 0x12;
+    /// UNORDERED (empty body): the DATA frame after it in the datagram may be delivered
+    /// out of the global order (docs/protocol.md#unordered).
+    pub const UNORDERED: u8 = 0x13;
 
     /// Whether `t` is in the extension range (length-prefixed, skippable).
     pub const fn is_extension(t: u8) -> bool {

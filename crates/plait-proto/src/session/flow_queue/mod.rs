@@ -41,6 +41,7 @@ mod codel_tests;
 #[cfg(test)]
 mod proptests;
 mod siphash;
+mod sparse;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -49,6 +50,7 @@ use std::collections::VecDeque;
 
 pub use codel::CodelParams;
 use codel::{Codel, CodelQueue};
+use sparse::SparseMeter;
 use store::{Fifo, Store};
 
 use crate::config::Config;
@@ -61,6 +63,9 @@ pub struct Queued {
     pub arrival: Time,
     /// Its bytes.
     pub bytes: Vec<u8>,
+    /// Set by [`FlowQueue::head`] and [`FlowQueue::pop`]: its flow is sparse (at most the configured rate), so
+    /// the peer may deliver it out of the global order (docs/protocol.md#unordered).
+    pub sparse: bool,
 }
 
 /// The send queue's bounds and parameters.
@@ -76,6 +81,8 @@ pub struct FlowQueueConfig {
     pub quantum: usize,
     /// CoDel's parameters.
     pub codel: CodelParams,
+    /// Flows sending at most this many bytes per [`sparse::WINDOW`] are sparse (0: none).
+    pub sparse_bytes: u64,
 }
 
 impl FlowQueueConfig {
@@ -92,6 +99,7 @@ impl FlowQueueConfig {
                 max_packet: c.max_inner_packet(),
                 ecn: c.send_queue_ecn,
             },
+            sparse_bytes: c.unordered_below_bps / 8 * sparse::WINDOW.as_millis() as u64 / 1000,
         }
     }
 }
@@ -135,6 +143,7 @@ struct Flow {
     /// CoDel has judged the head (let it through or marked it).
     vetted: bool,
     codel: Codel,
+    sparse: SparseMeter,
 }
 
 /// The flow-queued send queue (see the module docs).
@@ -167,6 +176,7 @@ impl FlowQueue {
                     list: List::None,
                     vetted: false,
                     codel: Codel::default(),
+                    sparse: SparseMeter::default(),
                 })
                 .collect(),
             new_flows: VecDeque::with_capacity(n),
@@ -191,6 +201,7 @@ impl FlowQueue {
         let f = self.classify(packet);
         let quantum = self.quantum();
         let flow = &mut self.flows[f];
+        flow.sparse.add(arrival, packet.len());
         let slot = self.store.push_back(&mut flow.fifo, arrival, packet);
         if flow.list == List::None {
             flow.list = List::New;
@@ -222,7 +233,17 @@ impl FlowQueue {
     pub fn head(&mut self, now: Time) -> Option<&Queued> {
         self.now = self.now.max(now);
         let f = self.select()?;
-        self.store.front(&self.flows[f].fifo)
+        let sparse = self.is_sparse(f);
+        let head = self.store.front_mut(&self.flows[f].fifo)?;
+        head.sparse = sparse;
+        Some(head)
+    }
+
+    /// Whether flow `f` is sparse now (never the queue of unclassified packets).
+    fn is_sparse(&mut self, f: usize) -> bool {
+        let classified = f + 1 < self.flows.len();
+        let (now, limit) = (self.now, self.config.sparse_bytes);
+        classified && limit > 0 && self.flows[f].sparse.is_sparse(now, limit)
     }
 
     /// Removes the packet [`FlowQueue::head`] shows (deciding it now if `head` was not
@@ -230,8 +251,10 @@ impl FlowQueue {
     pub fn pop(&mut self) -> Option<Queued> {
         let f = self.select()?;
         self.selected = None;
+        let sparse = self.is_sparse(f);
         let flow = &mut self.flows[f];
-        let (_, packet) = self.store.pop_front(&mut flow.fifo)?;
+        let (_, mut packet) = self.store.pop_front(&mut flow.fifo)?;
+        packet.sparse = sparse;
         flow.vetted = false;
         flow.deficit -= packet.bytes.len() as i64;
         Some(packet)

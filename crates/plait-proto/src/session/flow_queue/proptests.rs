@@ -112,6 +112,7 @@ proptest! {
                 max_packet: 1500,
                 ecn: true,
             },
+            sparse_bytes: 3200,
         };
         let (mut q, mut twin) = (FlowQueue::new(cfg, KEY), FlowQueue::new(cfg, KEY));
         let mut live: BTreeMap<u32, usize> = BTreeMap::new();

@@ -72,7 +72,11 @@ impl Store {
         bytes.clear();
         bytes.extend_from_slice(packet);
         let slot = Slot {
-            packet: Queued { arrival, bytes },
+            packet: Queued {
+                arrival,
+                bytes,
+                sparse: false,
+            },
             next: NIL,
         };
         let id = match self.free_slots.pop() {
@@ -118,6 +122,7 @@ impl Store {
         let packet = Queued {
             arrival: slot.packet.arrival,
             bytes: std::mem::take(&mut slot.packet.bytes),
+            sparse: false,
         };
         fifo.head = slot.next;
         if fifo.head == NIL {

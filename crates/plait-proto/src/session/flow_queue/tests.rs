@@ -23,6 +23,7 @@ pub(super) fn config(max_packets: usize, max_bytes: usize) -> FlowQueueConfig {
             max_packet: 1500,
             ecn: true,
         },
+        sparse_bytes: 3200,
     }
 }
 
