@@ -356,6 +356,7 @@ impl RunSpec {
                 .and_then(SchedulerKind::from_name)
                 .unwrap_or(d.stream_scheduler),
             packet_pacing: self.packet_pacing.unwrap_or(d.packet_pacing),
+            unordered_below_bps: d.unordered_below_bps,
         }
     }
 }

@@ -13,6 +13,9 @@
 //!   retransmissions and tunnel overhead included; the same counters for every mode).
 //! - **RTT p50/p99**: UDP probes every 10 ms from the client to the server's path-0 address
 //!   while the sender writes; unanswered probes count as lost.
+//! - **tunnel RTT p50/p99** (tunnel modes): the same probes from the sending host to the
+//!   receiving host, through the tunnel, as an application's ping or call beside the
+//!   transfer would go.
 //! - For each event: **stall**: the longest run of 100 ms windows, from the event's start
 //!   to 5 s after its end, whose goodput is below 10 % of the mean of the 3 s before the
 //!   event; **path back**: from the event's end to the end of the first 100 ms window in
@@ -122,6 +125,13 @@ pub struct ModeResult {
     pub rtt_p50_ms: Option<f64>,
     /// 99th percentile, ms.
     pub rtt_p99_ms: Option<f64>,
+    /// Tunnel modes: RTT under load through the tunnel (sending host to receiving host),
+    /// median, ms.
+    #[serde(default)]
+    pub tunnel_rtt_p50_ms: Option<f64>,
+    /// 99th percentile, ms.
+    #[serde(default)]
+    pub tunnel_rtt_p99_ms: Option<f64>,
     /// Fraction of probes unanswered.
     pub probe_loss: f64,
     /// Longest run of empty 100 ms windows after the first byte, seconds.
@@ -252,6 +262,8 @@ impl ModeResult {
             path_mbit: vec![0.0; file.paths.len()],
             rtt_p50_ms: None,
             rtt_p99_ms: None,
+            tunnel_rtt_p50_ms: None,
+            tunnel_rtt_p99_ms: None,
             probe_loss: 1.0,
             longest_gap_s: 0.0,
             events: Vec::new(),
@@ -285,6 +297,8 @@ pub struct Measured<'a> {
     pub counters: &'a [Vec<CounterSample>],
     /// The RTT probes.
     pub probes: &'a ProbeReport,
+    /// The probes through the tunnel (tunnel modes).
+    pub tunnel_probes: Option<&'a ProbeReport>,
     /// Actual (start, end) of each event, seconds after `t0`.
     pub events: &'a [(f64, f64)],
     /// The tunnel's MTU.
@@ -433,6 +447,7 @@ pub fn mode_result(m: &Measured<'_>) -> ModeResult {
     let span = secs(m.t_end - m.t0).max(1e-9);
     let path_mbit = path_bytes.iter().map(|b| b * 8.0 / span / 1e6).collect();
     let load = m.probes.between(m.t0, m.t_end);
+    let tunnel_load = m.tunnel_probes.map(|p| p.between(m.t0, m.t_end));
     let sent_in_load = (secs(m.t_end - m.t0) / secs(PROBE_INTERVAL)).max(1.0);
     let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
     let events = file
@@ -472,6 +487,8 @@ pub fn mode_result(m: &Measured<'_>) -> ModeResult {
         path_mbit,
         rtt_p50_ms: ms(load.quantile(0.5)),
         rtt_p99_ms: ms(load.quantile(0.99)),
+        tunnel_rtt_p50_ms: tunnel_load.as_ref().and_then(|l| ms(l.quantile(0.5))),
+        tunnel_rtt_p99_ms: tunnel_load.as_ref().and_then(|l| ms(l.quantile(0.99))),
         probe_loss: (1.0 - load.samples.len() as f64 / sent_in_load).clamp(0.0, 1.0),
         longest_gap_s: secs(m.got.longest_empty_run()),
         events,
@@ -531,8 +548,15 @@ pub fn table(r: &TopologyResult) -> String {
     let has_events = !r.events.is_empty();
     let _ = write!(
         out,
-        "{:<24} {:>9} {:>7} {:>8} {:>12} {:>15} {:>7}",
-        "mode", "Mbit/s", "of sum", "of ceil", "shares %", "RTT p50/p99 ms", "intact"
+        "{:<24} {:>9} {:>7} {:>8} {:>12} {:>15} {:>16} {:>7}",
+        "mode",
+        "Mbit/s",
+        "of sum",
+        "of ceil",
+        "shares %",
+        "RTT p50/p99 ms",
+        "tunnel RTT ms",
+        "intact"
     );
     if has_events {
         let _ = write!(
@@ -549,13 +573,22 @@ pub fn table(r: &TopologyResult) -> String {
         }
         let _ = write!(
             out,
-            "{:<24} {:>9.2} {:>7.3} {:>8.3} {:>12} {:>15} {:>7}",
+            "{:<24} {:>9.2} {:>7.3} {:>8.3} {:>12} {:>15} {:>16} {:>7}",
             m.label,
             m.goodput_mbit,
             m.of_sum,
             m.of_ceiling,
             shares_text(&m.shares),
             format!("{}/{}", opt(m.rtt_p50_ms, 0), opt(m.rtt_p99_ms, 0)),
+            if m.tunnel_rtt_p50_ms.is_some() {
+                format!(
+                    "{}/{}",
+                    opt(m.tunnel_rtt_p50_ms, 0),
+                    opt(m.tunnel_rtt_p99_ms, 0)
+                )
+            } else {
+                "-".into()
+            },
             if m.intact { "yes" } else { "NO" }
         );
         if has_events {

@@ -57,6 +57,8 @@ use plait_topology::{EventFile, EventKind, TopologyFile};
 
 /// The UDP echo's port on the server.
 const ECHO_PORT: u16 = 7007;
+/// The remote host's echo for the probes through the tunnel.
+const TUNNEL_ECHO_PORT: u16 = 7008;
 /// First TCP port of the measured transfers (each mode takes the next).
 const BASE_PORT: u16 = 5101;
 /// The plait server's UDP port.
@@ -333,6 +335,15 @@ fn run_mode(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let probe = RttProbe::start(topo.client(), echo, PROBE_INTERVAL)?;
+    // Tunnel modes: an application's probe beside the transfer, through the tunnel.
+    let tunnel_probe = if mode.is_tunnel() {
+        let addr = SocketAddr::new(topo.remote_host_addr(Family::V4), TUNNEL_ECHO_PORT);
+        let echo = UdpEcho::start(topo.remote_host(), addr)?;
+        let probe = RttProbe::start(topo.lan_host(), addr, PROBE_INTERVAL)?;
+        Some((echo, probe))
+    } else {
+        None
+    };
     let send_opts = SendOptions {
         tcp,
         proto,
@@ -355,6 +366,10 @@ fn run_mode(
     });
     let t_end = Instant::now();
     let probes = probe.stop()?;
+    let tunnel_probes = match tunnel_probe {
+        Some((_echo, probe)) => Some(probe.stop()?),
+        None => None,
+    };
     // The sender returns once the receiver closed; after a failed send, do not wait.
     let got = match &sent {
         Ok(_) => sink
@@ -424,6 +439,7 @@ fn run_mode(
         got: &got,
         counters: &samples,
         probes: &probes,
+        tunnel_probes: tunnel_probes.as_ref(),
         events: &events,
         tun_mtu: status.as_ref().map(|s| s.tun_mtu),
     }))

@@ -511,6 +511,9 @@ fn engine(f: EngineFile) -> EngineSettings {
         congestion: f.congestion.map_or(d.congestion, |c| c.0),
         stream_scheduler: f.stream_scheduler.map_or(d.stream_scheduler, |s| s.0),
         packet_pacing: f.packet_pacing.unwrap_or(d.packet_pacing),
+        unordered_below_bps: f
+            .unordered_below_kbps
+            .map_or(d.unordered_below_bps, |k| u64::from(k.0) * 1000),
     }
 }
 

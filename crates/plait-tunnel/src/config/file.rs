@@ -12,7 +12,7 @@ use toml::Spanned as S;
 use super::values::{
     BindAddr, BufferMib, CongestionName, ConnectSecs, FileName, HoldMs, IdleSecs, IfName, KeyText,
     Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit, ReorderName, SchedulerName, SeccompName,
-    ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu,
+    ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -135,6 +135,7 @@ pub(super) struct EngineFile {
     pub(super) congestion: Option<CongestionName>,
     pub(super) stream_scheduler: Option<SchedulerName>,
     pub(super) packet_pacing: Option<bool>,
+    pub(super) unordered_below_kbps: Option<UnorderedKbps>,
 }
 
 /// `status_socket`'s default depends on the role.

@@ -362,6 +362,21 @@ fn every_scheduler_and_reorder_name_is_accepted() {
     assert!(client_ok(&text).engine.packet_pacing);
     let (m, _, _) = client_err(&format!("{}[engine]\npacket_pacing = 1\n", min_client()));
     assert!(m.contains("packet_pacing") || m.contains("bool"), "{m}");
+    assert_eq!(
+        client_ok(&min_client()).engine.unordered_below_bps,
+        0,
+        "off by default"
+    );
+    let text = format!("{}[engine]\nunordered_below_kbps = 256\n", min_client());
+    assert_eq!(client_ok(&text).engine.unordered_below_bps, 256_000);
+    for bad in ["-1", "1000001", "\"fast\""] {
+        let text = format!("{}[engine]\nunordered_below_kbps = {bad}\n", min_client());
+        let (m, _, _) = client_err(&text);
+        assert!(
+            m.contains("unordered_below_kbps") || m.contains("0 to"),
+            "{bad}: {m}"
+        );
+    }
 }
 
 // --- keys -------------------------------------------------------------------------

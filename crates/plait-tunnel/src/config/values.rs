@@ -142,6 +142,13 @@ value! {
     }
 }
 
+value! {
+    /// `engine.unordered_below_kbps`: 0 (off) to 1,000,000 kbit/s.
+    UnorderedKbps(u32) from i64 = |n| {
+        u32::try_from(n).ok().filter(|k| *k <= 1_000_000).ok_or_else(|| out_of_range(0, 1_000_000, n))
+    }
+}
+
 /// A number of seconds, 1 to `MAX` (generic, so not a `value!`).
 #[derive(Debug, serde::Deserialize)]
 #[serde(try_from = "i64")]
