@@ -4,9 +4,10 @@
 //! queue (docs/protocol.md#send-queue).
 //!
 //! - Classification (RFC 8290 §4.1): a packet's 5-tuple ([`crate::inner_ip::flow_key`]) is
-//!   hashed with a keyed SipHash ([`siphash`]; the key comes from the constructor, the
-//!   session draws it from its seed) into one of `flows` queues; packets with no 5-tuple
-//!   (not IP, truncated) all share one extra queue.
+//!   hashed with a keyed SipHash-2-4 (the `siphasher` crate; the key comes from the
+//!   constructor, the session draws it from its seed, so a sender that does not know it
+//!   cannot aim many flows at one queue: RFC 8290 §5.3) into one of `flows` queues;
+//!   packets with no 5-tuple (not IP, truncated) all share one extra queue.
 //! - Scheduling (RFC 8290 §4.2): deficit round robin with a byte `quantum`, the list of new
 //!   flows served before the list of old ones; a new flow that empties joins the old list,
 //!   an old flow that empties leaves the lists.
@@ -40,13 +41,15 @@ mod codel;
 mod codel_tests;
 #[cfg(test)]
 mod proptests;
-mod siphash;
 mod sparse;
 mod store;
 #[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
+use std::hash::Hasher;
+
+use siphasher::sip::SipHasher24;
 
 pub use codel::CodelParams;
 use codel::{Codel, CodelQueue};
@@ -301,7 +304,9 @@ impl FlowQueue {
         let hashed = self.flows.len() - 1;
         match crate::inner_ip::flow_key(packet) {
             Some(key) => {
-                let h = siphash::siphash24(self.key[0], self.key[1], key.as_bytes());
+                let mut hasher = SipHasher24::new_with_keys(self.key[0], self.key[1]);
+                hasher.write(key.as_bytes());
+                let h = hasher.finish();
                 // Multiply-shift onto 0..hashed (Lemire), unbiased enough and no division.
                 ((u128::from(h) * hashed as u128) >> 64) as usize
             }
