@@ -34,7 +34,7 @@ pub use config::{Config, ConfigError, EngineSettings};
 pub use drive::{Io, drive};
 pub use ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
 pub use session::{
-    Delivery, Event, PathError, RecvError, SendError, Session, SessionStats, Transmit,
+    Delivery, Event, Footprint, PathError, RecvError, SendError, Session, SessionStats, Transmit,
 };
 pub use stream::{
     Side, StreamError, StreamEvent, StreamId, StreamLimits, StreamRead, StreamStats,

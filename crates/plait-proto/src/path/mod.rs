@@ -196,6 +196,12 @@ impl Path {
         self.next_seq
     }
 
+    /// Entries held now: the log of unresolved datagrams, the send history, fates not yet
+    /// collected (each bounded; for [`crate::session::Footprint`]).
+    pub fn held(&self) -> (usize, usize, usize) {
+        (self.log.len(), self.history.len(), self.resolved.len())
+    }
+
     /// Counters.
     pub fn stats(&self) -> &PathStats {
         &self.stats

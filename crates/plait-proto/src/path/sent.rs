@@ -135,6 +135,16 @@ impl SendHistory {
         self.ring.push_back((seq, sent, len));
     }
 
+    /// Datagrams remembered.
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
     /// Send time and length of `seq`, if still remembered.
     pub fn get(&self, seq: PathSeq) -> Option<(Time, u32)> {
         let base = self.ring.front()?.0;

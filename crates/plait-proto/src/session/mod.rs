@@ -29,7 +29,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 pub use ack_tracker::{AckTracker, Arrived, MAX_RANGES, MAX_TIMESTAMPS};
-pub use types::{Delivery, Event, PathError, RecvError, SendError, SessionStats, Transmit};
+pub use types::{
+    Delivery, Event, Footprint, PathError, RecvError, SendError, SessionStats, Transmit,
+};
 
 use crate::cc::CoupledPath;
 use crate::config::{Config, ConfigError};
@@ -372,6 +374,33 @@ impl Session {
     /// Bytes of the inner packets waiting in the send queue.
     pub fn send_queue_bytes(&self) -> usize {
         self.send_queue.bytes()
+    }
+
+    /// What the session's bounded structures hold now ([`Footprint`]).
+    pub fn footprint(&self) -> Footprint {
+        let mut f = Footprint {
+            send_queue_packets: self.send_queue.len(),
+            send_queue_bytes: self.send_queue.bytes(),
+            reorder_packets: self.reorder.held_packets(),
+            reorder_bytes: self.reorder.held_bytes(),
+            repair_store: self.repair.as_ref().map_or((0, 0, 0), |r| r.held()),
+            repair_requests: self.repair_requests.len(),
+            probe_acks: self.probe_acks.len(),
+            events: self.events.len(),
+            express: (self.express.len(), self.expressed.len()),
+            streams_open: self.streams.stats().open,
+            stream_bytes: self.streams.buffered(),
+            ..Footprint::default()
+        };
+        for slot in self.paths.iter().flatten() {
+            let (log, history, resolved) = slot.tx.held();
+            f.sent_log = f.sent_log.max(log);
+            f.send_history = f.send_history.max(history);
+            f.resolved = f.resolved.max(resolved);
+            f.ack_ranges = f.ack_ranges.max(slot.rx.ranges().len());
+            f.ack_timestamps = f.ack_timestamps.max(slot.rx.timestamps().len());
+        }
+        f
     }
 
     /// Counters of one path.

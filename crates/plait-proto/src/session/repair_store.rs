@@ -50,6 +50,11 @@ impl RepairStore {
         }
     }
 
+    /// (packets kept, their payload bytes, repairs queued).
+    pub fn held(&self) -> (usize, usize, usize) {
+        (self.entries.len(), self.bytes, self.queue.len())
+    }
+
     /// Keeps a copy of the packet just sent as `global` (numbers come in order, each once).
     pub fn push(&mut self, now: Time, global: GlobalSeq, payload: &[u8]) {
         if self.entries.is_empty() || global != self.base + self.entries.len() as u64 {

@@ -123,6 +123,45 @@ pub enum PathError {
     Unknown(PathId),
 }
 
+/// How much the session's bounded structures hold now (entries, not capacity): what a
+/// long run watches to see memory stay flat. Each has a hard bound of its own; this only
+/// reports. Per-path figures are the largest over the paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Inner packets in the send queue.
+    pub send_queue_packets: usize,
+    /// Their bytes.
+    pub send_queue_bytes: usize,
+    /// Packets held by the reorder buffer.
+    pub reorder_packets: usize,
+    /// Their bytes.
+    pub reorder_bytes: usize,
+    /// Unresolved datagrams in a path's sent log (largest over the paths).
+    pub sent_log: usize,
+    /// Datagrams in a path's send history (largest over the paths).
+    pub send_history: usize,
+    /// Fates of reliable datagrams not yet collected (largest over the paths).
+    pub resolved: usize,
+    /// Received ranges a path's ACK tracker holds (largest over the paths).
+    pub ack_ranges: usize,
+    /// Receive timestamps waiting for a path's next ACK (largest over the paths).
+    pub ack_timestamps: usize,
+    /// Inner packets kept for repair, their bytes, and repairs queued.
+    pub repair_store: (usize, usize, usize),
+    /// Repair requests waiting to go to the peer.
+    pub repair_requests: usize,
+    /// PROBE_ACKs waiting to go.
+    pub probe_acks: usize,
+    /// Events not yet polled.
+    pub events: usize,
+    /// UNORDERED packets waiting for delivery, and their stand-ins in the reorder buffer.
+    pub express: (usize, usize),
+    /// Open streams.
+    pub streams_open: u64,
+    /// Stream bytes held: written and unacknowledged, arrived and unread.
+    pub stream_bytes: (u64, u64),
+}
+
 /// Session-wide counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SessionStats {

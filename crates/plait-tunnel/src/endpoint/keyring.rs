@@ -77,6 +77,15 @@ impl KeyRing {
         self.installed
     }
 
+    /// Keypairs held now (current, previous, next): at most three.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        [&self.current, &self.previous, &self.next]
+            .into_iter()
+            .flatten()
+            .count()
+    }
+
     /// When each keypair held reaches the reject limit.
     pub fn expiries(&self) -> impl Iterator<Item = Time> + '_ {
         [&self.current, &self.previous, &self.next]

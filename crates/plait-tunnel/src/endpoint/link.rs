@@ -250,13 +250,19 @@ impl Link {
         self.keys.installed()
     }
 
-    /// Counters beyond the engine's.
+    /// Keypairs held and stream events waiting for the relay (soak tests watch both).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, usize) {
+        (self.keys.held(), self.stream_events.len())
+    }
+
     /// The engine session, for tests that act as a peer's application.
     #[cfg(test)]
     pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
         self.session.as_mut()
     }
 
+    /// Counters beyond the engine's.
     pub fn counters(&self) -> LinkCounters {
         self.counters
     }

@@ -27,6 +27,8 @@ mod link_tests;
 mod restart_tests;
 mod schedule;
 mod server;
+#[cfg(test)]
+mod soak_tests;
 mod streams;
 #[cfg(test)]
 pub(crate) mod tests;

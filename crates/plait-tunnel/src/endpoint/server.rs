@@ -584,6 +584,12 @@ impl ServerEndpoint {
         self.peers.get(i).map(|p| p.link.counters())
     }
 
+    /// Key indices the server maps to peers (soak tests: at most three per peer).
+    #[cfg(test)]
+    pub(crate) fn key_indices(&self) -> usize {
+        self.indices.len()
+    }
+
     /// Timers of every session; retires expired keys.
     pub fn handle_timeout(&mut self, now: Now, out: &mut impl Outputs) {
         for peer in &mut self.peers {
