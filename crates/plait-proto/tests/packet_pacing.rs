@@ -15,18 +15,9 @@ const MS: Duration = Duration::from_millis(1);
 const BULK_PORT: u16 = 4000;
 const SPARSE_PORT: u16 = 53;
 
-/// An IPv4 UDP packet of `len` bytes from `sport` carrying the time it was handed in
-/// (the header checksum is not checked by anything here).
+/// An IPv4 UDP packet of `len` bytes from `sport` carrying the time it was handed in.
 fn udp(sport: u16, len: usize, sent: Time) -> Vec<u8> {
-    let mut p = vec![0u8; len];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 17;
-    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-    p[20..22].copy_from_slice(&sport.to_be_bytes());
-    p[22..24].copy_from_slice(&9u16.to_be_bytes());
+    let mut p = support::ipv4_udp(sport, len);
     p[28..36]
         .copy_from_slice(&(sent.saturating_since(Time::ZERO).as_micros() as u64).to_be_bytes());
     p

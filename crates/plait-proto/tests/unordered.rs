@@ -16,15 +16,7 @@ const SPARSE_PORT: u16 = 53;
 /// An IPv4 UDP packet of `len` bytes from `sport` carrying `serial` and the time it was
 /// handed in.
 fn udp(sport: u16, len: usize, serial: u32, sent: Time) -> Vec<u8> {
-    let mut p = vec![0u8; len];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 17;
-    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-    p[20..22].copy_from_slice(&sport.to_be_bytes());
-    p[22..24].copy_from_slice(&9u16.to_be_bytes());
+    let mut p = support::ipv4_udp(sport, len);
     p[28..32].copy_from_slice(&serial.to_be_bytes());
     let micros = sent.saturating_since(Time::ZERO).as_micros() as u64;
     p[32..40].copy_from_slice(&micros.to_be_bytes());

@@ -274,3 +274,20 @@ pub fn payload(index: u64, len: usize) -> Vec<u8> {
 pub fn unit_f64(bits: u64) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
+
+/// A zeroed IPv4 UDP packet of `len` bytes (at least 28) from 10.0.0.1:`sport` to
+/// 10.0.0.2:9, for tests that need the send queue to classify flows (its header checksum
+/// is left 0: nothing here checks it). The payload starts at byte 28.
+pub fn ipv4_udp(sport: u16, len: usize) -> Vec<u8> {
+    let len = len.max(28);
+    let mut p = vec![0u8; len];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+    p[20..22].copy_from_slice(&sport.to_be_bytes());
+    p[22..24].copy_from_slice(&9u16.to_be_bytes());
+    p
+}
