@@ -1,7 +1,7 @@
 //! The tunnel's outer messages: what travels in each UDP datagram
 //! (docs/protocol.md#tunnel-messages).
 //!
-//! Five types, all little-endian, all starting with a type byte and three reserved zero
+//! Six types, all little-endian, all starting with a type byte and three reserved zero
 //! bytes (WireGuard's shapes, but for the response's Noise payload, which repeats the
 //! server's index, the response's lack of a mac2 field, and the unknown-index hint, which
 //! WireGuard does not have):
@@ -13,6 +13,7 @@
 //! | 3    | cookie reply | type, 0,0,0, receiver u32, nonce (24 B), sealed cookie (32 B)        | 64   |
 //! | 4    | data         | type, 0,0,0, receiver u32, counter u64, AEAD(engine datagram)        | 32 + n |
 //! | 5    | unknown index | type, 0,0,0, receiver u32, counter u64 (both echoed), mac           | 32   |
+//! | 6    | path control | type, 0,0,0, receiver u32, counter u64, AEAD(path frame, 10 B)       | 42   |
 //!
 //! mac1 and mac2 (16 bytes each) are the denial-of-service defence of
 //! docs/protocol.md#dos ([`crate::crypto::cookie`]); they are outside the Noise transcript.
@@ -21,6 +22,11 @@
 //! message it answers (docs/protocol.md#unknown-index). The handshake authenticates the indices in
 //! the handshake headers ([`crate::crypto::handshake`]); a data message's AEAD covers its
 //! whole header.
+//!
+//! A path-control message (docs/protocol.md#path-validation) is sealed exactly as a data
+//! message is, under the same keys, counters and replay window; its type byte is part of
+//! the associated data, so neither can pass for the other. Inside is a [`PathFrame`]:
+//! a PATH_CHALLENGE or PATH_RESPONSE for one path, with an 8-byte token.
 //!
 //! Every offset and length of these layouts, and of the handshake payloads inside Noise,
 //! is a constant here; the rest of the tunnel reads and writes messages through them.
@@ -45,6 +51,21 @@ pub const TYPE_DATA: u8 = 4;
 /// Unknown-index hint, server to client: a data message named keys the server does not
 /// have (it restarted), docs/protocol.md#unknown-index.
 pub const TYPE_UNKNOWN_INDEX: u8 = 5;
+
+/// Path control, either way, sealed like data: a PATH_CHALLENGE or PATH_RESPONSE
+/// (docs/protocol.md#path-validation).
+pub const TYPE_PATH_CONTROL: u8 = 6;
+
+/// Path frame kind: the server asks the client to echo `token` (PATH_CHALLENGE).
+pub const PATH_CHALLENGE: u8 = 1;
+/// Path frame kind: the client echoes a challenge's token (PATH_RESPONSE).
+pub const PATH_RESPONSE: u8 = 2;
+/// A path token: unpredictable, chosen by the challenger.
+pub const PATH_TOKEN_LEN: usize = 8;
+/// A path frame: kind (u8), path id (u8), token.
+pub const PATH_FRAME_LEN: usize = 2 + PATH_TOKEN_LEN;
+/// A whole path-control message: the data header, the sealed frame, the tag.
+pub const PATH_CONTROL_LEN: usize = DATA_OVERHEAD + PATH_FRAME_LEN;
 
 /// Plaintext carried inside Noise message 1 (docs/protocol.md#initiation-payload).
 pub const INITIATION_PAYLOAD_LEN: usize = 16;
@@ -87,7 +108,9 @@ pub const UNKNOWN_INDEX_MAC_OFFSET: usize = DATA_HEADER_LEN;
 /// ...and that is the whole hint.
 pub const UNKNOWN_INDEX_LEN: usize = UNKNOWN_INDEX_MAC_OFFSET + MAC_LEN;
 
-// The server must never send more than it received: no amplification.
+// The server must never send more than it received: no amplification. (A challenge goes
+// only where an authenticated message at least as long came from: docs/protocol.md#path-validation.)
+const _: () = assert!(PATH_CONTROL_LEN < DATA_OVERHEAD + plait_proto::wire::HEADER_LEN);
 const _: () = assert!(RESPONSE_LEN < INITIATION_LEN, "no amplification");
 const _: () = assert!(COOKIE_REPLY_LEN < INITIATION_LEN, "no amplification");
 const _: () = assert!(UNKNOWN_INDEX_LEN <= DATA_OVERHEAD, "no amplification");
@@ -196,6 +219,13 @@ pub enum Message {
         /// The nonce counter.
         counter: u64,
     },
+    /// Type 6: the sealed [`PathFrame`] is `buf[DATA_HEADER_LEN..]`.
+    PathControl {
+        /// The receiving side's index of the keys that sealed it.
+        receiver: u32,
+        /// The nonce counter (shared with data messages under the same keys).
+        counter: u64,
+    },
     /// Type 5: the MAC is `buf[UNKNOWN_INDEX_MAC_OFFSET..]`.
     UnknownIndex {
         /// The receiver index of the data message it answers (the server's index of the
@@ -249,6 +279,15 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
             counter: u64_at(buf, COUNTER_OFFSET).ok_or(too_short(kind))?,
         }),
         TYPE_DATA => Err(too_short(kind)),
+        // Exactly one path frame: a longer one may mean something else one day.
+        TYPE_PATH_CONTROL if buf.len() == PATH_CONTROL_LEN => Ok(Message::PathControl {
+            receiver: index(INDEX_OFFSET)?,
+            counter: u64_at(buf, COUNTER_OFFSET).ok_or(too_short(kind))?,
+        }),
+        TYPE_PATH_CONTROL => Err(MessageError::WrongSize {
+            kind,
+            len: buf.len(),
+        }),
         other => Err(MessageError::UnknownType(other)),
     }
 }
@@ -260,9 +299,50 @@ fn put_type(buf: &mut [u8], kind: u8) {
 
 /// Writes a data header.
 pub fn write_data_header(buf: &mut [u8; DATA_HEADER_LEN], receiver: u32, counter: u64) {
-    put_type(buf, TYPE_DATA);
+    write_sealed_header(buf, TYPE_DATA, receiver, counter);
+}
+
+/// Writes the header of a sealed message: data ([`TYPE_DATA`]) or path control
+/// ([`TYPE_PATH_CONTROL`]), which share it.
+pub fn write_sealed_header(buf: &mut [u8; DATA_HEADER_LEN], kind: u8, receiver: u32, counter: u64) {
+    put_type(buf, kind);
     write_at(buf, INDEX_OFFSET, &receiver.to_le_bytes());
     write_at(buf, COUNTER_OFFSET, &counter.to_le_bytes());
+}
+
+/// What a path-control message carries (docs/protocol.md#path-validation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathFrame {
+    /// [`PATH_CHALLENGE`] or [`PATH_RESPONSE`].
+    pub kind: u8,
+    /// The path it concerns (a response repeats the challenge's).
+    pub path: u8,
+    /// The challenger's token (a response echoes it).
+    pub token: [u8; PATH_TOKEN_LEN],
+}
+
+impl PathFrame {
+    /// Decodes an opened path frame: exactly [`PATH_FRAME_LEN`] bytes, a known kind.
+    pub fn decode(buf: &[u8]) -> Result<PathFrame, MessageError> {
+        let b: &[u8; PATH_FRAME_LEN] = buf.try_into().map_err(|_| MessageError::WrongSize {
+            kind: TYPE_PATH_CONTROL,
+            len: buf.len(),
+        })?;
+        let [kind, path, token @ ..] = *b;
+        if kind != PATH_CHALLENGE && kind != PATH_RESPONSE {
+            return Err(MessageError::UnknownType(kind));
+        }
+        Ok(PathFrame { kind, path, token })
+    }
+
+    /// The frame's bytes.
+    pub fn encode(&self) -> [u8; PATH_FRAME_LEN] {
+        let mut b = [0u8; PATH_FRAME_LEN];
+        b[0] = self.kind;
+        b[1] = self.path;
+        b[2..].copy_from_slice(&self.token);
+        b
+    }
 }
 
 /// Writes the fixed part of an initiation: type and sender index.
@@ -392,6 +472,48 @@ mod tests {
                 })
             );
         }
+    }
+
+    #[test]
+    fn path_control_round_trip() {
+        let mut buf = [0u8; PATH_CONTROL_LEN];
+        write_sealed_header(
+            buf.first_chunk_mut().unwrap(),
+            TYPE_PATH_CONTROL,
+            0x0102_0304,
+            9,
+        );
+        assert_eq!(
+            parse(&buf),
+            Ok(Message::PathControl {
+                receiver: 0x0102_0304,
+                counter: 9
+            })
+        );
+        for len in [PATH_CONTROL_LEN - 1, PATH_CONTROL_LEN + 1] {
+            let mut b = vec![0u8; len];
+            b[..INDEX_OFFSET].copy_from_slice(&buf[..INDEX_OFFSET]);
+            assert_eq!(
+                parse(&b),
+                Err(MessageError::WrongSize {
+                    kind: TYPE_PATH_CONTROL,
+                    len
+                })
+            );
+        }
+        let f = PathFrame {
+            kind: PATH_RESPONSE,
+            path: 3,
+            token: *b"abcdefgh",
+        };
+        assert_eq!(f.encode(), *b"\x02\x03abcdefgh");
+        assert_eq!(PathFrame::decode(&f.encode()), Ok(f));
+        assert_eq!(
+            PathFrame::decode(b"\x03\x03abcdefgh"),
+            Err(MessageError::UnknownType(3))
+        );
+        assert!(PathFrame::decode(b"\x01\x03abcdefg").is_err());
+        assert_eq!(PATH_CONTROL_LEN, 42);
     }
 
     #[test]

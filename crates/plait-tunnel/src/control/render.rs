@@ -228,7 +228,7 @@ fn render_drops(d: &DropCounters) -> String {
 
 /// Every drop counter with its reason name (the same names as the metrics' `reason`
 /// label and the JSON fields).
-pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 12] {
+pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 14] {
     [
         ("malformed", d.malformed),
         ("unknown_index", d.unknown_index),
@@ -241,6 +241,8 @@ pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 12] {
         ("hinted", d.hinted),
         ("hint_ignored", d.hint_ignored),
         ("spoofed_source", d.spoofed_source),
+        ("amplification_limited", d.amplification_limited),
+        ("path_frames_ignored", d.path_frames_ignored),
         ("no_route", d.no_route),
     ]
 }

@@ -217,6 +217,14 @@ pub struct DropCounters {
     pub hint_ignored: u64,
     /// Inner packets whose source address is not allowed for their peer.
     pub spoofed_source: u64,
+    /// Server: engine datagrams not sent to a path's only, unvalidated address because
+    /// they would exceed its anti-amplification budget (docs/protocol.md#path-validation).
+    #[serde(default)]
+    pub amplification_limited: u64,
+    /// Path-control messages that authenticated but validated nothing: a wrong or stale
+    /// token, the wrong address, a malformed frame (docs/protocol.md#path-validation).
+    #[serde(default)]
+    pub path_frames_ignored: u64,
     /// Inner packets from the TUN device with no peer for their destination.
     pub no_route: u64,
 }

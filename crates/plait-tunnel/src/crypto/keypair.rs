@@ -12,7 +12,7 @@ use plait_proto::Time;
 use crate::crypto::aead::{AeadError, RecvKey, SendKey, TAG_LEN};
 use crate::crypto::handshake::SessionKeys;
 use crate::crypto::replay::ReplayWindow;
-use crate::message::{DATA_HEADER_LEN, write_data_header};
+use crate::message::{DATA_HEADER_LEN, TYPE_DATA, write_sealed_header};
 
 /// The initiator starts a new handshake when its keys are this old.
 pub const REKEY_AFTER_TIME: Duration = Duration::from_secs(120);
@@ -90,6 +90,19 @@ impl Keypair {
     /// whole data message in place (header in front, tag behind). Returns the message
     /// length. `buf` must have room for the tag.
     pub fn seal(&mut self, now: Time, buf: &mut [u8], len: usize) -> Result<usize, AeadError> {
+        self.seal_as(now, TYPE_DATA, buf, len)
+    }
+
+    /// [`Keypair::seal`] for a message of type `kind` ([`TYPE_DATA`] or
+    /// [`crate::message::TYPE_PATH_CONTROL`]): same keys, same counter sequence; the type
+    /// byte is in the associated data.
+    pub fn seal_as(
+        &mut self,
+        now: Time,
+        kind: u8,
+        buf: &mut [u8],
+        len: usize,
+    ) -> Result<usize, AeadError> {
         if !self.is_usable(now) {
             return Err(AeadError::Exhausted);
         }
@@ -103,7 +116,7 @@ impl Keypair {
         let counter = self.send.next_counter()?;
         let (head, body) = buf.split_at_mut(DATA_HEADER_LEN);
         let mut header = [0u8; DATA_HEADER_LEN];
-        write_data_header(&mut header, self.remote_index, counter);
+        write_sealed_header(&mut header, kind, self.remote_index, counter);
         head.copy_from_slice(&header);
         let sealed = self.send.seal(counter, &header, body, len)?;
         Ok(DATA_HEADER_LEN + sealed)

@@ -224,6 +224,18 @@ impl ClientEndpoint {
                     Err(e) => self.count_data_drop(now.mono, e, from),
                 }
             }
+            Message::PathControl { receiver, counter } => {
+                // docs/protocol.md#path-validation: answer a challenge on its path.
+                match self.link.open(now.mono, receiver, counter, datagram) {
+                    Ok(opened) => {
+                        self.schedule.authenticated(now.mono, true);
+                        let Ok(id) = u8::try_from(path) else { return };
+                        self.link
+                            .answer_path_challenge(now.mono, PathId(id), opened, out);
+                    }
+                    Err(e) => self.count_data_drop(now.mono, e, from),
+                }
+            }
             Message::UnknownIndex { receiver, counter } => {
                 self.handle_unknown_index(now, receiver, counter, datagram, from, out)
             }
@@ -502,7 +514,9 @@ impl ClientEndpoint {
 
     /// Datagrams dropped before the session.
     pub fn drops(&self) -> DropCounters {
-        self.drops
+        let mut d = self.drops;
+        d.path_frames_ignored = self.link.counters().path_frames_ignored;
+        d
     }
 
     /// `plait status`'s view.
@@ -529,6 +543,16 @@ impl ClientEndpoint {
     /// Inner packets refused, datagrams unsent, sources spoofed.
     pub fn link_counters(&self) -> LinkCounters {
         self.link.counters()
+    }
+
+    /// A path-control message holding `frame`, sealed with the current keys (tests).
+    #[cfg(test)]
+    pub(crate) fn seal_path_frame(
+        &mut self,
+        now: Time,
+        frame: &crate::message::PathFrame,
+    ) -> Option<Vec<u8>> {
+        self.link.seal_path_frame(now, frame)
     }
 
     /// The engine session, for tests that act as the tunnel's application.

@@ -8,7 +8,9 @@
 //!
 //! A path's endpoint is fixed on the client ([`Link::initiator`]) and learned on the server
 //! from authenticated datagrams only: [`Link::receive_and_learn`] takes the [`Opened`]
-//! message that [`Link::open`] returned, which nothing else can make.
+//! message that [`Link::open`] returned, which nothing else can make. A new address is
+//! only a candidate until it answers a path challenge ([`super::validation`],
+//! docs/protocol.md#path-validation); the path keeps its validated address meanwhile.
 //!
 //! Invariants: a data message is opened only with keys whose index it names, and recorded
 //! in that keypair's replay window only after it authenticated; an opened engine
@@ -25,25 +27,21 @@ use plait_proto::wire::{DecodeError, Header};
 use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
-use super::Outputs;
 pub use super::keyring::DataDrop;
 use super::keyring::KeyRing;
+pub use super::validation::PathEndpoint;
+use super::validation::{Challenge, PathAddress, Unsendable};
+use super::{Outputs, Random};
 use crate::control::{PathStatus, SessionStatus};
 use crate::crypto::keypair::Keypair;
-use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD};
+use crate::message::{
+    DATA_HEADER_LEN, DATA_OVERHEAD, PATH_CHALLENGE, PATH_FRAME_LEN, PATH_RESPONSE, PATH_TOKEN_LEN,
+    PathFrame, TYPE_PATH_CONTROL,
+};
 use crate::ratelimit::LogLimiter;
 
 /// Scratch space: the largest engine datagram or inner packet plus plait's overhead.
 const SCRATCH: usize = 65_536 + DATA_OVERHEAD;
-
-/// Where a path's datagrams go: which local socket, which peer address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PathEndpoint {
-    /// Local socket index.
-    pub socket: usize,
-    /// The peer's address.
-    pub remote: SocketAddr,
-}
 
 /// Counters a link keeps beyond the engine's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,6 +54,18 @@ pub struct LinkCounters {
     pub refused: u64,
     /// Streams the peer opened, reset at once: stream mode is off at this end.
     pub streams_refused: u64,
+    /// Engine datagrams not sent because the path's only address is unvalidated and they
+    /// would exceed its anti-amplification budget (docs/protocol.md#path-validation).
+    pub amplification_limited: u64,
+    /// PATH_CHALLENGEs (server) or PATH_RESPONSEs (client) sent.
+    pub path_frames_sent: u64,
+    /// Addresses validated (a path's first, or a move).
+    pub paths_validated: u64,
+    /// Candidate addresses given up: no answer to any challenge.
+    pub validations_abandoned: u64,
+    /// Path frames that validated nothing: a wrong or stale token, the wrong address, a
+    /// challenge to a server, a malformed frame.
+    pub path_frames_ignored: u64,
 }
 
 /// RESET_STREAM code for a stream the peer opened where stream mode is off
@@ -86,7 +96,8 @@ pub struct Link {
     /// server, the one the last confirmed handshake named.
     session_id: u32,
     keys: KeyRing,
-    endpoints: [Option<PathEndpoint>; MAX_PATHS],
+    /// Each path's validated address and candidates.
+    addresses: [PathAddress; MAX_PATHS],
     counters: LinkCounters,
     /// Inner source prefixes the peer may use (server side); `None` = any (client side).
     allowed_sources: Option<Vec<IpNet>>,
@@ -132,8 +143,10 @@ impl FreshSession {
 /// keys of the link that opened it). Made only by [`Link::open`].
 #[derive(Debug)]
 pub struct Opened<'m> {
-    /// The engine datagram inside.
+    /// The engine datagram (or path frame) inside.
     datagram: &'m [u8],
+    /// The whole message's length, as it came off the wire.
+    wire_len: usize,
     dropped: Option<u32>,
     fresh: Option<FreshSession>,
 }
@@ -172,8 +185,8 @@ impl Link {
         let mut link = Link::new(None, session_id);
         for (i, (name, remote)) in paths.into_iter().enumerate() {
             link.path_names.push(name);
-            if let Some(slot) = link.endpoints.get_mut(i) {
-                *slot = Some(PathEndpoint { socket: i, remote });
+            if let Some(slot) = link.addresses.get_mut(i) {
+                *slot = PathAddress::fixed(PathEndpoint { socket: i, remote });
             }
         }
         link
@@ -191,7 +204,7 @@ impl Link {
             session: None,
             session_id,
             keys: KeyRing::default(),
-            endpoints: [None; MAX_PATHS],
+            addresses: std::array::from_fn(|_| PathAddress::default()),
             counters: LinkCounters::default(),
             allowed_sources,
             path_names: Vec::new(),
@@ -325,7 +338,7 @@ impl Link {
     fn leave_session(&mut self, fresh: &FreshSession) {
         self.session_id = fresh.session_id;
         if fresh.relearn_endpoints {
-            self.endpoints = [None; MAX_PATHS];
+            self.addresses.iter_mut().for_each(PathAddress::clear);
         }
     }
 
@@ -339,6 +352,7 @@ impl Link {
         counter: u64,
         msg: &'m mut [u8],
     ) -> Result<Opened<'m>, DataDrop> {
+        let wire_len = msg.len();
         let opened = self.keys.open(now, receiver, counter, msg)?;
         let msg: &'m [u8] = msg;
         let datagram = msg
@@ -346,6 +360,7 @@ impl Link {
             .ok_or(DataDrop::Auth)?;
         Ok(Opened {
             datagram,
+            wire_len,
             dropped: opened.dropped,
             fresh: opened.fresh_session.map(|session_id| FreshSession {
                 session_id,
@@ -379,15 +394,16 @@ impl Link {
 
     /// Server side: an opened datagram arrived on `socket` from `remote`. Its engine
     /// header, decoded here once, names the path: the path joins the session if it is new,
-    /// its endpoint follows `remote` (roaming, NAT rebinding: authenticated, so a forgery
-    /// cannot move it), and the engine gets the decoded datagram. Returns the path if it
-    /// was new.
+    /// `remote` is heard on it (a new address becomes a candidate and is challenged, with
+    /// a token from `random`: docs/protocol.md#path-validation), and the engine gets the
+    /// decoded datagram. Returns the path if it was new.
     pub fn receive_and_learn(
         &mut self,
         now: Time,
         mut opened: Opened<'_>,
         socket: usize,
         remote: SocketAddr,
+        random: &mut Random,
         out: &mut impl Outputs,
     ) -> Result<Option<PathId>, ReceiveDrop> {
         self.settle(&mut opened);
@@ -396,7 +412,8 @@ impl Link {
         let added = self
             .ensure_path(now, path)
             .map_err(ReceiveDrop::PathRefused)?;
-        self.learn_endpoint(now, path, socket, remote);
+        let from = PathEndpoint { socket, remote };
+        self.hear_address(now, path, from, opened.wire_len, random, out);
         if let Some(session) = self.session.as_mut()
             && let Err(e) = session.handle_decoded(now, path, &header, payload)
         {
@@ -427,21 +444,214 @@ impl Link {
         Ok(true)
     }
 
-    /// Records that an authenticated datagram for `path` came from `remote` on `socket`.
-    fn learn_endpoint(&mut self, now: Time, path: PathId, socket: usize, remote: SocketAddr) {
-        let Some(slot) = self.endpoints.get_mut(usize::from(path.0)) else {
+    /// Records that an authenticated datagram of `len` bytes for `path` came from `from`:
+    /// a new address becomes a candidate and gets a challenge; the path's datagrams keep
+    /// going to its validated address (docs/protocol.md#path-validation).
+    fn hear_address(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: PathEndpoint,
+        len: usize,
+        random: &mut Random,
+        out: &mut impl Outputs,
+    ) {
+        let Some(addr) = self.addresses.get(usize::from(path.0)) else {
             return;
         };
-        let new = PathEndpoint { socket, remote };
-        if *slot != Some(new) {
-            if let Some(old) = *slot {
+        // The RTT sets a new candidate's retry delay; known addresses need none (and
+        // `path_views` allocates: not for every datagram).
+        let known = addr.validated() == Some(from) || addr.is_candidate(from);
+        let srtt = if known {
+            None
+        } else {
+            self.session.as_ref().and_then(|s| {
+                s.path_views()
+                    .into_iter()
+                    .find(|v| v.id == path)
+                    .and_then(|v| v.srtt)
+            })
+        };
+        let Some(addr) = self.addresses.get_mut(usize::from(path.0)) else {
+            return;
+        };
+        let old = addr.validated();
+        let token = || {
+            let mut t = [0u8; PATH_TOKEN_LEN];
+            random.fill(&mut t);
+            t
+        };
+        let Some(challenge) = addr.on_authenticated(now, from, len, srtt, token) else {
+            return;
+        };
+        match old {
+            Some(old) if old != challenge.to => {
                 if let Some(suppressed) = self.log_roam.check(now) {
-                    info!(%path, from = %old.remote, to = %remote, suppressed, "path moved to a new address (authenticated)");
+                    info!(%path, validated = %old.remote, new = %from.remote, suppressed, "authenticated datagram from a new address: validating it, the path stays on its address meanwhile");
                 }
-            } else {
-                debug!(%path, %remote, "path endpoint learned");
             }
-            *slot = Some(new);
+            _ => debug!(%path, remote = %from.remote, "path address heard: validating it"),
+        }
+        self.send_challenge(now, path, challenge, out);
+    }
+
+    fn send_challenge(
+        &mut self,
+        now: Time,
+        path: PathId,
+        challenge: Challenge,
+        out: &mut impl Outputs,
+    ) {
+        let frame = PathFrame {
+            kind: PATH_CHALLENGE,
+            path: path.0,
+            token: challenge.token,
+        };
+        self.send_path_frame(now, challenge.to, &frame, out);
+    }
+
+    /// Seals `frame` in a path-control message with the current keys and sends it to `to`.
+    fn send_path_frame(
+        &mut self,
+        now: Time,
+        to: PathEndpoint,
+        frame: &PathFrame,
+        out: &mut impl Outputs,
+    ) {
+        let Some(keys) = self.keys.current_mut() else {
+            self.counters.unsent += 1;
+            return;
+        };
+        let Some(body) = self
+            .scratch
+            .get_mut(DATA_HEADER_LEN..DATA_HEADER_LEN + PATH_FRAME_LEN)
+        else {
+            return;
+        };
+        body.copy_from_slice(&frame.encode());
+        match keys.seal_as(now, TYPE_PATH_CONTROL, &mut self.scratch, PATH_FRAME_LEN) {
+            Ok(n) => {
+                self.counters.path_frames_sent += 1;
+                out.send_udp(to.socket, to.remote, &self.scratch[..n]);
+            }
+            Err(_) => self.counters.unsent += 1,
+        }
+    }
+
+    /// A path-control message holding `frame`, sealed with the current keys (tests that
+    /// forge what a client could send).
+    #[cfg(test)]
+    pub(crate) fn seal_path_frame(&mut self, now: Time, frame: &PathFrame) -> Option<Vec<u8>> {
+        let keys = self.keys.current_mut()?;
+        let mut buf = vec![0u8; crate::message::PATH_CONTROL_LEN];
+        buf[DATA_HEADER_LEN..DATA_HEADER_LEN + PATH_FRAME_LEN].copy_from_slice(&frame.encode());
+        let n = keys
+            .seal_as(now, TYPE_PATH_CONTROL, &mut buf, PATH_FRAME_LEN)
+            .ok()?;
+        buf.truncate(n);
+        Some(buf)
+    }
+
+    /// Server side: an opened path-control message arrived on `socket` from `remote`. A
+    /// PATH_RESPONSE that echoes the token of a challenge sent to exactly that address
+    /// moves its path there; anything else is counted and ignored.
+    pub fn receive_path_response(
+        &mut self,
+        now: Time,
+        mut opened: Opened<'_>,
+        socket: usize,
+        remote: SocketAddr,
+        out: &mut impl Outputs,
+    ) {
+        self.settle(&mut opened);
+        let from = PathEndpoint { socket, remote };
+        let frame = PathFrame::decode(opened.datagram)
+            .ok()
+            .filter(|f| f.kind == PATH_RESPONSE);
+        let Some((frame, addr)) =
+            frame.and_then(|f| Some((f, self.addresses.get_mut(usize::from(f.path))?)))
+        else {
+            self.counters.path_frames_ignored += 1;
+            return;
+        };
+        let old = addr.validated();
+        if !addr.on_response(from, &frame.token) {
+            self.counters.path_frames_ignored += 1;
+            debug!(path = frame.path, %remote, "path response ignored: no challenge sent there with that token");
+            return;
+        }
+        self.counters.paths_validated += 1;
+        let path = PathId(frame.path);
+        match old {
+            Some(old) => {
+                if let Some(suppressed) = self.log_roam.check(now) {
+                    info!(%path, from = %old.remote, to = %remote, suppressed, "path moved to a new address (validated)");
+                }
+            }
+            None => debug!(%path, %remote, "path address validated"),
+        }
+        self.drive(now, out);
+    }
+
+    /// Client side: an opened path-control message arrived on `path`. A PATH_CHALLENGE for
+    /// that path is answered at once, on the same path (its socket, to the server's
+    /// address), echoing the token; anything else is counted and ignored.
+    pub fn answer_path_challenge(
+        &mut self,
+        now: Time,
+        path: PathId,
+        mut opened: Opened<'_>,
+        out: &mut impl Outputs,
+    ) {
+        self.settle(&mut opened);
+        let challenge = PathFrame::decode(opened.datagram)
+            .ok()
+            .filter(|f| f.kind == PATH_CHALLENGE && f.path == path.0);
+        let to = self
+            .addresses
+            .get(usize::from(path.0))
+            .and_then(PathAddress::validated);
+        let (Some(challenge), Some(to)) = (challenge, to) else {
+            self.counters.path_frames_ignored += 1;
+            return;
+        };
+        let response = PathFrame {
+            kind: PATH_RESPONSE,
+            ..challenge
+        };
+        self.send_path_frame(now, to, &response, out);
+    }
+
+    /// Path-validation retries and give-ups due at `now`, then the engine's timers if due.
+    pub fn handle_timeout(&mut self, now: Time, out: &mut impl Outputs) {
+        let mut challenges = Vec::new();
+        for (i, addr) in self.addresses.iter_mut().enumerate() {
+            if addr.poll_timeout().is_none_or(|t| t > now) {
+                continue;
+            }
+            let mut due = Vec::new();
+            let outcome = addr.handle_timeout(now, &mut due);
+            if outcome.abandoned > 0 {
+                self.counters.validations_abandoned += outcome.abandoned;
+                debug!(
+                    path = i,
+                    abandoned = outcome.abandoned,
+                    "path validation given up: the path keeps its address"
+                );
+            }
+            let Ok(id) = u8::try_from(i) else { continue };
+            challenges.extend(due.into_iter().map(|c| (PathId(id), c)));
+        }
+        for (path, c) in challenges {
+            self.send_challenge(now, path, c, out);
+        }
+        if self
+            .session
+            .as_ref()
+            .and_then(Session::poll_timeout)
+            .is_some_and(|t| t <= now)
+        {
+            self.drive(now, out);
         }
     }
 
@@ -549,7 +759,7 @@ impl Link {
         let session = self.session.as_mut()?;
         let mut io = SealIo {
             keys: self.keys.current_mut(),
-            endpoints: &self.endpoints,
+            addresses: &mut self.addresses,
             out,
             tx: &mut self.scratch,
             allowed: self.allowed_sources.as_deref(),
@@ -560,9 +770,15 @@ impl Link {
         plait_proto::drive(session, now, &mut io, &mut self.engine_buf)
     }
 
-    /// The engine's next deadline, if there is a session.
+    /// The next deadline: the engine's, if there is a session, or a path validation's.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.session.as_ref().and_then(Session::poll_timeout)
+        let validation = self.addresses.iter().filter_map(PathAddress::poll_timeout);
+        self.session
+            .as_ref()
+            .and_then(Session::poll_timeout)
+            .into_iter()
+            .chain(validation)
+            .min()
     }
 
     /// `plait status`'s view of this link.
@@ -628,10 +844,9 @@ impl Link {
                     .unwrap_or_else(|| format!("path{i}")),
                 local: None,
                 remote: self
-                    .endpoints
+                    .addresses
                     .get(i)
-                    .copied()
-                    .flatten()
+                    .and_then(PathAddress::shown)
                     .map(|e| e.remote.to_string()),
                 state: format!("{:?}", view.state).to_lowercase(),
                 srtt_ms: ms(view.srtt),
@@ -658,7 +873,7 @@ impl Link {
 
 struct SealIo<'a, O: Outputs> {
     keys: Option<&'a mut Keypair>,
-    endpoints: &'a [Option<PathEndpoint>; MAX_PATHS],
+    addresses: &'a mut [PathAddress; MAX_PATHS],
     out: &'a mut O,
     tx: &'a mut [u8],
     allowed: Option<&'a [IpNet]>,
@@ -670,14 +885,26 @@ struct SealIo<'a, O: Outputs> {
 
 impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
     fn transmit(&mut self, now: Time, path: PathId, datagram: &[u8]) {
-        let (Some(keys), Some(ep)) = (
+        let len = datagram.len();
+        let (Some(keys), Some(addr)) = (
             self.keys.as_deref_mut(),
-            self.endpoints.get(usize::from(path.0)).copied().flatten(),
+            self.addresses.get_mut(usize::from(path.0)),
         ) else {
             self.counters.unsent += 1;
             return;
         };
-        let len = datagram.len();
+        // docs/protocol.md#path-validation: an unvalidated address gets at most 3x.
+        let ep = match addr.destination(len + DATA_OVERHEAD) {
+            Ok(ep) => ep,
+            Err(Unsendable::NoAddress) => {
+                self.counters.unsent += 1;
+                return;
+            }
+            Err(Unsendable::AmplificationLimit) => {
+                self.counters.amplification_limited += 1;
+                return;
+            }
+        };
         let Some(body) = self.tx.get_mut(DATA_HEADER_LEN..DATA_HEADER_LEN + len) else {
             self.counters.unsent += 1;
             return;

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use plait_proto::wire::{DataRepr, DecodeError, Header, Writer};
 use plait_proto::{Config, PathId, Session, Time};
 
-use super::Outputs;
 use super::link::{Link, ReceiveDrop};
+use super::{Outputs, Random};
 use crate::crypto::handshake::SessionKeys;
 use crate::crypto::keypair::Keypair;
 use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD, Message, parse};
@@ -107,7 +107,14 @@ fn a_fresh_session_starts_only_with_the_confirming_message() {
         "no session to replace"
     );
     assert_eq!(
-        link.receive_and_learn(now, opened, 0, from, &mut Discard),
+        link.receive_and_learn(
+            now,
+            opened,
+            0,
+            from,
+            &mut Random::from_seed(Some(1)),
+            &mut Discard
+        ),
         Ok(Some(PathId(0)))
     );
     assert!(link.has_session() && !link.wants_fresh_session(7));
@@ -120,7 +127,14 @@ fn a_fresh_session_starts_only_with_the_confirming_message() {
     let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
     assert_eq!(opened.take_fresh_session(), None);
     assert_eq!(
-        link.receive_and_learn(now, opened, 0, from, &mut Discard),
+        link.receive_and_learn(
+            now,
+            opened,
+            0,
+            from,
+            &mut Random::from_seed(Some(1)),
+            &mut Discard
+        ),
         Ok(None)
     );
     assert_eq!(link.current_keys().map(|k| k.local_index), Some(12));
@@ -137,8 +151,15 @@ fn a_fresh_session_left_in_the_message_is_abandoned() {
     let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
     let fresh = opened.take_fresh_session().unwrap();
     link.start_session(fresh, session(7));
-    link.receive_and_learn(now, opened, 0, from, &mut Discard)
-        .unwrap();
+    link.receive_and_learn(
+        now,
+        opened,
+        0,
+        from,
+        &mut Random::from_seed(Some(1)),
+        &mut Discard,
+    )
+    .unwrap();
 
     // The client moves to session 8; the server does not take the fresh session out.
     let (mut c2, s2) = pair(2, 12, 2);
@@ -147,7 +168,14 @@ fn a_fresh_session_left_in_the_message_is_abandoned() {
     let (mut msg, receiver, counter) = sealed(&mut c2, &engine_datagram(8, 0, true));
     let opened = link.open(now, receiver, counter, &mut msg).unwrap();
     assert!(link.has_session(), "opening alone changes no session");
-    let _ = link.receive_and_learn(now, opened, 0, from, &mut Discard);
+    let _ = link.receive_and_learn(
+        now,
+        opened,
+        0,
+        from,
+        &mut Random::from_seed(Some(1)),
+        &mut Discard,
+    );
     assert!(!link.has_session(), "the session the client left is gone");
     assert!(link.wants_fresh_session(8), "the next handshake asks again");
 }
@@ -164,7 +192,14 @@ fn a_header_only_datagram_is_malformed_and_learns_nothing() {
     let fresh = opened.take_fresh_session().unwrap();
     link.start_session(fresh, session(7));
     assert_eq!(
-        link.receive_and_learn(now, opened, 0, from, &mut Discard),
+        link.receive_and_learn(
+            now,
+            opened,
+            0,
+            from,
+            &mut Random::from_seed(Some(1)),
+            &mut Discard
+        ),
         Err(ReceiveDrop::Malformed(DecodeError::Empty))
     );
     let status = link.status(now, "peer", "key", "plait");

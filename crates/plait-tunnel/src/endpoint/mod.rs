@@ -9,8 +9,11 @@
 //! Invariants:
 //! - A datagram that fails to parse or authenticate changes nothing but a drop counter
 //!   and causes no output (no reply to unauthenticated packets).
-//! - A path's peer address changes only on an authenticated datagram (roaming, NAT
-//!   rebinding); a replayed datagram cannot move it because the replay window refuses it.
+//! - A path's peer address changes only when a new address, heard in an authenticated
+//!   datagram (roaming, NAT rebinding), answers a path challenge sent to it
+//!   (docs/protocol.md#path-validation); until then the path keeps its validated address,
+//!   and an unvalidated address is sent at most three times what came from it. A replayed
+//!   datagram cannot even start that: the replay window refuses it.
 //! - Nothing here reads a clock or opens a socket, so the unit tests run both endpoints
 //!   over an in-memory network with virtual time.
 
@@ -29,15 +32,22 @@ mod soak_tests;
 mod streams;
 #[cfg(test)]
 pub(crate) mod tests;
+mod validation;
+#[cfg(test)]
+mod validation_tests;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use client::{ClientEndpoint, ClientParams, ClientPath};
 pub use inner::addresses as inner_addresses;
-pub use link::{LinkStreamEvent, STREAM_REFUSED};
+pub use link::{LinkCounters, LinkStreamEvent, STREAM_REFUSED};
 pub use server::{ServerEndpoint, ServerParams, ServerPeer};
 pub use streams::{StreamHost, StreamPeer};
+pub use validation::{
+    AMPLIFICATION_FACTOR, CHALLENGE_TIMEOUT_MAX, CHALLENGE_TIMEOUT_MIN, MAX_CANDIDATES,
+    MAX_CHALLENGES,
+};
 
 use plait_proto::{EngineSettings, Time};
 use rand_chacha::ChaCha8Rng;

@@ -3,8 +3,10 @@
 //!
 //! A client is known by its static public key (config `[[client]]`). Its paths are learned
 //! from authenticated data: the engine header inside names the path id, and the socket
-//! and source address it arrived on become that path's endpoint (they follow NAT
-//! rebinding and roaming, but only on authenticated datagrams). Inner packets from the TUN
+//! and source address it arrived on are heard for that path. A new address (a path's
+//! first, NAT rebinding, roaming) is used only once it answers a path challenge
+//! (docs/protocol.md#path-validation); a path that has a validated address keeps it
+//! until then. Inner packets from the TUN
 //! device go to the client whose `allowed_ips` contain their destination (longest prefix);
 //! inner packets from a client are written to the TUN device only if their source is in
 //! that client's `allowed_ips`.
@@ -241,6 +243,9 @@ impl ServerEndpoint {
             Ok(Message::Data { receiver, counter }) => {
                 self.handle_data(now.mono, socket, from, receiver, counter, datagram, out)
             }
+            Ok(Message::PathControl { receiver, counter }) => {
+                self.handle_path_control(now.mono, socket, from, receiver, counter, datagram, out)
+            }
             Ok(
                 Message::Response { .. }
                 | Message::CookieReply { .. }
@@ -473,13 +478,61 @@ impl ServerEndpoint {
         if let Some(fresh) = opened.take_fresh_session() {
             Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
         }
-        // Authenticated: the engine header names the path; learn or follow its endpoint.
-        match peer.link.receive_and_learn(now, opened, socket, from, out) {
+        // Authenticated: the engine header names the path; its address is heard (and
+        // validated if new: docs/protocol.md#path-validation).
+        match peer
+            .link
+            .receive_and_learn(now, opened, socket, from, &mut self.random, out)
+        {
             Ok(Some(path)) => info!(peer = %peer.config.name, %path, %from, "new path"),
             Ok(None) => {}
             Err(ReceiveDrop::Malformed(_)) => self.drops.malformed += 1,
             Err(ReceiveDrop::PathRefused(e)) => debug!(error = %e, "path refused"),
         }
+    }
+
+    /// A path-control message (docs/protocol.md#path-validation): opened like data (same
+    /// keys, counters and replay window); a PATH_RESPONSE may validate the address it came
+    /// from. No hint for an unknown index: only data messages earn one.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_path_control(
+        &mut self,
+        now: Time,
+        socket: usize,
+        from: SocketAddr,
+        receiver: u32,
+        counter: u64,
+        msg: &mut [u8],
+        out: &mut impl Outputs,
+    ) {
+        let Some(&p) = self.indices.get(&receiver) else {
+            self.drops.unknown_index += 1;
+            return;
+        };
+        let peer = &mut self.peers[p];
+        let mut opened = match peer.link.open(now, receiver, counter, msg) {
+            Ok(opened) => opened,
+            Err(DataDrop::UnknownIndex) => {
+                self.drops.unknown_index += 1;
+                return;
+            }
+            Err(DataDrop::Replayed) => {
+                self.drops.replayed += 1;
+                return;
+            }
+            Err(DataDrop::Auth) => {
+                self.drops.auth_failed += 1;
+                return;
+            }
+        };
+        if let Some(old) = opened.dropped_index() {
+            self.indices.remove(&old);
+        }
+        if let Some(fresh) = opened.take_fresh_session() {
+            Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
+        }
+        peer.link
+            .receive_path_response(now, opened, socket, from, out);
     }
 
     /// A data message of `len` bytes named `receiver`, an index no client's keys have
@@ -548,7 +601,7 @@ impl ServerEndpoint {
                 .poll_timeout()
                 .is_some_and(|deadline| deadline <= now.mono)
             {
-                peer.link.drive(now.mono, out);
+                peer.link.handle_timeout(now.mono, out);
             }
         }
     }
@@ -567,6 +620,16 @@ impl ServerEndpoint {
     pub fn drops(&self) -> DropCounters {
         let mut d = self.drops;
         d.spoofed_source = self.peers.iter().map(|p| p.link.counters().spoofed).sum();
+        d.amplification_limited = self
+            .peers
+            .iter()
+            .map(|p| p.link.counters().amplification_limited)
+            .sum();
+        d.path_frames_ignored = self
+            .peers
+            .iter()
+            .map(|p| p.link.counters().path_frames_ignored)
+            .sum();
         d
     }
 

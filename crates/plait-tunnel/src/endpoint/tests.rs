@@ -74,7 +74,7 @@ pub(crate) struct World {
     pub(crate) client_tun: Vec<Vec<u8>>,
     pub(crate) server_tun: Vec<Vec<u8>>,
     /// Datagrams the server sent, per client path.
-    server_sent: [u64; 2],
+    pub(crate) server_sent: [u64; 2],
     client_sent: [u64; 2],
     /// Path whose datagrams are dropped both ways.
     pub(crate) cut: Option<usize>,
@@ -99,6 +99,18 @@ pub(crate) struct World {
     client_mac1: crate::crypto::cookie::Mac1Key,
     /// Cookie replies the server sent to the client's addresses.
     cookie_replies_to_client: usize,
+    /// What the server sent to addresses no client path has (an attacker's, or a client
+    /// path's old address after NAT rebinding), and when.
+    pub(crate) stray: Vec<(Time, SocketAddr, Vec<u8>)>,
+    /// Hold the client's path-control messages (PATH_RESPONSEs) instead of delivering them.
+    pub(crate) hold_path_responses: bool,
+    /// The held ones: (path, from, bytes).
+    pub(crate) held: Vec<(usize, SocketAddr, Vec<u8>)>,
+    /// Everything the server sent: (when, to, message type, length).
+    pub(crate) server_log: Vec<(Time, SocketAddr, u8, usize)>,
+    /// Everything the client put on the wire towards the server (not held, not cut):
+    /// (when, path, message type, length).
+    pub(crate) client_log: Vec<(Time, usize, u8, usize)>,
 }
 
 pub(crate) struct Keys {
@@ -174,6 +186,11 @@ impl World {
             tamper_responses: 0,
             client_mac1: crate::crypto::cookie::Mac1Key::new(&k.client.public()),
             cookie_replies_to_client: 0,
+            stray: Vec::new(),
+            hold_path_responses: false,
+            held: Vec::new(),
+            server_log: Vec::new(),
+            client_log: Vec::new(),
         }
     }
 
@@ -193,8 +210,12 @@ impl World {
                 assert_eq!(to, addr(SERVER));
                 self.send(true, socket, from, bytes);
             } else {
+                let kind = bytes.first().copied().unwrap_or_default();
+                self.server_log.push((self.now, to, kind, bytes.len()));
                 let Some(path) = self.client_addrs.iter().position(|a| *a == to) else {
-                    continue; // to an address nobody has any more
+                    // To an address nobody has any more, or an attacker's.
+                    self.stray.push((self.now, to, bytes));
+                    continue;
                 };
                 self.server_sent[path] += 1;
                 self.send(false, path, addr(SERVER), bytes);
@@ -243,6 +264,15 @@ impl World {
                     .handle_udp(self.stamp(), path, addr(SERVER), &mut forged, &mut cap);
                 assert!(cap.udp.is_empty() && cap.tun.is_empty());
             }
+        }
+        if to_server && kind == Some(crate::message::TYPE_PATH_CONTROL) && self.hold_path_responses
+        {
+            self.held.push((path, from, bytes));
+            return;
+        }
+        if to_server {
+            self.client_log
+                .push((self.now, path, kind.unwrap_or_default(), bytes.len()));
         }
         if !to_server && kind == Some(crate::message::TYPE_COOKIE_REPLY) {
             self.cookie_replies_to_client += 1;
@@ -308,6 +338,15 @@ impl World {
             self.absorb(false, cap);
         }
         self.now = until;
+    }
+
+    /// Hands `bytes` to the server now, as if from `from` (an attacker's copy, a held
+    /// message), and lets the world carry what it answers.
+    pub(crate) fn deliver_to_server(&mut self, from: SocketAddr, mut bytes: Vec<u8>) {
+        let mut cap = Capture::default();
+        self.server
+            .handle_udp(self.stamp(), 0, from, &mut bytes, &mut cap);
+        self.absorb(false, cap);
     }
 
     pub(crate) fn run_for(&mut self, d: Duration) {
@@ -412,12 +451,18 @@ fn handshake_then_traffic_both_ways_on_both_paths() {
     assert_eq!(s.len(), 1);
     assert!(s[0].established);
     assert_eq!(s[0].paths.len(), 2);
-    // The initiation went out on both paths; the second copy is refused as a replay.
+    // The initiation went out on both paths; the second copy is refused as a replay. Each
+    // path's first address may have had a small engine datagram (a probe or an ACK) held
+    // back by its 3x budget before it answered its challenge
+    // (docs/protocol.md#path-validation).
+    let d = w.server.drops();
+    assert!(d.amplification_limited <= 4, "{d:?}");
     let expected = crate::control::DropCounters {
         replayed: 1,
+        amplification_limited: d.amplification_limited,
         ..Default::default()
     };
-    assert_eq!(w.server.drops(), expected);
+    assert_eq!(d, expected);
 }
 
 #[test]
@@ -555,10 +600,13 @@ fn server_follows_a_path_that_changes_address_after_authentication() {
             .iter()
             .any(|p| p.remote.as_deref() == Some("198.51.100.10:50000"))
     );
-    // What the server sent to the old mapping before the client's first datagram from the
-    // new one is lost, as on a real NAT; everything after arrives.
+    // What the server sent to the old mapping before the new one answered its path
+    // challenge is lost, as on a real NAT: the 10 ms before the client's first datagram
+    // from the new address arrived, and the round trip of the challenge (20 ms), about 30
+    // packets at one a millisecond (docs/protocol.md#path-validation); everything after
+    // arrives.
     let got = tags(&w.client_tun);
-    assert!(got.len() >= 240, "{}", got.len());
+    assert!(got.len() >= 215, "{}", got.len());
     assert!(got.ends_with(&(1050..1200).collect::<Vec<_>>()));
 }
 
