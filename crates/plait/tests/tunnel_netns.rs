@@ -1708,3 +1708,204 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
     // A clean stop removes every rule and route (Daemon::shutdown's assert_clean).
     t.shutdown();
 }
+
+/// What the on-path attacker of [`raced_datagrams_from_a_foreign_address_move_no_path`] did.
+#[derive(Debug, Default)]
+struct RaceReport {
+    /// Copies of the client's data messages it forwarded from its own address.
+    copies: u64,
+    /// Their bytes (UDP payload).
+    bytes_sent: u64,
+    /// Datagrams the server sent to its address, and their bytes (UDP payload).
+    replies: u64,
+    bytes_received: u64,
+    /// Sizes of those datagrams.
+    reply_sizes: std::collections::BTreeSet<usize>,
+}
+
+/// The datagrams of a captured UDP payload that may be a GSO super-datagram of plait data
+/// messages: equal segments, each starting with a data header naming the first's receiver
+/// index (the last may be shorter).
+fn split_gso(payload: &[u8]) -> Vec<&[u8]> {
+    let Some(head) = payload.get(..8) else {
+        return vec![payload];
+    };
+    let segment = (32..payload.len())
+        .find(|&s| payload.get(s..s + 8) == Some(head))
+        .unwrap_or(payload.len());
+    payload.chunks(segment).collect()
+}
+
+/// Runs in path 0's router (on the path): sniffs the client's datagrams to the server as
+/// they enter the router (ahead of the path's delay emulator), and forwards a copy of each
+/// new data message (type 4; each sighting of one (receiver, counter) once) to the server
+/// from `own` (the router's server-side address), where the server hears it before the
+/// original. Counts what the server sends to `own`. Stops when `stop` is set.
+fn race_client_datagrams(
+    client: IpAddr,
+    server: SocketAddr,
+    own: IpAddr,
+    stop: &std::sync::atomic::AtomicBool,
+) -> RaceReport {
+    use socket2::{Domain, Protocol, Socket, Type};
+    use std::io::Read;
+    use std::sync::atomic::Ordering;
+
+    const ETH_P_IP: u16 = 0x0800;
+    let sniff = Socket::new(
+        Domain::PACKET,
+        Type::DGRAM,
+        Some(Protocol::from(i32::from(ETH_P_IP.to_be()))),
+    )
+    .expect("AF_PACKET socket");
+    sniff
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .expect("timeout");
+    let relay = UdpSocket::bind(SocketAddr::new(own, 0)).expect("bind attacker socket");
+    relay.set_nonblocking(true).expect("nonblocking");
+    let (IpAddr::V4(client), IpAddr::V4(server_ip)) = (client, server.ip()) else {
+        panic!("IPv4 path expected");
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut report = RaceReport::default();
+    let mut pkt = vec![0u8; 65_536];
+    let mut reply = vec![0u8; 65_536];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(n) = (&sniff).read(&mut pkt) {
+            let ip = &pkt[..n];
+            let ihl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+            let is_ours = n > ihl + 8
+                && ip[0] >> 4 == 4
+                && ip[9] == 17
+                && ip[12..16] == client.octets()
+                && ip[16..20] == server_ip.octets()
+                && u16::from_be_bytes([ip[ihl + 2], ip[ihl + 3]]) == server.port();
+            if is_ours {
+                let total = usize::from(u16::from_be_bytes([ip[2], ip[3]])).min(n);
+                // The client sends with UDP GSO and the veth passes the super-packet whole:
+                // split it into its datagrams.
+                for d in split_gso(&ip[ihl + 8..total]) {
+                    // Data messages only; the first sighting of each.
+                    if d.len() >= 16
+                        && d[0] == 4
+                        && seen.insert(d[4..16].to_vec())
+                        && relay.send_to(d, server).is_ok()
+                    {
+                        report.copies += 1;
+                        report.bytes_sent += d.len() as u64;
+                    }
+                }
+            }
+        }
+        while let Ok((n, from)) = relay.recv_from(&mut reply) {
+            if from == server {
+                report.replies += 1;
+                report.bytes_received += n as u64;
+                report.reply_sizes.insert(n);
+            }
+        }
+    }
+    report
+}
+
+/// (n) Path validation (docs/protocol.md#path-validation): an on-path attacker (in path
+/// 0's router) forwards a copy of every client data message from its own address, ahead of
+/// the original (the path delays the original by 20 ms), during a transfer from the remote
+/// host to the lan host. The server's path stays on the client's address (the copies only
+/// earn path challenges, which the attacker cannot answer), the server sends the attacker
+/// at most 3x the bytes it received from it, and the transfer arrives intact at the genuine
+/// client.
+#[test]
+fn raced_datagrams_from_a_foreign_address_move_no_path() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'n',
+        topo: TopologySpec::new(
+            PREFIX,
+            vec![PathSpec::v4().rate(40.0).delay(Duration::from_millis(20))],
+        ),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let path = t.topo.path(0).expect("path 0");
+    let client_addr = path.client_addr();
+    let server = SocketAddr::new(path.server_addr(), PORT);
+    let IpAddr::V4(s) = path.server_addr() else {
+        panic!("IPv4 path");
+    };
+    let [a, b, c, _] = s.octets();
+    // The router's own address on the server's side of the path.
+    let attacker_ip = IpAddr::from([a, b, c, 1]);
+    let genuine_remote = |st: &StatusSnapshot| -> Option<String> {
+        st.sessions.first()?.paths.first()?.remote.clone()
+    };
+    let before = t.server().status().expect("server status");
+    let genuine = genuine_remote(&before).expect("the server knows path 0's address");
+    assert!(
+        genuine.starts_with(&client_addr.to_string()),
+        "{genuine} is not the client's {client_addr}"
+    );
+
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let attacker = {
+        let stop = stop.clone();
+        path.router()
+            .spawn_thread("race", move || {
+                race_client_datagrams(client_addr, server, attacker_ip, &stop)
+            })
+            .expect("attacker thread")
+    };
+    // Let the sniffer start before the traffic it races.
+    std::thread::sleep(Duration::from_millis(200));
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let got = transfer(
+        t.topo.remote_host(),
+        t.topo.lan_host(),
+        dst,
+        5_000_000,
+        31,
+        "5 MB to the client while an attacker races its datagrams",
+    );
+    let during = t.server().status().expect("server status");
+    stop.store(true, Ordering::Relaxed);
+    let report = attacker
+        .join()
+        .expect("attacker thread")
+        .expect("attacker entered the router namespace");
+    let after = t.server().status().expect("server status");
+    eprintln!("attacker: {report:?}");
+    eprintln!(
+        "server drops before: {:?}\nserver drops after: {:?}",
+        before.dropped, after.dropped
+    );
+    assert!(got.bytes == 5_000_000);
+    assert!(report.copies > 0, "the attacker forwarded nothing");
+    assert!(
+        after.dropped.replayed > before.dropped.replayed,
+        "the copies won the race: the originals were replays"
+    );
+    assert!(
+        report.replies > 0,
+        "the server heard the attacker and challenged it"
+    );
+    assert!(
+        report.bytes_received <= 3 * report.bytes_sent,
+        "{} bytes sent to the attacker for {} received from it",
+        report.bytes_received,
+        report.bytes_sent
+    );
+    assert_eq!(
+        report.reply_sizes.iter().copied().collect::<Vec<_>>(),
+        vec![plait_tunnel::message::PATH_CONTROL_LEN],
+        "only path challenges went to the attacker"
+    );
+    assert_eq!(genuine_remote(&during).as_deref(), Some(genuine.as_str()));
+    assert_eq!(genuine_remote(&after).as_deref(), Some(genuine.as_str()));
+    t.shutdown();
+}
