@@ -1,9 +1,10 @@
 //! Fuzz target: a client endpoint (fixed keys, two paths) fed arbitrary datagrams, as its
 //! path sockets would be (docs/protocol.md#tunnel-messages): tunnel message parsing,
-//! handshake responses, cookie replies, unknown-index hints (docs/protocol.md#unknown-index)
-//! and data messages. Checks the endpoint's promise that nothing from the network panics
-//! it, and that nothing from the network makes it send an initiation more often than its
-//! schedule allows (at most one per 500 ms, however many hints arrive).
+//! handshake responses, cookie replies, unknown-index hints (docs/protocol.md#unknown-index),
+//! data messages and path-control messages (docs/protocol.md#path-validation). Checks the
+//! endpoint's promise that nothing from the network panics it, and that nothing from the
+//! network makes it send an initiation more often than its schedule allows (at most one per
+//! 500 ms, however many hints arrive).
 //!
 //! Input: datagrams, each a path byte (its low bit picks the path), a little-endian u16
 //! length, then that many bytes; each arrives 1 ms after the one before.

@@ -1,9 +1,10 @@
 //! Fuzz target: a server endpoint (fixed keys, one known client) fed arbitrary datagrams,
 //! as its UDP sockets would be (docs/protocol.md#tunnel-messages): tunnel message parsing,
 //! handshake initiations, data messages (with unknown indices: unknown-index hints,
-//! docs/protocol.md#unknown-index), and the messages only a server sends. Checks the
-//! endpoint's promise that nothing from the network panics it, and that no unauthenticated
-//! datagram is answered with more bytes than it carried.
+//! docs/protocol.md#unknown-index), path-control messages (docs/protocol.md#path-validation)
+//! and the messages only a server sends. Checks the endpoint's promise that nothing from the
+//! network panics it, and that no unauthenticated datagram is answered with more bytes than
+//! it carried.
 //!
 //! Input: datagrams, each a little-endian u16 length then that many bytes.
 
