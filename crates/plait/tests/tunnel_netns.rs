@@ -1909,3 +1909,81 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
     assert_eq!(genuine_remote(&after).as_deref(), Some(genuine.as_str()));
     t.shutdown();
 }
+
+/// NAT rebinding (docs/protocol.md#path-validation): mid-transfer, path 0's router starts
+/// rewriting the client's source port, as a NAT does when its mapping changes, and drops
+/// what still goes to the old port (that mapping is gone). The server hears the client
+/// from the new address, challenges it, moves the path there on the answer, and the
+/// transfer arrives intact over the one path.
+#[test]
+fn nat_rebinding_moves_the_path_after_validation() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'b',
+        topo: TopologySpec::new(
+            PREFIX,
+            vec![PathSpec::v4().rate(40.0).delay(Duration::from_millis(20))],
+        ),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let path = t.topo.path(0).expect("path 0");
+    let client_ip = path.client_addr();
+    let remote = |st: &StatusSnapshot| -> Option<String> {
+        st.sessions.first()?.paths.first()?.remote.clone()
+    };
+    let before = t.server().status().expect("server status");
+    let old = remote(&before).expect("the server knows path 0's address");
+    let old_port: u16 = old
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {old}"));
+    let new_port = if old_port < 60_000 {
+        old_port + 1000
+    } else {
+        old_port - 1000
+    };
+    // Stateless rewrite before conntrack (raw priority), both ways.
+    let rules = format!(
+        "table ip plait_rebind {{
+  chain pre {{
+    type filter hook prerouting priority raw; policy accept;
+    ip saddr {client_ip} udp sport {old_port} udp sport set {new_port} notrack
+    ip daddr {client_ip} udp dport {old_port} drop
+    ip daddr {client_ip} udp dport {new_port} udp dport set {old_port} notrack
+  }}
+}}
+"
+    );
+    let router = path.router();
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let (got, rebound) = std::thread::scope(|scope| {
+        let rebind = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            router
+                .exec_with_input(["nft", "-f", "-"], rules.as_bytes())
+                .map(|o| o.status.success())
+        });
+        let got = transfer(
+            t.topo.remote_host(),
+            t.topo.lan_host(),
+            dst,
+            20_000_000,
+            41,
+            "20 MB to the client while its NAT mapping changes",
+        );
+        (got, rebind.join().expect("rebind thread"))
+    });
+    assert!(rebound.expect("nft ran"), "nft refused the rewrite rules");
+    let after = t.server().status().expect("server status");
+    let moved = remote(&after).expect("the server knows path 0's address");
+    eprintln!("path 0 at the server: {old} before, {moved} after the rebinding");
+    assert_eq!(got.bytes, 20_000_000);
+    assert_eq!(moved, format!("{client_ip}:{new_port}"));
+    t.shutdown();
+}

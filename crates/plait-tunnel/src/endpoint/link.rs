@@ -257,6 +257,12 @@ impl Link {
     }
 
     /// The engine session, for tests that act as a peer's application.
+    /// Each path's validated peer address (tests).
+    #[cfg(test)]
+    pub(crate) fn validated_addresses(&self) -> Vec<Option<PathEndpoint>> {
+        self.addresses.iter().map(PathAddress::validated).collect()
+    }
+
     #[cfg(test)]
     pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
         self.session.as_mut()

@@ -16,9 +16,17 @@
 //! the links, the drop counters or the handshake causes ever decreases; inner packets
 //! arrive at most once and in order; every bounded structure stays under its bound. At the
 //! end: the session is established and carries traffic after the last fault; the counters
-//! add up (see [`soak_24_hours_of_rekeys_flaps_loss_and_a_restart`]); the sizes sampled in
-//! the last hour are within 1.5 times those of the first (same scripted burst and flap in
-//! both); the rekeys number what 24 h / [`REKEY_AFTER_TIME`] predicts, within 10 %.
+//! add up (see [`soak_24_hours_of_rekeys_flaps_loss_and_a_restart`]); the maxima sampled in
+//! the second 12 hours are within 1.5 times those of the first 12; the rekeys number what
+//! 24 h / [`REKEY_AFTER_TIME`] predicts, within 10 %.
+//!
+//! Why halves and not the first and last hour: a burst that meets a loss on the 300 ms path
+//! fills the reorder buffer to about 380 KB for a few hundred milliseconds (the buffer
+//! waits for the hole, docs/protocol.md#reorder-buffer). Whether one hour holds such a
+//! moment is luck (with the same seed, one run's first hour peaked at 24 KB and its last at
+//! 277 KB, while the whole run peaked at 377 KB with nothing growing), so hour-to-hour
+//! maxima flake; twelve hours hold dozens of bursts each, and a leak still shows as a
+//! second half above the first.
 //!
 //! Inner packets may arrive out of order only when the reorder buffer releases one late
 //! (after declaring it lost, docs/protocol.md#reorder-buffer): each such packet must be
@@ -298,8 +306,9 @@ struct Soak {
     samples: u64,
     /// Samples during the total outage that found the client without usable keys.
     unestablished_in_outage: u64,
-    first_hour: Maxima,
-    last_hour: Maxima,
+    /// Maxima of the first and of the second 12 hours.
+    first_half: Maxima,
+    second_half: Maxima,
     whole_run: Maxima,
 }
 
@@ -393,8 +402,8 @@ impl Soak {
             server_refused_before_restart: 0,
             samples: 0,
             unestablished_in_outage: 0,
-            first_hour: Maxima::new(),
-            last_hour: Maxima::new(),
+            first_half: Maxima::new(),
+            second_half: Maxima::new(),
             whole_run: Maxima::new(),
         }
     }
@@ -672,11 +681,10 @@ impl Soak {
                 bound(name.1)
             );
             raise(&mut self.whole_run, name, v);
-            if t < HOUR {
-                raise(&mut self.first_hour, name, v);
-            }
-            if t >= DAY - HOUR && t <= DAY {
-                raise(&mut self.last_hour, name, v);
+            if t < DAY / 2 {
+                raise(&mut self.first_half, name, v);
+            } else if t <= DAY {
+                raise(&mut self.second_half, name, v);
             }
         }
     }
@@ -772,8 +780,8 @@ fn soak_24_hours_of_rekeys_flaps_loss_and_a_restart() {
     let mut s = Soak::new();
     let mut script = ChaCha8Rng::seed_from_u64(SEED ^ 0x7363_7269);
 
-    // Faults. The same burst and flap at 0:30/0:40 and 23:30/23:40, so the first and the
-    // last hour can be compared; random flaps between.
+    // Faults. The same burst and flap at 0:30/0:40 and 23:30/23:40, so both halves of the
+    // day hold them; random flaps between.
     let mut flaps = 0;
     for base in [Duration::ZERO, DAY - HOUR] {
         let from = at(base + Duration::from_secs(40 * 60));
@@ -1028,6 +1036,31 @@ fn soak_24_hours_of_rekeys_flaps_loss_and_a_restart() {
     assert_eq!(gens[S2C].len(), 2);
 
     // Rekeys: one per REKEY_AFTER_TIME, less what the other causes and outages took.
+    // Path validation (docs/protocol.md#path-validation): the restarted server learned
+    // every path's address anew and validated it.
+    let server = s.server.links_mut().next().unwrap();
+    let v = server.counters();
+    eprintln!(
+        "path validation at the server: validated {}, challenges {}, abandoned {}, amplification-limited {}, ignored {}",
+        v.paths_validated,
+        v.path_frames_sent,
+        v.validations_abandoned,
+        v.amplification_limited,
+        v.path_frames_ignored
+    );
+    let validated = server.validated_addresses();
+    for (path, addr) in CLIENT_ADDRS.iter().enumerate() {
+        let want: SocketAddr = addr.parse().unwrap();
+        assert_eq!(
+            validated[path].map(|e| e.remote),
+            Some(want),
+            "path {path} validated at the client's address"
+        );
+    }
+    // Ignored frames are possible here: the answer to a retried challenge arriving after
+    // the first answer validated the address.
+    assert!(v.paths_validated >= 3, "{}", v.paths_validated);
+
     let causes = s.client.status(now).handshake_causes;
     let completed = s.client.link_mut().handshakes();
     let ideal = DAY.as_secs() / REKEY_AFTER_TIME.as_secs();
@@ -1050,15 +1083,15 @@ fn soak_24_hours_of_rekeys_flaps_loss_and_a_restart() {
         "{completed}"
     );
 
-    // Memory flat: the last hour's maxima within the first hour's (same scripted faults
-    // and burst in both), with room for the randomness in between.
-    for (name, first) in &s.first_hour {
-        let last = s.last_hour.get(name).copied().unwrap_or(0);
+    // Memory flat: the second half's maxima within the first half's, with room for the
+    // randomness in between (see the module docs for why halves).
+    for (name, first) in &s.first_half {
+        let second = s.second_half.get(name).copied().unwrap_or(0);
         let whole = s.whole_run[name];
-        eprintln!("{name:?}: first hour {first}, last hour {last}, whole run {whole}");
+        eprintln!("{name:?}: first 12 h {first}, second 12 h {second}, whole run {whole}");
         assert!(
-            last <= first + first / 2 + 16,
-            "{name:?} grew: first hour {first}, last hour {last}"
+            second <= first + first / 2 + 16,
+            "{name:?} grew: first 12 h {first}, second 12 h {second}"
         );
     }
     eprintln!(
