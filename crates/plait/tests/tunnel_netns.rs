@@ -1987,3 +1987,79 @@ fn nat_rebinding_moves_the_path_after_validation() {
     assert_eq!(moved, format!("{client_ip}:{new_port}"));
     t.shutdown();
 }
+
+/// The client's address on a path changes mid-download (a new address on the interface,
+/// the old one removed, as after a DHCP renumbering): the path's socket is not bound to an
+/// address, so its datagrams leave from the new one; the server validates it and moves the
+/// path there (docs/protocol.md#path-validation), and the transfer arrives intact.
+#[test]
+fn client_readdressed_path_follows_after_validation() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'a',
+        topo: TopologySpec::new(
+            PREFIX,
+            vec![PathSpec::v4().rate(40.0).delay(Duration::from_millis(20))],
+        ),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let path = t.topo.path(0).expect("path 0");
+    let client_ns = t.topo.clients()[0].client();
+    let dev = path.client_dev();
+    let IpAddr::V4(old) = path.client_addr() else {
+        panic!("IPv4 path");
+    };
+    let shown = client_ns
+        .exec_output(["ip", "-o", "-4", "addr", "show", "dev", &dev])
+        .expect("ip addr");
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let prefix_len: u8 = shown
+        .split_whitespace()
+        .find_map(|w| {
+            w.strip_prefix(&format!("{old}/"))
+                .and_then(|l| l.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no {old}/N on {dev}: {shown}"));
+    let [a, b, c, _] = old.octets();
+    let new = std::net::Ipv4Addr::new(a, b, c, 77);
+    // The new address stays primary when the old one goes, so the routes through the
+    // interface stay.
+    client_ns
+        .sysctl(&format!("net.ipv4.conf.{dev}.promote_secondaries"), "1")
+        .expect("sysctl");
+    let remote = |st: &StatusSnapshot| -> Option<String> {
+        st.sessions.first()?.paths.first()?.remote.clone()
+    };
+    let before = remote(&t.server().status().expect("server status")).expect("path 0 known");
+    assert!(before.starts_with(&format!("{old}:")), "{before}");
+
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let (got, readdressed) = std::thread::scope(|scope| {
+        let readdress = scope.spawn(|| -> plait_testbed::Result<()> {
+            std::thread::sleep(Duration::from_millis(1500));
+            client_ns.ip(["addr", "add", &format!("{new}/{prefix_len}"), "dev", &dev])?;
+            client_ns.ip(["addr", "del", &format!("{old}/{prefix_len}"), "dev", &dev])?;
+            Ok(())
+        });
+        let got = transfer(
+            t.topo.remote_host(),
+            t.topo.lan_host(),
+            dst,
+            20_000_000,
+            43,
+            "20 MB to the client while its address changes",
+        );
+        (got, readdress.join().expect("readdress thread"))
+    });
+    readdressed.expect("re-addressing the client's interface");
+    let after = remote(&t.server().status().expect("server status")).expect("path 0 known");
+    eprintln!("path 0 at the server: {before} before, {after} after the re-addressing");
+    assert_eq!(got.bytes, 20_000_000);
+    assert!(after.starts_with(&format!("{new}:")), "{after}");
+    t.shutdown();
+}
