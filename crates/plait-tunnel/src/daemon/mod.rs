@@ -49,6 +49,9 @@ const FIRST_SOCKET: usize = 3;
 const PRECISE_BELOW: Duration = Duration::from_millis(5);
 /// Batches read from one socket per round before the others get a turn.
 const SOCKET_BATCHES_PER_ROUND: usize = 4;
+/// Batches read from a handshake socket per round: initiations wait behind data, so a
+/// flood of them takes at most this share of each round.
+const HANDSHAKE_BATCHES_PER_ROUND: usize = 1;
 /// TUN packets read per round.
 const TUN_PACKETS_PER_ROUND: usize = 256;
 /// How often the status snapshot is refreshed.
@@ -244,11 +247,14 @@ pub(crate) enum RelaySetup {
 }
 
 /// Runs `endpoint` until SIGINT/SIGTERM (or `stop` is set). Sockets are indexed as the
-/// endpoint's socket numbers.
+/// endpoint's socket numbers. Each of `handshake` is a server's initiation-only socket
+/// (crate::io::steer) with the index of the data socket it stands beside: what it reads
+/// reaches the endpoint under that index, and nothing is sent through it.
 pub(crate) fn run_loop(
     endpoint: &mut impl Driven,
     tun: &Tun,
     sockets: &mut [UdpPath],
+    handshake: &mut [(usize, UdpPath)],
     relay: RelaySetup,
     snapshot: &SharedSnapshot,
     stop: &Arc<AtomicBool>,
@@ -281,13 +287,23 @@ pub(crate) fn run_loop(
             Interest::READABLE,
         )?;
     }
+    let first_handshake = FIRST_SOCKET + sockets.len();
+    for (i, (_, s)) in handshake.iter().enumerate() {
+        poll.registry().register(
+            &mut SourceFd(&s.as_raw_fd()),
+            Token(first_handshake + i),
+            Interest::READABLE,
+        )?;
+    }
     let mut batches: Vec<SendBatch> = sockets
         .iter()
         .map(|s| SendBatch::new(s.max_gso_segments()))
         .collect();
     let mut recv: Vec<RecvBuffers> = sockets.iter().map(|_| RecvBuffers::default()).collect();
+    let mut handshake_recv = RecvBuffers::default();
     let mut tun_buf = vec![0u8; 65_536];
     let mut socket_ready = vec![true; sockets.len()];
+    let mut handshake_ready = vec![true; handshake.len()];
     let mut tun_ready = true;
     let mut tun_write_errors = 0u64;
     let mut events = Events::with_capacity(64);
@@ -295,8 +311,10 @@ pub(crate) fn run_loop(
     let mut deadline = Some(Time::ZERO);
 
     while !stop.load(Ordering::Relaxed) {
-        let busy =
-            tun_ready || socket_ready.iter().any(|r| *r) || relay.as_ref().is_some_and(Relay::busy);
+        let busy = tun_ready
+            || socket_ready.iter().any(|r| *r)
+            || handshake_ready.iter().any(|r| *r)
+            || relay.as_ref().is_some_and(Relay::busy);
         let wait = if busy {
             Duration::ZERO
         } else {
@@ -332,6 +350,11 @@ pub(crate) fn run_loop(
                         );
                     }
                 }
+                Token(t) if t >= first_handshake => {
+                    if let Some(r) = handshake_ready.get_mut(t - first_handshake) {
+                        *r = true;
+                    }
+                }
                 Token(t) => {
                     if let Some(r) = socket_ready.get_mut(t - FIRST_SOCKET) {
                         *r = true;
@@ -348,29 +371,37 @@ pub(crate) fn run_loop(
             tun_write_errors: &mut tun_write_errors,
         };
         for i in 0..socket_ready.len() {
-            if !socket_ready[i] {
-                continue;
-            }
             for _ in 0..SOCKET_BATCHES_PER_ROUND {
-                let n = match out.sockets[i].recv(&mut recv[i]) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        socket_ready[i] = false;
-                        break;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        // ICMP errors (port unreachable, host unreachable) surface here
-                        // on some kernels: the path's liveness logic handles the outage.
-                        tracing::debug!(socket = i, error = %e, "receive error");
-                        break;
-                    }
+                if !socket_ready[i] {
+                    break;
+                }
+                let Some(n) = recv_batch(&out.sockets[i], &mut recv[i], &mut socket_ready[i])
+                else {
+                    break;
                 };
                 for m in 0..n {
                     let (from, kernel_ts, datagrams) = recv[i].datagrams(m);
                     let at = now.at_kernel_time(kernel_ts);
                     for d in datagrams {
                         endpoint.handle_udp(at, i, from, d, &mut out);
+                    }
+                }
+            }
+        }
+        for (h, (index, socket)) in handshake.iter().enumerate() {
+            for _ in 0..HANDSHAKE_BATCHES_PER_ROUND {
+                if !handshake_ready[h] {
+                    break;
+                }
+                let Some(n) = recv_batch(socket, &mut handshake_recv, &mut handshake_ready[h])
+                else {
+                    break;
+                };
+                for m in 0..n {
+                    let (from, kernel_ts, datagrams) = handshake_recv.datagrams(m);
+                    let at = now.at_kernel_time(kernel_ts);
+                    for d in datagrams {
+                        endpoint.handle_udp(at, *index, from, d, &mut out);
                     }
                 }
             }
@@ -408,6 +439,25 @@ pub(crate) fn run_loop(
     }
     info!("shutting down");
     Ok(())
+}
+
+/// Reads one batch from `socket`: the number of messages read, or `None` when there is
+/// nothing more this round (`ready` is cleared when the socket is drained).
+fn recv_batch(socket: &UdpPath, bufs: &mut RecvBuffers, ready: &mut bool) -> Option<usize> {
+    match socket.recv(bufs) {
+        Ok(n) => Some(n),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            *ready = false;
+            None
+        }
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Some(0),
+        Err(e) => {
+            // ICMP errors (port unreachable, host unreachable) surface here on some
+            // kernels: the path's liveness logic handles the outage.
+            tracing::debug!(local = %socket.local_addr(), error = %e, "receive error");
+            None
+        }
+    }
 }
 
 fn deadline_due(endpoint: &impl Driven, now: Now) -> bool {

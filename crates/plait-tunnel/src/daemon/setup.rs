@@ -25,6 +25,7 @@ use crate::endpoint::{
     ClientEndpoint, ClientParams, ClientPath, EngineParams, ServerEndpoint, ServerParams,
     ServerPeer, max_datagram_for,
 };
+use crate::io::steer::bind_steered;
 use crate::io::tun::Tun;
 use crate::io::udp::{SocketOptions, UdpPath};
 use crate::netcfg::{DEFAULT_FWMARK, DEFAULT_TABLE, NetConfig};
@@ -118,6 +119,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         let opts = SocketOptions {
             device: p.device.clone(),
             fwmark,
+            reuse_port: false,
         };
         let s = UdpPath::bind(bind, &opts).map_err(|source| DaemonError::Socket {
             what: format!("path {}", p.name),
@@ -163,6 +165,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         &mut endpoint,
         &tun,
         &mut sockets,
+        &mut Vec::new(),
         relay,
         &control.snapshot,
         &stop,
@@ -191,16 +194,26 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
     }
     let mtu = tun_mtu(&cfg.tun, &engine, "the path MTU")?;
     let mut sockets = Vec::new();
+    let mut handshake_sockets = Vec::new();
     for addr in &cfg.listen {
-        let s = UdpPath::bind(*addr, &SocketOptions::default()).map_err(|source| {
-            DaemonError::Socket {
+        let (listen, steering_failed) =
+            bind_steered(*addr).map_err(|source| DaemonError::Socket {
                 what: "listen".into(),
                 addr: *addr,
                 source,
+            })?;
+        match steering_failed {
+            None => {
+                info!(listen = %listen.data.local_addr(), "listening (initiations on a socket of their own)")
             }
-        })?;
-        info!(listen = %s.local_addr(), "listening");
-        sockets.push(s);
+            Some(e) => {
+                warn!(listen = %listen.data.local_addr(), error = %e, "listening, but initiations could not be given a socket of their own: a handshake flood can crowd out data")
+            }
+        }
+        if let Some(h) = listen.handshake {
+            handshake_sockets.push((sockets.len(), h));
+        }
+        sockets.push(listen.data);
     }
     let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
     info!(tun = %tun.name(), mtu, max_datagram, clients = cfg.clients.len(), scheduler = engine.settings.scheduler.name(), "tunnel device up");
@@ -251,6 +264,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         &mut endpoint,
         &tun,
         &mut sockets,
+        &mut handshake_sockets,
         relay,
         &control.snapshot,
         &stop,

@@ -5,5 +5,6 @@
 //! `mio::Poll`); buffers are allocated once at start, none per packet.
 
 pub mod original_dst;
+pub mod steer;
 pub mod tun;
 pub mod udp;

@@ -8,7 +8,7 @@
 
 use std::io::{self, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -27,6 +27,9 @@ pub struct SocketOptions {
     pub device: Option<String>,
     /// Firewall mark (SO_MARK), so policy routing keeps path traffic off the tunnel.
     pub fwmark: Option<u32>,
+    /// Join the address's SO_REUSEPORT group (the server's steered listen sockets,
+    /// [`crate::io::steer`]).
+    pub reuse_port: bool,
 }
 
 /// A bound, non-blocking UDP socket.
@@ -53,6 +56,9 @@ impl UdpPath {
         }
         if let Some(mark) = options.fwmark {
             socket.set_mark(mark)?;
+        }
+        if options.reuse_port {
+            socket.set_reuse_port(true)?;
         }
         // Best effort: the kernel caps these at its maximums, which is fine.
         let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
@@ -113,6 +119,12 @@ impl UdpPath {
 impl AsRawFd for UdpPath {
     fn as_raw_fd(&self) -> RawFd {
         self.socket.as_raw_fd()
+    }
+}
+
+impl AsFd for UdpPath {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
     }
 }
 
