@@ -26,7 +26,9 @@
 //! A path-control message (docs/protocol.md#path-validation) is sealed exactly as a data
 //! message is, under the same keys, counters and replay window; its type byte is part of
 //! the associated data, so neither can pass for the other. Inside is a [`PathFrame`]:
-//! a PATH_CHALLENGE or PATH_RESPONSE for one path, with an 8-byte token.
+//! a PATH_CHALLENGE or PATH_RESPONSE for one path, with an 8-byte token, or a binding
+//! frame (PATH_WITHDRAW, PATH_RESTORE, BINDING_ACK: docs/protocol.md#binding) whose
+//! 8 bytes are a sequence number.
 //!
 //! Every offset and length of these layouts, and of the handshake payloads inside Noise,
 //! is a constant here; the rest of the tunnel reads and writes messages through them.
@@ -60,6 +62,14 @@ pub const TYPE_PATH_CONTROL: u8 = 6;
 pub const PATH_CHALLENGE: u8 = 1;
 /// Path frame kind: the client echoes a challenge's token (PATH_RESPONSE).
 pub const PATH_RESPONSE: u8 = 2;
+/// Path frame kind, client to server: the path's link is gone at the client; stop
+/// sending on it (docs/protocol.md#binding). The token is a big-endian sequence number.
+pub const PATH_WITHDRAW: u8 = 3;
+/// Path frame kind, client to server: the path's link is back (docs/protocol.md#binding).
+pub const PATH_RESTORE: u8 = 4;
+/// Path frame kind, server to client: the withdrawal or restoration with this sequence
+/// number was applied (docs/protocol.md#binding).
+pub const BINDING_ACK: u8 = 5;
 /// A path token: unpredictable, chosen by the challenger.
 pub const PATH_TOKEN_LEN: usize = 8;
 /// A path frame: kind (u8), path id (u8), token.
@@ -313,7 +323,8 @@ pub fn write_sealed_header(buf: &mut [u8; DATA_HEADER_LEN], kind: u8, receiver: 
 /// What a path-control message carries (docs/protocol.md#path-validation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathFrame {
-    /// [`PATH_CHALLENGE`] or [`PATH_RESPONSE`].
+    /// [`PATH_CHALLENGE`], [`PATH_RESPONSE`], [`PATH_WITHDRAW`], [`PATH_RESTORE`] or
+    /// [`BINDING_ACK`].
     pub kind: u8,
     /// The path it concerns (a response repeats the challenge's).
     pub path: u8,
@@ -329,10 +340,25 @@ impl PathFrame {
             len: buf.len(),
         })?;
         let [kind, path, token @ ..] = *b;
-        if kind != PATH_CHALLENGE && kind != PATH_RESPONSE {
+        if !(PATH_CHALLENGE..=BINDING_ACK).contains(&kind) {
             return Err(MessageError::UnknownType(kind));
         }
         Ok(PathFrame { kind, path, token })
+    }
+
+    /// A binding frame ([`PATH_WITHDRAW`], [`PATH_RESTORE`], [`BINDING_ACK`]) for `path`
+    /// with sequence number `seq`.
+    pub fn binding(kind: u8, path: u8, seq: u64) -> PathFrame {
+        PathFrame {
+            kind,
+            path,
+            token: seq.to_be_bytes(),
+        }
+    }
+
+    /// A binding frame's sequence number.
+    pub fn seq(&self) -> u64 {
+        u64::from_be_bytes(self.token)
     }
 
     /// The frame's bytes.
@@ -509,9 +535,16 @@ mod tests {
         assert_eq!(f.encode(), *b"\x02\x03abcdefgh");
         assert_eq!(PathFrame::decode(&f.encode()), Ok(f));
         assert_eq!(
-            PathFrame::decode(b"\x03\x03abcdefgh"),
-            Err(MessageError::UnknownType(3))
+            PathFrame::decode(b"\x06\x03abcdefgh"),
+            Err(MessageError::UnknownType(6))
         );
+        assert_eq!(
+            PathFrame::decode(b"\x00\x03abcdefgh"),
+            Err(MessageError::UnknownType(0))
+        );
+        let w = PathFrame::binding(PATH_WITHDRAW, 2, 0x0102_0304_0506_0708);
+        assert_eq!(w.encode(), *b"\x03\x02\x01\x02\x03\x04\x05\x06\x07\x08");
+        assert_eq!(PathFrame::decode(&w.encode()).map(|f| f.seq()), Ok(w.seq()));
         assert!(PathFrame::decode(b"\x01\x03abcdefg").is_err());
         assert_eq!(PATH_CONTROL_LEN, 42);
     }

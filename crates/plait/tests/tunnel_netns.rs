@@ -2160,7 +2160,7 @@ fn handshake_flood_cpu_at_50k_per_second() {
             53,
             what,
         );
-        20e6 * 8.0 / started.elapsed().as_secs_f64() / 1e6
+        got.bytes as f64 * 8.0 / started.elapsed().as_secs_f64() / 1e6
     };
     let quiet_mbit = download("20 MB without a flood");
 
@@ -2205,6 +2205,113 @@ fn handshake_flood_cpu_at_50k_per_second() {
     }
     eprintln!(
         "download: {quiet_mbit:.1} Mbit/s without a flood, {flooded_mbit:.1} Mbit/s during the valid-mac1 flood"
+    );
+    t.shutdown();
+}
+
+/// Links that come and go (docs/protocol.md#binding): mid-download the client's path-1
+/// interface goes down. The client sees it through netlink, stops using the path and
+/// withdraws it at the server over path 0, so the server stops sending there at once
+/// instead of waiting for the path to fall silent. The interface comes back (with its
+/// route, as a network manager would restore it): the client restores the path and a
+/// second download uses both paths again. Both downloads arrive intact.
+#[test]
+fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'l',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+    });
+    let client_ns = t.topo.clients()[0].client();
+    let dev = t.topo.path(1).expect("path 1").client_dev();
+    let routes = client_ns
+        .exec_output(["ip", "-4", "route", "show", "dev", &dev])
+        .expect("ip route");
+    let routes: Vec<String> = String::from_utf8_lossy(&routes.stdout)
+        .lines()
+        .filter(|l| !l.contains("proto kernel"))
+        .map(str::to_owned)
+        .collect();
+    assert!(!routes.is_empty(), "no route through {dev}");
+    let server_path_1_sent = |t: &Tunnel| -> Option<u64> {
+        let st = t.server().status().expect("server status");
+        st.sessions
+            .first()?
+            .paths
+            .iter()
+            .find(|p| p.id == 1)
+            .map(|p| p.tx_packets)
+    };
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let got = std::thread::scope(|scope| {
+        let down = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            client_ns.ip(["link", "set", &dev, "down"])
+        });
+        let got = transfer(
+            t.topo.remote_host(),
+            t.topo.lan_host(),
+            dst,
+            30_000_000,
+            47,
+            "30 MB to the client while its path-1 link goes down",
+        );
+        down.join().expect("link thread").expect("ip link set down");
+        got
+    });
+    assert_eq!(got.bytes, 30_000_000);
+    assert_eq!(
+        server_path_1_sent(&t),
+        None,
+        "the server's session no longer has path 1"
+    );
+    let server = t.server().status().expect("server status");
+    eprintln!("server drops with path 1 withdrawn: {:?}", server.dropped);
+
+    // The link is back, and its route with it.
+    client_ns.ip(["link", "set", &dev, "up"]).expect("link up");
+    for r in &routes {
+        let mut args = vec!["route", "replace"];
+        args.extend(r.split_whitespace());
+        client_ns.ip(args).expect("route back");
+    }
+    let back = Instant::now();
+    let deadline = back + Duration::from_secs(10);
+    loop {
+        let st = t.clients[0].status().expect("client status");
+        if st.sessions[0]
+            .paths
+            .iter()
+            .any(|p| p.id == 1 && p.state == "active")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "path 1 never came back: {st:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "path 1 active again {:?} after its link and route came back",
+        back.elapsed()
+    );
+    let before = server_path_1_sent(&t).unwrap_or(0);
+    transfer(
+        t.topo.remote_host(),
+        t.topo.lan_host(),
+        dst,
+        20_000_000,
+        48,
+        "20 MB after the link came back",
+    );
+    let after = server_path_1_sent(&t).expect("path 1 at the server");
+    assert!(
+        after > before + 100,
+        "the server sends on the restored path: {before} -> {after}"
     );
     t.shutdown();
 }

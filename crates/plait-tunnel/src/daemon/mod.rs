@@ -37,6 +37,7 @@ use tracing::{info, warn};
 
 use crate::control::{DropCounters, SessionStatus, SharedSnapshot, StatusSnapshot};
 use crate::endpoint::{ClientEndpoint, Now, Outputs, ServerEndpoint, StreamHost};
+use crate::io::netwatch::NetWatch;
 use crate::io::tun::Tun;
 use crate::io::udp::{RecvBuffers, SendBatch, UdpPath};
 use crate::relay::{ClientRelayParams, Relay, ServerRelayParams};
@@ -44,7 +45,8 @@ use crate::relay::{ClientRelayParams, Relay, ServerRelayParams};
 const TUN: Token = Token(0);
 const SIGNAL: Token = Token(1);
 const TIMER: Token = Token(2);
-const FIRST_SOCKET: usize = 3;
+const NETWATCH: Token = Token(3);
+const FIRST_SOCKET: usize = 4;
 /// Waits shorter than this use the timerfd.
 const PRECISE_BELOW: Duration = Duration::from_millis(5);
 /// Batches read from one socket per round before the others get a turn.
@@ -78,6 +80,16 @@ pub trait Driven: StreamHost {
     fn status(&self, now: Time) -> (Vec<SessionStatus>, DropCounters);
     /// `"client"` or `"server"`.
     fn role(&self) -> &'static str;
+    /// See [`ClientEndpoint::set_path_available`]; a server has no links of its own to
+    /// watch.
+    fn set_path_available(
+        &mut self,
+        _now: Now,
+        _path: usize,
+        _available: bool,
+        _out: &mut impl Outputs,
+    ) {
+    }
 }
 
 impl Driven for ClientEndpoint {
@@ -105,6 +117,15 @@ impl Driven for ClientEndpoint {
     }
     fn role(&self) -> &'static str {
         "client"
+    }
+    fn set_path_available(
+        &mut self,
+        now: Now,
+        path: usize,
+        available: bool,
+        out: &mut impl Outputs,
+    ) {
+        ClientEndpoint::set_path_available(self, now, path, available, out)
     }
 }
 
@@ -246,15 +267,25 @@ pub(crate) enum RelaySetup {
     Server(ServerRelayParams),
 }
 
+/// What the loop watches beside the endpoint's sockets and the TUN device.
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    /// A server's initiation-only sockets (crate::io::steer), each with the index of the
+    /// data socket it stands beside: what it reads reaches the endpoint under that index,
+    /// and nothing is sent through it.
+    pub(crate) handshake: Vec<(usize, UdpPath)>,
+    /// A client's view of its links (crate::io::netwatch): each change of a path's link
+    /// goes to [`Driven::set_path_available`].
+    pub(crate) netwatch: Option<NetWatch>,
+}
+
 /// Runs `endpoint` until SIGINT/SIGTERM (or `stop` is set). Sockets are indexed as the
-/// endpoint's socket numbers. Each of `handshake` is a server's initiation-only socket
-/// (crate::io::steer) with the index of the data socket it stands beside: what it reads
-/// reaches the endpoint under that index, and nothing is sent through it.
+/// endpoint's socket numbers.
 pub(crate) fn run_loop(
     endpoint: &mut impl Driven,
     tun: &Tun,
     sockets: &mut [UdpPath],
-    handshake: &mut [(usize, UdpPath)],
+    watched: Watched,
     relay: RelaySetup,
     snapshot: &SharedSnapshot,
     stop: &Arc<AtomicBool>,
@@ -287,6 +318,17 @@ pub(crate) fn run_loop(
             Interest::READABLE,
         )?;
     }
+    let Watched {
+        handshake,
+        mut netwatch,
+    } = watched;
+    if let Some(w) = &netwatch {
+        poll.registry()
+            .register(&mut SourceFd(&w.event_fd()), NETWATCH, Interest::READABLE)?;
+    }
+    // The links as they are at start (a path whose link is down leaves at once).
+    let mut links_changed = netwatch.is_some();
+    let mut link_state: Vec<bool> = vec![true; sockets.len()];
     let first_handshake = FIRST_SOCKET + sockets.len();
     for (i, (_, s)) in handshake.iter().enumerate() {
         poll.registry().register(
@@ -340,6 +382,11 @@ pub(crate) fn run_loop(
             match ev.token() {
                 TUN => tun_ready = true,
                 TIMER => timer.clear(),
+                NETWATCH => {
+                    if let Some(w) = netwatch.as_mut() {
+                        links_changed |= w.drain();
+                    }
+                }
                 SIGNAL => stop.store(true, Ordering::Relaxed),
                 Token(t) if crate::relay::TOKENS.contains(&t) => {
                     if let Some(r) = relay.as_mut() {
@@ -402,6 +449,22 @@ pub(crate) fn run_loop(
                     let at = now.at_kernel_time(kernel_ts);
                     for d in datagrams {
                         endpoint.handle_udp(at, *index, from, d, &mut out);
+                    }
+                }
+            }
+        }
+        if links_changed {
+            links_changed = false;
+            if let Some(w) = netwatch.as_mut() {
+                for (path, (now_works, was)) in w
+                    .evaluate()
+                    .into_iter()
+                    .zip(link_state.iter_mut())
+                    .enumerate()
+                {
+                    if now_works != *was {
+                        *was = now_works;
+                        endpoint.set_path_available(now, path, now_works, &mut out);
                     }
                 }
             }

@@ -16,7 +16,7 @@ use tracing::{info, warn};
 
 use super::error::DaemonError;
 use super::stream_setup::{client_relay, server_relay};
-use super::{RelaySetup, run_loop};
+use super::{RelaySetup, Watched, run_loop};
 use crate::config::{ClientConfig, ControlConfig, SecurityConfig, ServerConfig, TunConfig};
 use crate::control::metrics::MetricsServer;
 use crate::control::status::StatusServer;
@@ -25,6 +25,7 @@ use crate::endpoint::{
     ClientEndpoint, ClientParams, ClientPath, EngineParams, ServerEndpoint, ServerParams,
     ServerPeer, max_datagram_for,
 };
+use crate::io::netwatch::{NetWatch, PathRoute};
 use crate::io::steer::bind_steered;
 use crate::io::tun::Tun;
 use crate::io::udp::{SocketOptions, UdpPath};
@@ -129,6 +130,24 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         info!(path = %p.name, local = %s.local_addr(), server = %p.server, device = p.device.as_deref().unwrap_or("-"), "path socket");
         sockets.push(s);
     }
+    // Links that come and go (docs/protocol.md#binding): without netlink the paths are
+    // taken as working, and only the engine's liveness check finds a dead one.
+    let netwatch = match NetWatch::new(
+        cfg.paths
+            .iter()
+            .map(|p| PathRoute {
+                server: p.server.ip(),
+                device: p.device.clone(),
+                fwmark,
+            })
+            .collect(),
+    ) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            warn!(error = %e, "cannot watch the links through netlink: a path whose link goes away is found only when it falls silent");
+            None
+        }
+    };
     let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
     info!(tun = %tun.name(), mtu, max_datagram, scheduler = engine.settings.scheduler.name(), reorder = engine.settings.reorder.name(), "tunnel device up");
     let mut net = NetConfig::new();
@@ -165,7 +184,10 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         &mut endpoint,
         &tun,
         &mut sockets,
-        &mut Vec::new(),
+        Watched {
+            handshake: Vec::new(),
+            netwatch,
+        },
         relay,
         &control.snapshot,
         &stop,
@@ -264,7 +286,10 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         &mut endpoint,
         &tun,
         &mut sockets,
-        &mut handshake_sockets,
+        Watched {
+            handshake: handshake_sockets,
+            netwatch: None,
+        },
         relay,
         &control.snapshot,
         &stop,

@@ -45,6 +45,7 @@ use plait_proto::path::PathHints;
 use plait_proto::{PathId, Session, Time};
 use tracing::{debug, info, warn};
 
+use super::binding::Bindings;
 use super::link::{DataDrop, FreshSession, Link, LinkCounters};
 use super::schedule::{Cause, Schedule};
 #[cfg(doc)]
@@ -123,6 +124,9 @@ pub struct ClientEndpoint {
     hint_key: HintKey,
     /// When handshakes are due, and why.
     schedule: Schedule,
+    /// Which paths' links work, and the withdrawals and restorations the server has not
+    /// acknowledged yet (docs/protocol.md#binding).
+    bindings: Bindings,
     last_timestamp: u64,
     attempts: u32,
     drops: DropCounters,
@@ -143,6 +147,7 @@ impl ClientEndpoint {
             mac1_own: Mac1Key::new(&params.private_key.public()),
             cookie_key: cookie::cookie_key(&params.server_public_key),
             cookies: vec![None; params.paths.len()],
+            bindings: Bindings::new(params.paths.len()),
             hint_key: HintKey::new(&params.server_public_key),
             params,
             link,
@@ -230,8 +235,12 @@ impl ClientEndpoint {
                     Ok(opened) => {
                         self.schedule.authenticated(now.mono, true);
                         let Ok(id) = u8::try_from(path) else { return };
-                        self.link
-                            .answer_path_challenge(now.mono, PathId(id), opened, out);
+                        if let Some(ack) =
+                            self.link
+                                .client_path_control(now.mono, PathId(id), opened, out)
+                        {
+                            self.bindings.on_ack(usize::from(ack.path), ack.seq());
+                        }
                     }
                     Err(e) => self.count_data_drop(now.mono, e, from),
                 }
@@ -390,6 +399,9 @@ impl ClientEndpoint {
         };
         for (i, p) in self.params.paths.iter().enumerate() {
             let Ok(id) = u8::try_from(i) else { break };
+            if !self.bindings.available(i) {
+                continue;
+            }
             let hints = PathHints {
                 rate: p.rate_hint,
                 one_way_delay: None,
@@ -399,6 +411,64 @@ impl ClientEndpoint {
             }
         }
         self.link.start_session(fresh, session);
+        // A fresh session at the server knows none of our withdrawals.
+        self.bindings.on_fresh_session(now);
+    }
+
+    /// The kernel says `path`'s link works (`available`) or does not (its interface went
+    /// down, lost its carrier, its address or its route): the engine stops or resumes
+    /// using the path at once, and the server hears it on the paths that work
+    /// (docs/protocol.md#binding; seed MMS §II-B).
+    pub fn set_path_available(
+        &mut self,
+        now: Now,
+        path: usize,
+        available: bool,
+        out: &mut impl Outputs,
+    ) {
+        let t = now.mono;
+        if !self.bindings.set_available(t, path, available) {
+            return;
+        }
+        let (Some(p), Ok(id)) = (self.params.paths.get(path), u8::try_from(path)) else {
+            return;
+        };
+        let id = PathId(id);
+        if available {
+            info!(path = %p.name, "link back: the path rejoins");
+        } else {
+            info!(path = %p.name, "link gone: the path leaves until it is back");
+        }
+        let hints = PathHints {
+            rate: p.rate_hint,
+            one_way_delay: None,
+        };
+        if let Some(session) = self.link.session_mut() {
+            let done = if available {
+                session.add_path(t, id, hints)
+            } else {
+                session.remove_path(t, id)
+            };
+            if let Err(e) = done {
+                debug!(path = %p.name, error = %e, "engine path unchanged");
+            }
+        }
+        self.send_bindings(t, out);
+        self.link.drive(t, out);
+    }
+
+    /// When the next withdrawal or restoration is due, if one is unacknowledged (tests).
+    #[cfg(test)]
+    pub(crate) fn poll_timeout_bindings(&self) -> Option<Time> {
+        self.bindings.poll_timeout()
+    }
+
+    /// Withdrawals and restorations due: each on every path whose link works.
+    fn send_bindings(&mut self, now: Time, out: &mut impl Outputs) {
+        for frame in self.bindings.due(now) {
+            self.link
+                .send_binding(now, &frame, self.bindings.available_paths(), out);
+        }
     }
 
     /// An inner packet read from the TUN device.
@@ -415,6 +485,7 @@ impl ClientEndpoint {
         if let Some(cause) = self.schedule.due(t, self.link.current_keys(), retry_at) {
             self.send_initiation(now, cause, out);
         }
+        self.send_bindings(t, out);
         self.link.drive(t, out);
         self.schedule.sealed(t, self.link.current_keys());
     }
@@ -488,10 +559,12 @@ impl ClientEndpoint {
             self.link.current_keys(),
             self.handshake.as_ref().map(|h| h.retry_at),
         );
+        let bindings = self.bindings.poll_timeout().unwrap_or(handshake);
         Some(
             self.link
                 .poll_timeout()
-                .map_or(handshake, |e| e.min(handshake)),
+                .map_or(handshake, |e| e.min(handshake))
+                .min(bindings),
         )
     }
 

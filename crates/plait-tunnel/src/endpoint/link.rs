@@ -27,6 +27,7 @@ use plait_proto::wire::{DecodeError, Header};
 use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
+use super::binding::ServerBinding;
 pub use super::keyring::DataDrop;
 use super::keyring::KeyRing;
 pub use super::validation::PathEndpoint;
@@ -35,8 +36,8 @@ use super::{Outputs, Random};
 use crate::control::{PathStatus, SessionStatus};
 use crate::crypto::keypair::Keypair;
 use crate::message::{
-    DATA_HEADER_LEN, DATA_OVERHEAD, PATH_CHALLENGE, PATH_FRAME_LEN, PATH_RESPONSE, PATH_TOKEN_LEN,
-    PathFrame, TYPE_PATH_CONTROL,
+    BINDING_ACK, DATA_HEADER_LEN, DATA_OVERHEAD, PATH_CHALLENGE, PATH_FRAME_LEN, PATH_RESPONSE,
+    PATH_RESTORE, PATH_TOKEN_LEN, PATH_WITHDRAW, PathFrame, TYPE_PATH_CONTROL,
 };
 use crate::ratelimit::LogLimiter;
 
@@ -66,6 +67,13 @@ pub struct LinkCounters {
     /// Path frames that validated nothing: a wrong or stale token, the wrong address, a
     /// challenge to a server, a malformed frame.
     pub path_frames_ignored: u64,
+    /// Server: paths the client withdrew (its link went away), and restored
+    /// (docs/protocol.md#binding).
+    pub paths_withdrawn: u64,
+    /// Server: paths the client restored.
+    pub paths_restored: u64,
+    /// Server: datagrams that arrived on a withdrawn path, ignored.
+    pub withdrawn_ignored: u64,
 }
 
 /// RESET_STREAM code for a stream the peer opened where stream mode is off
@@ -98,6 +106,8 @@ pub struct Link {
     keys: KeyRing,
     /// Each path's validated address and candidates.
     addresses: [PathAddress; MAX_PATHS],
+    /// Server: each path's withdrawals and restorations (docs/protocol.md#binding).
+    bindings: [ServerBinding; MAX_PATHS],
     counters: LinkCounters,
     /// Inner source prefixes the peer may use (server side); `None` = any (client side).
     allowed_sources: Option<Vec<IpNet>>,
@@ -205,6 +215,7 @@ impl Link {
             session_id,
             keys: KeyRing::default(),
             addresses: std::array::from_fn(|_| PathAddress::default()),
+            bindings: [ServerBinding::default(); MAX_PATHS],
             counters: LinkCounters::default(),
             allowed_sources,
             path_names: Vec::new(),
@@ -263,7 +274,7 @@ impl Link {
         self.addresses.iter().map(PathAddress::validated).collect()
     }
 
-    #[cfg(test)]
+    /// The engine session (the client adds and removes paths as its links come and go).
     pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
         self.session.as_mut()
     }
@@ -345,6 +356,7 @@ impl Link {
         self.session_id = fresh.session_id;
         if fresh.relearn_endpoints {
             self.addresses.iter_mut().for_each(PathAddress::clear);
+            self.bindings = [ServerBinding::default(); MAX_PATHS];
         }
     }
 
@@ -415,6 +427,16 @@ impl Link {
         self.settle(&mut opened);
         let (header, payload) = Header::decode(opened.datagram).map_err(ReceiveDrop::Malformed)?;
         let path = header.path;
+        if self
+            .bindings
+            .get(usize::from(path.0))
+            .is_some_and(|b| b.withdrawn)
+        {
+            // In flight before the withdrawal, or a stray copy: the path stays out until
+            // the client restores it.
+            self.counters.withdrawn_ignored += 1;
+            return Ok(None);
+        }
         let added = self
             .ensure_path(now, path)
             .map_err(ReceiveDrop::PathRefused)?;
@@ -560,8 +582,10 @@ impl Link {
 
     /// Server side: an opened path-control message arrived on `socket` from `remote`. A
     /// PATH_RESPONSE that echoes the token of a challenge sent to exactly that address
-    /// moves its path there; anything else is counted and ignored.
-    pub fn receive_path_response(
+    /// moves its path there; a PATH_WITHDRAW or PATH_RESTORE with a newer number takes the
+    /// path out of the session or lets it back (docs/protocol.md#binding), and is
+    /// acknowledged either way; anything else is counted and ignored.
+    pub fn receive_path_control(
         &mut self,
         now: Time,
         mut opened: Opened<'_>,
@@ -571,12 +595,26 @@ impl Link {
     ) {
         self.settle(&mut opened);
         let from = PathEndpoint { socket, remote };
-        let frame = PathFrame::decode(opened.datagram)
-            .ok()
-            .filter(|f| f.kind == PATH_RESPONSE);
-        let Some((frame, addr)) =
-            frame.and_then(|f| Some((f, self.addresses.get_mut(usize::from(f.path))?)))
-        else {
+        let Ok(frame) = PathFrame::decode(opened.datagram) else {
+            self.counters.path_frames_ignored += 1;
+            return;
+        };
+        match frame.kind {
+            PATH_RESPONSE => self.receive_path_response(now, from, frame, out),
+            PATH_WITHDRAW | PATH_RESTORE => self.receive_binding(now, from, frame, out),
+            _ => self.counters.path_frames_ignored += 1,
+        }
+    }
+
+    fn receive_path_response(
+        &mut self,
+        now: Time,
+        from: PathEndpoint,
+        frame: PathFrame,
+        out: &mut impl Outputs,
+    ) {
+        let remote = from.remote;
+        let Some(addr) = self.addresses.get_mut(usize::from(frame.path)) else {
             self.counters.path_frames_ignored += 1;
             return;
         };
@@ -599,33 +637,88 @@ impl Link {
         self.drive(now, out);
     }
 
+    /// A withdrawal or restoration from the client (docs/protocol.md#binding): applied if
+    /// newer, acknowledged to where it came from in any case (the client repeats it until
+    /// then; the acknowledgement is no larger than what it answers).
+    fn receive_binding(
+        &mut self,
+        now: Time,
+        from: PathEndpoint,
+        frame: PathFrame,
+        out: &mut impl Outputs,
+    ) {
+        let Some(binding) = self.bindings.get_mut(usize::from(frame.path)) else {
+            self.counters.path_frames_ignored += 1;
+            return;
+        };
+        let path = PathId(frame.path);
+        if binding.apply(&frame) {
+            if binding.withdrawn {
+                self.counters.paths_withdrawn += 1;
+                info!(%path, "the client withdrew the path (its link went away): nothing more is sent on it");
+                if let Some(session) = self.session.as_mut() {
+                    // Unknown to the session already: nothing to remove.
+                    let _ = session.remove_path(now, path);
+                }
+            } else {
+                self.counters.paths_restored += 1;
+                info!(%path, "the client restored the path (its link is back)");
+            }
+        }
+        let ack = PathFrame::binding(BINDING_ACK, frame.path, frame.seq());
+        self.send_path_frame(now, from, &ack, out);
+        self.drive(now, out);
+    }
+
+    /// Client side: sends `frame` (a withdrawal or restoration) on each of `paths`, to
+    /// that path's server address (docs/protocol.md#binding).
+    pub fn send_binding(
+        &mut self,
+        now: Time,
+        frame: &PathFrame,
+        paths: impl Iterator<Item = usize>,
+        out: &mut impl Outputs,
+    ) {
+        for p in paths {
+            if let Some(to) = self.addresses.get(p).and_then(PathAddress::validated) {
+                self.send_path_frame(now, to, frame, out);
+            }
+        }
+    }
+
     /// Client side: an opened path-control message arrived on `path`. A PATH_CHALLENGE for
     /// that path is answered at once, on the same path (its socket, to the server's
-    /// address), echoing the token; anything else is counted and ignored.
-    pub fn answer_path_challenge(
+    /// address), echoing the token; a BINDING_ACK is returned for the caller's
+    /// [`super::binding::Bindings`]; anything else is counted and ignored.
+    pub fn client_path_control(
         &mut self,
         now: Time,
         path: PathId,
         mut opened: Opened<'_>,
         out: &mut impl Outputs,
-    ) {
+    ) -> Option<PathFrame> {
         self.settle(&mut opened);
-        let challenge = PathFrame::decode(opened.datagram)
-            .ok()
-            .filter(|f| f.kind == PATH_CHALLENGE && f.path == path.0);
-        let to = self
-            .addresses
-            .get(usize::from(path.0))
-            .and_then(PathAddress::validated);
-        let (Some(challenge), Some(to)) = (challenge, to) else {
-            self.counters.path_frames_ignored += 1;
-            return;
-        };
-        let response = PathFrame {
-            kind: PATH_RESPONSE,
-            ..challenge
-        };
-        self.send_path_frame(now, to, &response, out);
+        let frame = PathFrame::decode(opened.datagram).ok();
+        match frame {
+            Some(f) if f.kind == BINDING_ACK => return Some(f),
+            Some(f) if f.kind == PATH_CHALLENGE && f.path == path.0 => {
+                let to = self
+                    .addresses
+                    .get(usize::from(path.0))
+                    .and_then(PathAddress::validated);
+                if let Some(to) = to {
+                    let response = PathFrame {
+                        kind: PATH_RESPONSE,
+                        ..f
+                    };
+                    self.send_path_frame(now, to, &response, out);
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        self.counters.path_frames_ignored += 1;
+        None
     }
 
     /// Path-validation retries and give-ups due at `now`, then the engine's timers if due.

@@ -17,6 +17,7 @@
 //! - Nothing here reads a clock or opens a socket, so the unit tests run both endpoints
 //!   over an in-memory network with virtual time.
 
+mod binding;
 mod client;
 mod inner;
 mod keyring;

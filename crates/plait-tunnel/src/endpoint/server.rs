@@ -532,7 +532,7 @@ impl ServerEndpoint {
             Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
         }
         peer.link
-            .receive_path_response(now, opened, socket, from, out);
+            .receive_path_control(now, opened, socket, from, out);
     }
 
     /// A data message of `len` bytes named `receiver`, an index no client's keys have

@@ -1062,3 +1062,72 @@ fn a_seeded_random_source_repeats_and_the_os_one_varies() {
     assert_ne!(draw(Some(7)), draw(Some(8)));
     assert_ne!(draw(None), draw(None));
 }
+
+/// docs/protocol.md#binding: the client's path 1 loses its link. The client stops using
+/// it at once and withdraws it at the server over path 0 (repeated until acknowledged);
+/// the server sends nothing more on it and ignores what still arrives there; when the
+/// link is back the client restores it and both ends use it again.
+#[test]
+fn a_withdrawn_path_carries_nothing_until_it_is_restored() {
+    let k = keys();
+    let mut w = World::with_scheduler(&k, SchedulerKind::RoundRobin);
+    w.server = ServerEndpoint::new(ServerParams {
+        private_key: k.server.clone(),
+        peers: vec![ServerPeer {
+            name: "router".into(),
+            public_key: k.client.public(),
+            preshared_key: None,
+            allowed_ips: vec!["10.77.0.2/32".parse().unwrap()],
+        }],
+        engine: engine_with(SchedulerKind::RoundRobin),
+    });
+    w.run_for(Duration::from_secs(2));
+    w.traffic(100, 0);
+    assert!(w.server_sent[1] > 20 && w.client_sent[1] > 20);
+
+    // The link goes: its datagrams are lost from now on, and the first withdrawal too.
+    w.cut = Some(1);
+    let mut cap = Capture::default();
+    w.client.set_path_available(w.stamp(), 1, false, &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(1));
+    let link = w.server.links_mut().next().unwrap();
+    let c = link.counters();
+    assert_eq!(c.paths_withdrawn, 1);
+    let paths: Vec<_> = link
+        .session_mut()
+        .unwrap()
+        .path_ids()
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(paths, vec![0], "the server's session dropped path 1");
+    assert_eq!(w.client.poll_timeout_bindings(), None, "acknowledged");
+
+    let (server_1, client_1) = (w.server_sent[1], w.client_sent[1]);
+    w.traffic(100, 100);
+    assert_eq!(tags(&w.server_tun), (0..200).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..200).collect::<Vec<_>>());
+    assert_eq!(
+        w.server_sent[1], server_1,
+        "nothing sent on the withdrawn path"
+    );
+    assert_eq!(w.client_sent[1], client_1);
+
+    // The link is back.
+    w.cut = None;
+    let mut cap = Capture::default();
+    w.client.set_path_available(w.stamp(), 1, true, &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(100, 200);
+    assert_eq!(tags(&w.server_tun), (0..300).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..300).collect::<Vec<_>>());
+    let link = w.server.links_mut().next().unwrap();
+    assert_eq!(link.counters().paths_restored, 1);
+    assert!(
+        w.server_sent[1] > server_1 + 20,
+        "the server uses the restored path: {:?}",
+        w.server_sent
+    );
+    assert!(w.client_sent[1] > client_1 + 20, "{:?}", w.client_sent);
+}

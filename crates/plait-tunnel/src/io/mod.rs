@@ -4,6 +4,7 @@
 //! Invariants: every descriptor here is non-blocking (the event loop waits in one place,
 //! `mio::Poll`); buffers are allocated once at start, none per packet.
 
+pub mod netwatch;
 pub mod original_dst;
 pub mod steer;
 pub mod tun;

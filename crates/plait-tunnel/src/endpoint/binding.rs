@@ -1,0 +1,244 @@
+//! Which of the client's paths have a working link, and telling the server so
+//! (docs/protocol.md#binding; seed MMS §II-B: a binding update follows every change).
+//!
+//! The client learns from the kernel (netlink, `crate::netwatch`) that a path's interface
+//! went down, lost its carrier or its route, or came back. It stops or resumes using the
+//! path at once itself; the server learns it from a PATH_WITHDRAW or PATH_RESTORE frame
+//! (a path-control message, sealed like data) sent on every path that still works, and
+//! answers with a BINDING_ACK. Without that, the server would keep scheduling data on a
+//! dead link until its own liveness check noticed the silence.
+//!
+//! Invariants:
+//! - Each path's announcements carry a sequence number that grows with every change; the
+//!   server applies only a number above the last it applied, so a late or repeated frame
+//!   never undoes a newer one.
+//! - A change is repeated every [`BINDING_RETRY`] until the server acknowledges its
+//!   number (or a newer change replaces it); memory is one entry per path.
+//! - Nothing here reads a clock: time comes in.
+
+use std::time::Duration;
+
+use plait_proto::Time;
+
+use crate::message::{PATH_RESTORE, PATH_WITHDRAW, PathFrame};
+
+/// How long the client waits for a BINDING_ACK before repeating a withdrawal or
+/// restoration.
+pub const BINDING_RETRY: Duration = Duration::from_millis(200);
+
+#[derive(Clone, Copy, Debug)]
+struct PathBinding {
+    available: bool,
+    /// The number of the latest change (0: none yet, nothing to announce).
+    seq: u64,
+    /// The highest number the server acknowledged.
+    acked: u64,
+    /// When the unacknowledged change goes out again.
+    resend_at: Option<Time>,
+}
+
+/// The client's view of its paths' links, and the announcements the server still owes
+/// an acknowledgement for.
+#[derive(Clone, Debug)]
+pub struct Bindings {
+    paths: Vec<PathBinding>,
+}
+
+impl Bindings {
+    /// `paths` paths, all available (what the configuration promises until the kernel
+    /// says otherwise).
+    pub fn new(paths: usize) -> Bindings {
+        Bindings {
+            paths: vec![
+                PathBinding {
+                    available: true,
+                    seq: 0,
+                    acked: 0,
+                    resend_at: None,
+                };
+                paths
+            ],
+        }
+    }
+
+    /// Whether `path`'s link works (unknown paths: no).
+    pub fn available(&self, path: usize) -> bool {
+        self.paths.get(path).is_some_and(|p| p.available)
+    }
+
+    /// The paths whose links work.
+    pub fn available_paths(&self) -> impl Iterator<Item = usize> + '_ {
+        self.paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.available)
+            .map(|(i, _)| i)
+    }
+
+    /// Records that `path`'s link is (or is not) available. Returns whether that is a
+    /// change; a change is announced at once (see [`Bindings::due`]).
+    pub fn set_available(&mut self, now: Time, path: usize, available: bool) -> bool {
+        let Some(p) = self.paths.get_mut(path) else {
+            return false;
+        };
+        if p.available == available {
+            return false;
+        }
+        p.available = available;
+        p.seq += 1;
+        p.resend_at = Some(now);
+        true
+    }
+
+    /// The server applied change `seq` of `path` (or a newer one).
+    pub fn on_ack(&mut self, path: usize, seq: u64) {
+        if let Some(p) = self.paths.get_mut(path)
+            && seq <= p.seq
+            && seq > p.acked
+        {
+            p.acked = seq;
+            if p.acked == p.seq {
+                p.resend_at = None;
+            }
+        }
+    }
+
+    /// A fresh engine session at the server knows nothing of our earlier announcements:
+    /// every path that is down is announced again (with a new number), and nothing else.
+    pub fn on_fresh_session(&mut self, now: Time) {
+        for p in &mut self.paths {
+            if p.available {
+                p.resend_at = None;
+                p.acked = p.seq;
+            } else {
+                p.seq += 1;
+                p.resend_at = Some(now);
+            }
+        }
+    }
+
+    /// The next time an announcement is due.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.paths.iter().filter_map(|p| p.resend_at).min()
+    }
+
+    /// The announcements due at `now` (each rescheduled [`BINDING_RETRY`] later).
+    pub fn due(&mut self, now: Time) -> Vec<PathFrame> {
+        let mut frames = Vec::new();
+        for (i, p) in self.paths.iter_mut().enumerate() {
+            let Some(at) = p.resend_at else { continue };
+            if at > now {
+                continue;
+            }
+            let Ok(id) = u8::try_from(i) else { continue };
+            let kind = if p.available {
+                PATH_RESTORE
+            } else {
+                PATH_WITHDRAW
+            };
+            frames.push(PathFrame::binding(kind, id, p.seq));
+            p.resend_at = Some(now + BINDING_RETRY);
+        }
+        frames
+    }
+}
+
+/// The server's record of one path's announcements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerBinding {
+    /// The client withdrew the path: nothing is sent on it and what arrives on it is
+    /// ignored, until a restoration.
+    pub withdrawn: bool,
+    /// The highest sequence number applied.
+    pub seq: u64,
+}
+
+impl ServerBinding {
+    /// Applies `frame` (a PATH_WITHDRAW or PATH_RESTORE) if its number is newer. Returns
+    /// whether it changed the path's state.
+    pub fn apply(&mut self, frame: &PathFrame) -> bool {
+        let seq = frame.seq();
+        if seq <= self.seq {
+            return false;
+        }
+        self.seq = seq;
+        let withdrawn = frame.kind == PATH_WITHDRAW;
+        let changed = withdrawn != self.withdrawn;
+        self.withdrawn = withdrawn;
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> Time {
+        Time::ZERO + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_change_is_announced_until_acknowledged() {
+        let mut b = Bindings::new(3);
+        assert!(b.due(t(0)).is_empty());
+        assert!(!b.set_available(t(0), 1, true), "already available");
+        assert!(b.set_available(t(10), 1, false));
+        assert!(!b.available(1));
+        assert_eq!(b.available_paths().collect::<Vec<_>>(), vec![0, 2]);
+        let f = b.due(t(10));
+        assert_eq!(f, vec![PathFrame::binding(PATH_WITHDRAW, 1, 1)]);
+        assert!(b.due(t(100)).is_empty());
+        assert_eq!(b.poll_timeout(), Some(t(210)));
+        assert_eq!(b.due(t(210)).len(), 1, "repeated");
+        b.on_ack(1, 1);
+        assert_eq!(b.poll_timeout(), None);
+        assert!(b.due(t(1000)).is_empty());
+    }
+
+    #[test]
+    fn a_newer_change_replaces_the_older_and_old_acks_do_not_stop_it() {
+        let mut b = Bindings::new(2);
+        b.set_available(t(0), 0, false);
+        b.set_available(t(5), 0, true);
+        assert_eq!(b.due(t(5)), vec![PathFrame::binding(PATH_RESTORE, 0, 2)]);
+        b.on_ack(0, 1);
+        assert!(
+            b.poll_timeout().is_some(),
+            "ack of the withdrawal is not one of the restore"
+        );
+        b.on_ack(0, 7);
+        assert!(
+            b.poll_timeout().is_some(),
+            "an ack beyond what was sent is ignored"
+        );
+        b.on_ack(0, 2);
+        assert_eq!(b.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_fresh_server_session_hears_again_of_every_path_that_is_down() {
+        let mut b = Bindings::new(3);
+        b.set_available(t(0), 2, false);
+        b.due(t(0));
+        b.on_ack(2, 1);
+        b.on_fresh_session(t(50));
+        assert_eq!(b.due(t(50)), vec![PathFrame::binding(PATH_WITHDRAW, 2, 2)]);
+    }
+
+    #[test]
+    fn the_server_applies_only_newer_numbers() {
+        let mut s = ServerBinding::default();
+        assert!(s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 1)));
+        assert!(s.withdrawn);
+        assert!(!s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 1)), "repeat");
+        assert!(s.apply(&PathFrame::binding(PATH_RESTORE, 0, 3)));
+        assert!(!s.withdrawn);
+        assert!(!s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 2)), "late");
+        assert!(!s.withdrawn);
+        assert!(
+            !s.apply(&PathFrame::binding(PATH_RESTORE, 0, 4)),
+            "no change"
+        );
+        assert_eq!(s.seq, 4);
+    }
+}

@@ -1,0 +1,265 @@
+//! Whether each client path's link works, from the kernel (rtnetlink), and word when that
+//! may have changed (docs/protocol.md#binding; issue of links that come and go).
+//!
+//! Two netlink sockets. One joins the link, address and route multicast groups of IPv4
+//! and IPv6: any message there only says "look again" (the loop drains it and asks). The
+//! other asks, for each path, the two questions that decide it: which interface would the
+//! kernel route the path's datagrams through (`RTM_GETROUTE` for the server's address,
+//! with the path's firewall mark and, if configured, its device), and is that interface
+//! up with a carrier (`RTM_GETLINK`: `IFF_UP` and `IFF_LOWER_UP`)? No route, a device that
+//! does not exist, an interface down or without carrier: the path's link does not work.
+//!
+//! Invariants: both sockets are created before the daemon drops its privileges; the
+//! event socket is non-blocking (the loop polls it); the query socket waits at most
+//! [`QUERY_TIMEOUT`] for an answer, and an answer that does not come or does not parse
+//! counts as "works" (the engine's own liveness check still applies), so a netlink
+//! hiccup never takes a path away. Buffers are allocated once.
+
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+
+/// How long the daemon waits for the kernel's answer to one question.
+pub const QUERY_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// What decides where one path's datagrams go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathRoute {
+    /// The server's address on this path.
+    pub server: IpAddr,
+    /// The interface the path's socket is bound to, if any.
+    pub device: Option<String>,
+    /// The path socket's firewall mark, if any (policy routing).
+    pub fwmark: Option<u32>,
+}
+
+/// The kernel's view of the client's paths.
+#[derive(Debug)]
+pub struct NetWatch {
+    events: Socket,
+    query: Socket,
+    paths: Vec<PathRoute>,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl NetWatch {
+    /// Opens both sockets for `paths` (in path order).
+    pub fn new(paths: Vec<PathRoute>) -> io::Result<NetWatch> {
+        let mut events = Socket::new(NETLINK_ROUTE)?;
+        let groups = libc::RTMGRP_LINK
+            | libc::RTMGRP_IPV4_IFADDR
+            | libc::RTMGRP_IPV6_IFADDR
+            | libc::RTMGRP_IPV4_ROUTE
+            | libc::RTMGRP_IPV6_ROUTE;
+        events.bind(&SocketAddr::new(0, groups as u32))?;
+        events.set_non_blocking(true)?;
+        let mut query = Socket::new(NETLINK_ROUTE)?;
+        query.bind_auto()?;
+        query.connect(&SocketAddr::new(0, 0))?;
+        let timeout = nix::sys::time::TimeVal::new(0, QUERY_TIMEOUT.as_micros() as _);
+        nix::sys::socket::setsockopt(&query, nix::sys::socket::sockopt::ReceiveTimeout, &timeout)
+            .map_err(io::Error::from)?;
+        Ok(NetWatch {
+            events,
+            query,
+            paths,
+            seq: 0,
+            buf: vec![0u8; 64 * 1024],
+        })
+    }
+
+    /// The event socket, for the loop's poll.
+    pub fn event_fd(&self) -> RawFd {
+        self.events.as_raw_fd()
+    }
+
+    /// Reads every pending event. Returns whether any came (or were lost to an
+    /// overrun): then the paths should be looked at again.
+    pub fn drain(&mut self) -> bool {
+        let mut any = false;
+        loop {
+            match self.events.recv(&mut &mut self.buf[..], 0) {
+                Ok(_) => any = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return any,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // ENOBUFS: events were lost; look again to be sure.
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// Whether each path's link works now, in path order.
+    pub fn evaluate(&mut self) -> Vec<bool> {
+        (0..self.paths.len()).map(|i| self.path_works(i)).collect()
+    }
+
+    fn path_works(&mut self, i: usize) -> bool {
+        let Some(p) = self.paths.get(i).cloned() else {
+            return true;
+        };
+        // A configured device: it must exist and be up, and the route must use it. (By
+        // name over netlink: `if_nametoindex` would open a socket, which the sandbox
+        // forbids once the daemon runs.)
+        let device_index = match &p.device {
+            Some(name) => match self.link(LinkQuery::Name(name)) {
+                Answer::Yes((index, true)) => Some(index),
+                Answer::Yes((_, false)) | Answer::No => return false,
+                Answer::Unknown => None,
+            },
+            None => None,
+        };
+        match self.route_interface(&p, device_index) {
+            Answer::Yes(oif) if device_index.is_some() => device_index == Some(oif),
+            Answer::Yes(oif) => !matches!(
+                self.link(LinkQuery::Index(oif)),
+                Answer::Yes((_, false)) | Answer::No
+            ),
+            Answer::No => false,
+            Answer::Unknown => true,
+        }
+    }
+
+    /// The interface the kernel routes `p`'s datagrams through.
+    fn route_interface(&mut self, p: &PathRoute, device: Option<u32>) -> Answer<u32> {
+        let mut msg = RouteMessage::default();
+        let (family, len) = match p.server {
+            IpAddr::V4(_) => (AddressFamily::Inet, 32),
+            IpAddr::V6(_) => (AddressFamily::Inet6, 128),
+        };
+        msg.header.address_family = family;
+        msg.header.destination_prefix_length = len;
+        msg.attributes
+            .push(RouteAttribute::Destination(RouteAddress::from(p.server)));
+        if let Some(mark) = p.fwmark {
+            msg.attributes.push(RouteAttribute::Mark(mark));
+        }
+        if let Some(oif) = device {
+            msg.attributes.push(RouteAttribute::Oif(oif));
+        }
+        match self.ask(RouteNetlinkMessage::GetRoute(msg)) {
+            Answer::Yes(RouteNetlinkMessage::NewRoute(r)) => r
+                .attributes
+                .iter()
+                .find_map(|a| match a {
+                    RouteAttribute::Oif(i) => Some(Answer::Yes(*i)),
+                    _ => None,
+                })
+                .unwrap_or(Answer::Unknown),
+            Answer::Yes(_) | Answer::Unknown => Answer::Unknown,
+            Answer::No => Answer::No,
+        }
+    }
+
+    /// An interface's index and whether it is up with a carrier.
+    fn link(&mut self, which: LinkQuery<'_>) -> Answer<(u32, bool)> {
+        let mut msg = LinkMessage::default();
+        match which {
+            LinkQuery::Index(index) => msg.header.index = index,
+            LinkQuery::Name(name) => msg.attributes.push(LinkAttribute::IfName(name.to_owned())),
+        }
+        match self.ask(RouteNetlinkMessage::GetLink(msg)) {
+            Answer::Yes(RouteNetlinkMessage::NewLink(l)) => {
+                let f = l.header.flags;
+                Answer::Yes((
+                    l.header.index,
+                    f.contains(LinkFlags::Up) && f.contains(LinkFlags::LowerUp),
+                ))
+            }
+            Answer::Yes(_) | Answer::Unknown => Answer::Unknown,
+            Answer::No => Answer::No,
+        }
+    }
+
+    /// Sends one request and reads its answer: the message, `No` for a netlink error
+    /// (no route, no such device), `Unknown` when nothing usable came back in time.
+    fn ask(&mut self, request: RouteNetlinkMessage) -> Answer<RouteNetlinkMessage> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST;
+        header.sequence_number = self.seq;
+        let mut msg = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(request));
+        msg.finalize();
+        let len = msg.buffer_len();
+        let Some(out) = self.buf.get_mut(..len) else {
+            return Answer::Unknown;
+        };
+        msg.serialize(out);
+        if self.query.send(out, 0).is_err() {
+            return Answer::Unknown;
+        }
+        // Answers to earlier questions that timed out may come first: skip them.
+        for _ in 0..8 {
+            let n = match self.query.recv(&mut &mut self.buf[..], 0) {
+                Ok(n) => n,
+                Err(_) => return Answer::Unknown,
+            };
+            let Some(bytes) = self.buf.get(..n) else {
+                return Answer::Unknown;
+            };
+            let Ok(reply) = NetlinkMessage::<RouteNetlinkMessage>::deserialize(bytes) else {
+                return Answer::Unknown;
+            };
+            if reply.header.sequence_number != self.seq {
+                continue;
+            }
+            return match reply.payload {
+                NetlinkPayload::InnerMessage(m) => Answer::Yes(m),
+                NetlinkPayload::Error(e) if e.code.is_some() => Answer::No,
+                _ => Answer::Unknown,
+            };
+        }
+        Answer::Unknown
+    }
+}
+
+/// An interface, by index or by name.
+enum LinkQuery<'a> {
+    Index(u32),
+    Name(&'a str),
+}
+
+/// The kernel's answer to one question.
+enum Answer<T> {
+    Yes(T),
+    No,
+    Unknown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs no privilege: loopback exists in every namespace and is up.
+    #[test]
+    fn loopback_works_and_a_missing_device_does_not() {
+        let mut w = NetWatch::new(vec![
+            PathRoute {
+                server: "127.0.0.1".parse().unwrap(),
+                device: None,
+                fwmark: None,
+            },
+            PathRoute {
+                server: "127.0.0.1".parse().unwrap(),
+                device: Some("plait-none0".into()),
+                fwmark: None,
+            },
+            PathRoute {
+                server: "127.0.0.1".parse().unwrap(),
+                device: Some("lo".into()),
+                fwmark: None,
+            },
+        ])
+        .expect("netlink sockets");
+        assert_eq!(w.evaluate(), vec![true, false, true]);
+        // Nothing changed: the event socket has nothing (or only unrelated churn).
+        let _ = w.drain();
+    }
+}
