@@ -13,6 +13,8 @@
 //! | `plait_session_established` (0/1), `_reorder_depth`, `_send_queue` | gauge | `peer` |
 //! | `plait_session_handshakes_total`, `_delivered_total`, `_queue_full_total` | counter | `peer` |
 //! | `plait_session_handshakes_started_total` (client) | counter | `peer`, `cause` |
+//! | `plait_session_send_queue_dropped_total` | counter | `peer`, `reason` (`codel_dropped`, `ce_marked`, `overflow_dropped`) |
+//! | `plait_session_path_events_total` | counter | `peer`, `event` (`validated`, `validations_abandoned`, `withdrawn`, `restored`, `withdrawn_ignored`) |
 //! | `plait_path_state`, `plait_path_up` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
@@ -52,7 +54,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use super::render::{drop_reasons, handshake_causes};
+use super::render::{drop_reasons, handshake_causes, path_events, queue_drops};
 use super::{ControlError, SharedSnapshot, StatusSnapshot, clone_snapshot};
 
 /// The `Content-Type` of [`encode_metrics`]' output (prometheus-client's text encoder
@@ -154,20 +156,29 @@ impl Collector for SnapshotCollector {
             &mut enc,
             "session_handshakes_started",
             "Handshakes the client started, by cause",
-            s.sessions
-                .iter()
-                .filter(|x| x.handshake_causes != super::HandshakeCauses::default())
-                .flat_map(|x| {
-                    handshake_causes(&x.handshake_causes)
-                        .into_iter()
-                        .map(|(cause, n)| {
-                            (
-                                vec![("peer", x.peer.clone()), ("cause", cause.to_owned())],
-                                n,
-                            )
-                        })
-                })
-                .collect(),
+            labelled(
+                s.sessions
+                    .iter()
+                    .filter(|x| x.handshake_causes != super::HandshakeCauses::default()),
+                "cause",
+                &|x| handshake_causes(&x.handshake_causes).to_vec(),
+            ),
+        )?;
+        counters(
+            &mut enc,
+            "session_send_queue_dropped",
+            "Inner packets the send queue dropped (CoDel, byte bound) or marked CE, by reason",
+            labelled(s.sessions.iter(), "reason", &|x| {
+                queue_drops(&x.send_queue_drops).to_vec()
+            }),
+        )?;
+        counters(
+            &mut enc,
+            "session_path_events",
+            "Path validations and the client's withdrawals, by event",
+            labelled(s.sessions.iter(), "event", &|x| {
+                path_events(&x.path_events).to_vec()
+            }),
         )?;
         gauges(
             &mut enc,
@@ -432,6 +443,21 @@ where
 }
 
 /// Counters: `name` gets `_total` appended on the samples.
+/// One sample per session and named count: labels `peer` and `label` (the count's name).
+fn labelled<'s>(
+    sessions: impl Iterator<Item = &'s super::SessionStatus>,
+    label: &'static str,
+    counts: &dyn Fn(&super::SessionStatus) -> Vec<(&'static str, u64)>,
+) -> Vec<(Labels, u64)> {
+    sessions
+        .flat_map(|x| {
+            counts(x)
+                .into_iter()
+                .map(|(name, n)| (vec![("peer", x.peer.clone()), (label, name.to_owned())], n))
+        })
+        .collect()
+}
+
 fn counters(
     enc: &mut DescriptorEncoder<'_>,
     name: &'static str,
@@ -746,6 +772,16 @@ mod tests {
                     hint: 1,
                     ..Default::default()
                 },
+                send_queue_drops: crate::control::snapshot::QueueDrops {
+                    codel_dropped: 7,
+                    ce_marked: 3,
+                    overflow_dropped: 0,
+                },
+                path_events: crate::control::snapshot::PathEvents {
+                    validated: 2,
+                    withdrawn: 1,
+                    ..Default::default()
+                },
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -801,6 +837,12 @@ mod tests {
             r#"plait_session_handshakes_total{peer="alice"} 2"#.to_owned(),
             r#"plait_session_handshakes_started_total{peer="alice",cause="hint"} 1"#.to_owned(),
             r#"plait_session_handshakes_started_total{peer="alice",cause="silence"} 0"#.to_owned(),
+            r#"plait_session_send_queue_dropped_total{peer="alice",reason="codel_dropped"} 7"#
+                .to_owned(),
+            r#"plait_session_send_queue_dropped_total{peer="alice",reason="overflow_dropped"} 0"#
+                .to_owned(),
+            r#"plait_session_path_events_total{peer="alice",event="validated"} 2"#.to_owned(),
+            r#"plait_session_path_events_total{peer="alice",event="withdrawn"} 1"#.to_owned(),
             r#"plait_session_reorder_depth{peer="alice"} 4"#.to_owned(),
             r#"plait_session_send_queue{peer="alice"} 1"#.to_owned(),
             r#"plait_session_delivered_total{peer="alice"} 1000"#.to_owned(),

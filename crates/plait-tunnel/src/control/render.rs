@@ -11,6 +11,7 @@
 
 use std::fmt::Write as _;
 
+use super::snapshot::{PathEvents, QueueDrops};
 use super::{DropCounters, HandshakeCauses, PathStatus, SessionStatus, StatusSnapshot};
 
 /// The path table's column headers, in order.
@@ -111,6 +112,40 @@ fn render_session(out: &mut String, session: &SessionStatus) {
     }
     render_streams(out, session);
     render_handshake_causes(out, session);
+    render_counts(out, "send queue", &queue_drops(&session.send_queue_drops));
+    render_counts(out, "paths", &path_events(&session.path_events));
+}
+
+/// `label: name n, name n` for the counts that are not zero; nothing if all are.
+fn render_counts(out: &mut String, label: &str, counts: &[(&'static str, u64)]) {
+    let shown: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(out, "{label}: {}", shown.join(", "));
+    }
+}
+
+/// The send queue's drops and marks, named as in the metrics' `reason` label.
+pub fn queue_drops(q: &QueueDrops) -> [(&'static str, u64); 3] {
+    [
+        ("codel_dropped", q.codel_dropped),
+        ("ce_marked", q.ce_marked),
+        ("overflow_dropped", q.overflow_dropped),
+    ]
+}
+
+/// Path events, named as in the metrics' `event` label.
+pub fn path_events(p: &PathEvents) -> [(&'static str, u64); 5] {
+    [
+        ("validated", p.validated),
+        ("validations_abandoned", p.validations_abandoned),
+        ("withdrawn", p.withdrawn),
+        ("restored", p.restored),
+        ("withdrawn_ignored", p.withdrawn_ignored),
+    ]
 }
 
 /// The client's handshakes by cause, once it has started any.
@@ -328,6 +363,12 @@ mod tests {
                     hint: 1,
                     ..Default::default()
                 },
+                send_queue_drops: crate::control::snapshot::QueueDrops {
+                    codel_dropped: 7,
+                    ce_marked: 3,
+                    overflow_dropped: 0,
+                },
+                path_events: Default::default(),
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -385,6 +426,11 @@ mod tests {
             out.contains("\nhandshakes: 2 completed; started by first 1, hint 1\n"),
             "{out}"
         );
+        assert!(
+            out.contains("\nsend queue: codel_dropped 7, ce_marked 3\n"),
+            "{out}"
+        );
+        assert!(!out.contains("\npaths:"), "no path events, no line: {out}");
         let mut s = sample();
         s.sessions[0].established = false;
         let out = render_table(&s);

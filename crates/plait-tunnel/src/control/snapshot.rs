@@ -97,8 +97,41 @@ pub struct SessionStatus {
     /// Client side: handshakes started, by what started them.
     #[serde(default)]
     pub handshake_causes: HandshakeCauses,
+    /// What the send queue dropped or marked (docs/protocol.md#send-queue).
+    #[serde(default)]
+    pub send_queue_drops: QueueDrops,
+    /// Path validation and withdrawals (docs/protocol.md#path-validation,
+    /// docs/protocol.md#binding).
+    #[serde(default)]
+    pub path_events: PathEvents,
     /// One row per path.
     pub paths: Vec<PathStatus>,
+}
+
+/// Inner packets the send queue dropped or marked (docs/protocol.md#send-queue).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueDrops {
+    /// Dropped by CoDel: they waited too long.
+    pub codel_dropped: u64,
+    /// ECN-capable packets marked CE instead of dropped.
+    pub ce_marked: u64,
+    /// Dropped at the queue's byte bound (from the fattest flow).
+    pub overflow_dropped: u64,
+}
+
+/// Path validation and the client's withdrawals, as this end saw them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathEvents {
+    /// Server: addresses validated (a path's first, or a move).
+    pub validated: u64,
+    /// Server: candidate addresses given up (no answer).
+    pub validations_abandoned: u64,
+    /// Server: paths the client withdrew (their link went away).
+    pub withdrawn: u64,
+    /// Server: paths the client restored.
+    pub restored: u64,
+    /// Server: datagrams that arrived on a withdrawn path, ignored.
+    pub withdrawn_ignored: u64,
 }
 
 /// Handshakes a client started, by cause (docs/protocol.md#rekeying,

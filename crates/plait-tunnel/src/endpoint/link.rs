@@ -901,10 +901,23 @@ impl Link {
             scheduler: scheduler.to_string(),
             ..SessionStatus::default()
         };
+        let c = &self.counters;
+        s.path_events = crate::control::snapshot::PathEvents {
+            validated: c.paths_validated,
+            validations_abandoned: c.validations_abandoned,
+            withdrawn: c.paths_withdrawn,
+            restored: c.paths_restored,
+            withdrawn_ignored: c.withdrawn_ignored,
+        };
         let Some(session) = &self.session else {
             return s;
         };
         let stats = session.stats();
+        s.send_queue_drops = crate::control::snapshot::QueueDrops {
+            codel_dropped: stats.inner_codel_dropped,
+            ce_marked: stats.inner_ce_marked,
+            overflow_dropped: stats.inner_overflow_dropped,
+        };
         s.reorder_depth = session.reorder_depth();
         s.send_queue = session.send_queue_len();
         s.delivered = stats.delivered;
