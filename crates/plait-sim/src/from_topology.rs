@@ -180,11 +180,13 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                     rwnd_packets: None,
                     ack_every: None,
                     paper_kbps: None,
+                    paper_path_kbps: Vec::new(),
                     note: None,
                 },
             )
             .collect(),
         bin_s: 0.1,
+        per_path_table: false,
     };
     scenario.validate()?;
     Ok(scenario)

@@ -13,17 +13,20 @@ const KIND_DATA: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_UDP: u8 = 3;
 
-/// Writes `pkt` as inner bytes into `out` (cleared first). UDP, plait and the CMT
-/// baseline's packets are carried too (as opaque UDP bytes of their size); a plait
+/// Writes `pkt` as inner bytes into `out` (cleared first). UDP, plait, the CMT
+/// baseline's and HMTP's packets are carried too (as opaque UDP bytes of their size); a plait
 /// datagram is not nested.
 pub fn encode(pkt: &Packet, out: &mut Vec<u8>) {
     out.clear();
     let (kind, a, b, flags, payload) = match &pkt.body {
         Body::Tcp(s) => (KIND_DATA, s.seq, 0, u8::from(s.retransmit), s.payload),
         Body::TcpAck(ack) => (KIND_ACK, ack.next_expected, ack.echo_seq, 0, 0),
-        Body::Udp | Body::Plait { .. } | Body::CmtData(_) | Body::CmtSack(_) => {
-            (KIND_UDP, 0, 0, 0, 0)
-        }
+        Body::Udp
+        | Body::Plait { .. }
+        | Body::CmtData(_)
+        | Body::CmtSack(_)
+        | Body::HmtpData(_)
+        | Body::HmtpAck(_) => (KIND_UDP, 0, 0, 0, 0),
     };
     out.push(kind);
     out.extend_from_slice(&pkt.flow.to_be_bytes());

@@ -16,6 +16,12 @@ mod cmt_receiver;
 mod cmt_sender;
 #[cfg(test)]
 mod cmt_tests;
+mod hmtp_config;
+mod hmtp_nodes;
+mod hmtp_receiver;
+mod hmtp_sender;
+#[cfg(test)]
+mod hmtp_tests;
 mod plait_gateway;
 #[cfg(test)]
 mod plait_gateway_tests;
@@ -25,6 +31,10 @@ mod tcp_nodes;
 pub use cbr::{CbrSource, OnOffSource};
 pub use cmt_receiver::{CmtReceiver, CmtReceiverCore, CmtReceiverStats};
 pub use cmt_sender::{CmtConfig, CmtCore, CmtSender, CmtSenderStats};
+pub use hmtp_config::HmtpConfig;
+pub use hmtp_nodes::{HmtpReceiver, HmtpSender, REPORT_BYTES};
+pub use hmtp_receiver::{HmtpReceiverCore, HmtpReceiverStats};
+pub use hmtp_sender::{HmtpSenderCore, HmtpSenderStats};
 pub use plait_gateway::{GatewayStats, PlaitGateway, StreamApp};
 pub use sink::CountingSink;
 pub use tcp_nodes::{TcpReceiver, TcpSender};
@@ -86,6 +96,10 @@ pub enum Node {
     CmtSender(CmtSender),
     /// The `cmt-sctp` baseline's receiver.
     CmtReceiver(CmtReceiver),
+    /// The `hmtp` mode's sender (seed HMTP).
+    HmtpSender(HmtpSender),
+    /// The `hmtp` mode's receiver.
+    HmtpReceiver(HmtpReceiver),
 }
 
 impl Node {
@@ -99,6 +113,8 @@ impl Node {
             Node::Sink(n) => n.on_receive(now, pkt),
             Node::CmtSender(n) => n.on_receive(now, pkt),
             Node::CmtReceiver(n) => n.on_receive(now, pkt),
+            Node::HmtpSender(n) => n.on_receive(now, pkt),
+            Node::HmtpReceiver(n) => n.on_receive(now, pkt),
         }
     }
 
@@ -113,6 +129,8 @@ impl Node {
             Node::Sink(_) => {}
             Node::CmtSender(n) => n.on_wakeup(now, out),
             Node::CmtReceiver(n) => n.on_wakeup(now, out),
+            Node::HmtpSender(n) => n.on_wakeup(now, out),
+            Node::HmtpReceiver(n) => n.on_wakeup(now, out),
         }
     }
 
@@ -124,8 +142,9 @@ impl Node {
             Node::Plait(n) => n.next_event(),
             Node::Cbr(n) => n.next_event(),
             Node::OnOff(n) => n.next_event(),
-            Node::Sink(_) | Node::CmtReceiver(_) => None,
+            Node::Sink(_) | Node::CmtReceiver(_) | Node::HmtpReceiver(_) => None,
             Node::CmtSender(n) => n.next_event(),
+            Node::HmtpSender(n) => n.next_event(),
         }
     }
 }

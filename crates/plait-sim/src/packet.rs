@@ -54,6 +54,44 @@ pub struct CmtSack {
     pub gaps: Vec<(u64, u64)>,
 }
 
+/// Seed HMTP's fountain feedback (§III-A steps 7 and 8): how many encoded symbols of one
+/// chunk the receiver has, and whether its decoder has recovered the chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkReport {
+    /// The chunk.
+    pub chunk: u32,
+    /// Distinct encoded symbols of it received so far (all paths).
+    pub received: u32,
+    /// The decoder's verdict: all k source symbols recovered.
+    pub decoded: bool,
+}
+
+/// An HMTP data packet (the `hmtp` mode, [`crate::node::HmtpSender`]): one LT-encoded
+/// symbol of one chunk in a per-path TCP-like segment (seed HMTP §III-A step 4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HmtpData {
+    /// The path it was sent on (its segment's sequence space and its ACK's path).
+    pub path: u8,
+    /// The per-path transport segment (sequence number, payload bytes on the wire).
+    pub seg: TcpSegment,
+    /// The fountain header's chunk id (seed HMTP §III-A step 3); the symbol id is in
+    /// `symbol`. `None` for the transport's SYN.
+    pub chunk: Option<u32>,
+    /// The LT packet: symbol id then the encoded symbol (plait-fec's format).
+    pub symbol: Vec<u8>,
+}
+
+/// An HMTP acknowledgement: the path's cumulative ACK and the fountain layer's report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HmtpAck {
+    /// The path it acknowledges.
+    pub path: u8,
+    /// The per-path transport's cumulative ACK.
+    pub ack: TcpAck,
+    /// The report on the chunk of the symbol that triggered this ACK.
+    pub report: Option<ChunkReport>,
+}
+
 /// What a packet carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
@@ -65,6 +103,10 @@ pub enum Body {
     CmtData(CmtData),
     /// CMT-SCTP-like selective acknowledgement.
     CmtSack(CmtSack),
+    /// HMTP data (the `hmtp` mode).
+    HmtpData(HmtpData),
+    /// HMTP acknowledgement and chunk report.
+    HmtpAck(HmtpAck),
     /// An unreliable datagram (constant-rate UDP cross traffic): only its size matters.
     Udp,
     /// A plait datagram on one of the engine's paths (outer IP/UDP headers in `size`).

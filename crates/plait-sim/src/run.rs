@@ -94,6 +94,17 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 retransmissions += st.retransmissions;
                 timeouts += st.timeouts;
             }
+            Node::HmtpSender(n) => {
+                // Per-path transports; their retransmissions carry fresh symbols (refills).
+                for p in 0.. {
+                    let Some(t) = n.core().transport(p) else {
+                        break;
+                    };
+                    dupacks += t.stats().dupacks;
+                    timeouts += t.stats().timeouts;
+                }
+                retransmissions += n.core().stats().refills;
+            }
             _ => {}
         }
     }
@@ -126,6 +137,13 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 let st = n.core().stats();
                 in_order += st.delivered * payload;
                 received += st.received * payload;
+                &n.bins
+            }
+            Node::HmtpReceiver(n) => {
+                // Goodput: chunks the decoder recovered (and that matched the source).
+                let st = n.core().stats();
+                in_order += st.decoded * n.chunk_bytes();
+                received += st.symbols * payload;
                 &n.bins
             }
             _ => continue,

@@ -56,6 +56,10 @@ pub struct Scenario {
     /// Throughput time-series bin, seconds.
     #[serde(default = "default_bin")]
     pub bin_s: f64,
+    /// `plait reproduce` adds a table of each row's per-path throughput (seed HMTP's
+    /// figures are per path).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_path_table: bool,
 }
 
 fn default_duration() -> f64 {
@@ -322,6 +326,10 @@ pub struct RunSpec {
     /// The paper's value for this row (kbit/s), for the reproduction table.
     #[serde(default)]
     pub paper_kbps: Option<f64>,
+    /// The paper's per-path throughput for this row (kbit/s), path 1 first; may name
+    /// fewer paths than there are (the per-path table, `per_path_table`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paper_path_kbps: Vec<f64>,
     /// Why this row differs from the paper, printed under the reproduction table.
     #[serde(default)]
     pub note: Option<String>,
@@ -379,6 +387,10 @@ pub enum Mode {
     /// receiver at the mobile host, one TSN space over all paths, per-path windows, SACKs
     /// (see `node/cmt_sender.rs`).
     CmtSctp,
+    /// Seed HMTP: fountain-coded chunks (LT, the seed's robust soliton) over one NewReno
+    /// transport per path that never retransmits a symbol; the receiver reports per-chunk
+    /// counts and the decoder's verdict (see `node/hmtp_sender.rs`).
+    Hmtp,
 }
 
 impl Mode {

@@ -50,6 +50,7 @@ pub fn variants(
             rwnd_packets: None,
             ack_every: None,
             paper_kbps: None,
+            paper_path_kbps: Vec::new(),
             note: None,
         }];
         runs.extend(schedulers.iter().map(|k| RunSpec {
@@ -66,6 +67,7 @@ pub fn variants(
             rwnd_packets: None,
             ack_every: None,
             paper_kbps: None,
+            paper_path_kbps: Vec::new(),
             note: None,
         }));
         // plait as the tunnel runs it: its scheduler plus loss repair.
@@ -83,6 +85,7 @@ pub fn variants(
             rwnd_packets: None,
             ack_every: None,
             paper_kbps: None,
+            paper_path_kbps: Vec::new(),
             note: None,
         });
         variant.scenario.runs = runs;

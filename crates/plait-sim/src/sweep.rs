@@ -283,6 +283,9 @@ pub struct RowSummary {
     pub reorder_p99_ms: Option<Stat>,
     /// The paper's value, if the scenario gives it.
     pub paper_kbps: Option<f64>,
+    /// The paper's per-path values, path 1 first (may be fewer than the paths).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paper_path_kbps: Vec<f64>,
     /// Goodput of the long-lived competing TCP flows, kbit/s (scenarios with `cross.tcp`).
     pub cross_tcp_kbps: Option<Stat>,
     /// Seed mHIP's friendliness factor (see `RunResult::friendliness`).
@@ -339,7 +342,9 @@ pub fn run_variants(variants: &[Variant], progress: bool) -> SweepResult {
                 .take(var.scenario.seeds.len())
                 .map(|(_, r)| r)
                 .collect();
-            rows.push(summarise(&var.label, spec.paper_kbps, &group));
+            let mut row = summarise(&var.label, spec.paper_kbps, &group);
+            row.paper_path_kbps.clone_from(&spec.paper_path_kbps);
+            rows.push(row);
             runs.extend(group.into_iter().map(|r| (var.label.clone(), r)));
         }
     }
@@ -372,6 +377,7 @@ fn summarise(variant: &str, paper_kbps: Option<f64>, group: &[RunResult]) -> Row
         reorder_p50_ms: opt(&|r| r.reorder_p50_ms),
         reorder_p99_ms: opt(&|r| r.reorder_p99_ms),
         paper_kbps,
+        paper_path_kbps: Vec::new(),
         cross_tcp_kbps: opt(&|r| r.cross_tcp_kbps),
         friendliness: opt(&|r| r.friendliness),
     }

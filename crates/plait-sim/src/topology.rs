@@ -25,8 +25,8 @@ use plait_proto::{Config, PathId, Session, Time};
 
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
 use crate::node::{
-    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, Node, OnOffSource, PlaitGateway,
-    StreamApp, TcpReceiver, TcpSender,
+    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, HmtpConfig, HmtpReceiver,
+    HmtpSender, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
@@ -406,6 +406,40 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             let r = world.add_node(Node::CmtReceiver(CmtReceiver::new(
                 rwnd,
                 scenario.tcp.packet_size,
+                up_flows.clone(),
+                Duration::from_secs_f64(scenario.bin_s),
+            )));
+            for (i, l) in links.iter().enumerate() {
+                world.set_route(down_flows[i], [l.towards_mh(), vec![Hop::Node(r)]].concat());
+                world.set_route(
+                    up_flows[i],
+                    [l.towards_proxy(), vec![Hop::Node(s)]].concat(),
+                );
+            }
+            h.senders.push(s);
+            h.receivers.push(r);
+            h.main_flows.extend(&down_flows);
+            h.path_flows = down_flows;
+        }
+        Mode::Hmtp => {
+            // Seed HMTP §IV: the multi-homed sender and receiver; placed as the `cmt-sctp`
+            // baseline's ends (proxy, mobile host) so the two cross the same links.
+            let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
+            let config = HmtpConfig {
+                paths: links.len(),
+                packet_size: scenario.tcp.packet_size,
+                seed: component_seed(seed, 41_000),
+                ..HmtpConfig::default()
+            };
+            let s = world.add_node(Node::HmtpSender(HmtpSender::new(
+                config.clone(),
+                &tcp,
+                down_flows.clone(),
+                main_start,
+            )));
+            let r = world.add_node(Node::HmtpReceiver(HmtpReceiver::new(
+                config,
                 up_flows.clone(),
                 Duration::from_secs_f64(scenario.bin_s),
             )));
