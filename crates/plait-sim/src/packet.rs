@@ -72,7 +72,8 @@ pub struct ChunkReport {
 pub struct HmtpData {
     /// The path it was sent on (its segment's sequence space and its ACK's path).
     pub path: u8,
-    /// The per-path transport segment (sequence number, payload bytes on the wire).
+    /// The transport segment: sequence number (the path's SN, or the association's TSN),
+    /// payload bytes on the wire, whether its sequence number was sent before.
     pub seg: TcpSegment,
     /// The fountain header's chunk id (seed HMTP §III-A step 3); the symbol id is in
     /// `symbol`. `None` for the transport's SYN.
@@ -81,13 +82,22 @@ pub struct HmtpData {
     pub symbol: Vec<u8>,
 }
 
-/// An HMTP acknowledgement: the path's cumulative ACK and the fountain layer's report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The transport's part of an HMTP acknowledgement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HmtpFeedback {
+    /// The path's cumulative ACK (per-path TCP transport).
+    Tcp(TcpAck),
+    /// The association's SACK (CMT-SCTP-like transport).
+    Sack(CmtSack),
+}
+
+/// An HMTP acknowledgement: the transport's feedback and the fountain layer's report.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HmtpAck {
-    /// The path it acknowledges.
+    /// The path the acknowledged packet came on (and this ACK goes back on).
     pub path: u8,
-    /// The per-path transport's cumulative ACK.
-    pub ack: TcpAck,
+    /// The transport's feedback.
+    pub feedback: HmtpFeedback,
     /// The report on the chunk of the symbol that triggered this ACK.
     pub report: Option<ChunkReport>,
 }

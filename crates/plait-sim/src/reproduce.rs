@@ -98,9 +98,67 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
                 );
             }
         }
+        if s.per_path_table {
+            out.push_str(&per_path_table(&result.rows));
+        }
         if !notes.is_empty() {
             let _ = write!(out, "\nNotes:\n\n{}\n", notes.join("\n"));
         }
+    }
+    out
+}
+
+/// The per-path table (`per_path_table`, seed HMTP's figures): each path's throughput on
+/// the wire, the paper's where given, and path 1 relative to its value in the first
+/// variant of the same row (the shape of seed HMTP Fig. 6 and 8).
+fn per_path_table(rows: &[crate::sweep::RowSummary]) -> String {
+    let paths = rows
+        .iter()
+        .map(|r| r.per_path_kbps.len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from(
+        "\nPer-path throughput (seed HMTP's measure): the main flow's bytes each path's links \
+         delivered, headers included, kbit/s, mean ± 95 % CI; \"path 1 / first\" is path 1's \
+         mean over its mean in the row's first variant.\n\n| variant | row |",
+    );
+    for i in 1..=paths {
+        let _ = write!(out, " path {i} kb/s |");
+    }
+    out.push_str(" paper path 1 kb/s | path 1 / first |\n|---|---|");
+    for _ in 0..paths {
+        out.push_str("---|");
+    }
+    out.push_str("---|---|\n");
+    for row in rows {
+        let variant = if row.variant.is_empty() {
+            "-"
+        } else {
+            &row.variant
+        };
+        let _ = write!(out, "| {variant} | {} |", row.run);
+        for i in 0..paths {
+            match row.per_path_kbps.get(i) {
+                Some(st) => {
+                    let _ = write!(out, " {:.1} ± {:.1} |", st.mean, st.ci95);
+                }
+                None => out.push_str(" - |"),
+            }
+        }
+        let paper = row
+            .paper_path_kbps
+            .first()
+            .map_or("-".to_string(), |p| format!("{p:.0}"));
+        let first = rows
+            .iter()
+            .find(|r| r.run == row.run)
+            .and_then(|r| r.per_path_kbps.first())
+            .map(|st| st.mean);
+        let ratio = match (first, row.per_path_kbps.first()) {
+            (Some(f), Some(st)) if f > 0.0 => format!("{:.2}", st.mean / f),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(out, " {paper} | {ratio} |");
     }
     out
 }

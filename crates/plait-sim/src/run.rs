@@ -95,14 +95,10 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 timeouts += st.timeouts;
             }
             Node::HmtpSender(n) => {
-                // Per-path transports; their retransmissions carry fresh symbols (refills).
-                for p in 0.. {
-                    let Some(t) = n.core().transport(p) else {
-                        break;
-                    };
-                    dupacks += t.stats().dupacks;
-                    timeouts += t.stats().timeouts;
-                }
+                // The transport's retransmissions carry fresh symbols (refills).
+                let (d, o) = n.core().transport_counters();
+                dupacks += d;
+                timeouts += o;
                 retransmissions += n.core().stats().refills;
             }
             _ => {}

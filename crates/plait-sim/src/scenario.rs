@@ -387,10 +387,14 @@ pub enum Mode {
     /// receiver at the mobile host, one TSN space over all paths, per-path windows, SACKs
     /// (see `node/cmt_sender.rs`).
     CmtSctp,
-    /// Seed HMTP: fountain-coded chunks (LT, the seed's robust soliton) over one NewReno
-    /// transport per path that never retransmits a symbol; the receiver reports per-chunk
-    /// counts and the decoder's verdict (see `node/hmtp_sender.rs`).
+    /// Seed HMTP: fountain-coded chunks (LT, the seed's robust soliton) over the
+    /// `cmt-sctp` baseline's transport with retransmission disabled (every retransmitted
+    /// TSN carries a fresh symbol) and a receive buffer that never fills; the receiver
+    /// reports per-chunk counts and the decoder's verdict (see `node/hmtp_sender.rs`).
     Hmtp,
+    /// Seed HMTP as `hmtp`, over one ns-2 NewReno per path instead (the seed's other
+    /// transport: "SNs ... if the underlying transport protocol is TCP").
+    HmtpTcp,
 }
 
 impl Mode {

@@ -26,7 +26,7 @@ use plait_proto::{Config, PathId, Session, Time};
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
 use crate::node::{
     CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, HmtpConfig, HmtpReceiver,
-    HmtpSender, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
+    HmtpSender, HmtpTransport, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
@@ -421,13 +421,18 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             h.main_flows.extend(&down_flows);
             h.path_flows = down_flows;
         }
-        Mode::Hmtp => {
+        Mode::Hmtp | Mode::HmtpTcp => {
             // Seed HMTP §IV: the multi-homed sender and receiver; placed as the `cmt-sctp`
             // baseline's ends (proxy, mobile host) so the two cross the same links.
             let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
             let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
             let config = HmtpConfig {
                 paths: links.len(),
+                transport: if run.mode == Mode::Hmtp {
+                    HmtpTransport::Sctp
+                } else {
+                    HmtpTransport::Tcp
+                },
                 packet_size: scenario.tcp.packet_size,
                 seed: component_seed(seed, 41_000),
                 ..HmtpConfig::default()

@@ -76,6 +76,17 @@ pub struct CmtConfig {
     pub initial_cwnd: u32,
     /// The receiver's buffer, packets (see the module docs).
     pub rwnd: u32,
+    /// Most chunks outstanding over all paths (SCTP's peer rwnd: the advertised window
+    /// minus the data in flight), for a receiver whose buffer never holds anything (HMTP's,
+    /// see `hmtp_sender.rs`); `None`: only `rwnd` limits (the baseline). Also the initial
+    /// ssthresh when set.
+    pub flight_cap: Option<u32>,
+    /// RFC 4960 §6.3.2 R3: a path's timer restarts only when the SACK acknowledges the
+    /// earliest chunk outstanding on it. `false` (the baseline): it restarts whenever a
+    /// chunk last sent on the path is newly acknowledged, which is only safe while the
+    /// receive window stops new data behind a lost retransmission; HMTP's never-filling
+    /// buffer needs R3, or a lost retransmission is never timed out.
+    pub rfc_timer_restart: bool,
     /// Missing reports that mark a chunk lost (3: RFC 4960, the seed).
     pub dupthresh: u32,
     /// RTO.Min (RFC 4960: 1 s, as ns-2's TCP).
@@ -95,6 +106,8 @@ impl Default for CmtConfig {
             packet_size: 1000,
             initial_cwnd: 2,
             rwnd: 64,
+            flight_cap: None,
+            rfc_timer_restart: false,
             dupthresh: 3,
             min_rto: Duration::from_secs(1),
             initial_rto: Duration::from_secs(3),
@@ -172,7 +185,7 @@ impl CmtCore {
         let path = PathState {
             cwnd: f64::from(config.initial_cwnd.max(1)),
             // As ns-2's TCP starts ssthresh at its window cap: here the receive window.
-            ssthresh: f64::from(config.rwnd.max(1)),
+            ssthresh: f64::from(config.flight_cap.unwrap_or(config.rwnd).max(1)),
             outstanding: 0,
             rtt: RttEstimator::new(
                 config.initial_rto,
@@ -240,6 +253,19 @@ impl CmtCore {
         if new_cum == self.cum {
             self.stats.dup_sacks += 1;
         }
+        // R3: each path's earliest outstanding chunk before this SACK.
+        let earliest: Vec<Option<u64>> = if self.config.rfc_timer_restart {
+            (0..self.paths.len())
+                .map(|p| {
+                    self.chunks
+                        .iter()
+                        .position(|c| c.path == p && !c.acked && !c.marked)
+                        .map(|i| self.cum + i as u64)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut touched = vec![false; self.paths.len()];
         let mut highest_new: Option<u64> = None;
         let mut ack = |core: &mut CmtCore, tsn: u64| {
@@ -272,7 +298,18 @@ impl CmtCore {
         }
         let first_lost = highest_new.and_then(|h| self.count_missing(h));
         for (p, t) in touched.iter().enumerate() {
-            if *t {
+            let restart = match earliest.get(p) {
+                None => *t,
+                Some(Some(e)) => {
+                    *e < self.cum
+                        || self
+                            .chunks
+                            .get((*e - self.cum) as usize)
+                            .is_some_and(|c| c.acked)
+                }
+                Some(None) => *t,
+            };
+            if restart {
                 let rto = self.paths[p].rtt.timeout();
                 let s = &mut self.paths[p];
                 s.rtt.reset_backoff();
@@ -399,6 +436,12 @@ impl CmtCore {
 
     /// Whether path `p` may send one more chunk.
     fn has_room(&self, p: usize) -> bool {
+        if let Some(cap) = self.config.flight_cap {
+            let total: u32 = self.paths.iter().map(|s| s.outstanding).sum();
+            if total >= cap.max(1) {
+                return false;
+            }
+        }
         f64::from(self.paths[p].outstanding) < self.paths[p].cwnd.floor()
     }
 

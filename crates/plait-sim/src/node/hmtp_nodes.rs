@@ -4,7 +4,7 @@
 //!
 //! On the wire: a data packet is `packet_size` payload bytes plus the 40-byte TCP/IP
 //! header (the 8-byte fountain header, chunk id and symbol id, is counted inside the
-//! payload); an ACK is 40 bytes plus a 12-byte chunk report.
+//! payload); an ACK is 40 bytes, plus 4 per SACK gap block, plus a 12-byte chunk report.
 //!
 //! Invariant: ACKs are processed one at a time, each followed by what it allows, as the
 //! TCP and CMT-SCTP-like senders do.
@@ -15,11 +15,27 @@ use std::time::Duration;
 use plait_proto::Time;
 
 use super::{HmtpConfig, HmtpReceiverCore, HmtpSenderCore, Outbox};
-use crate::packet::{Body, FlowId, HmtpAck, HmtpData, Packet, TCP_HEADER};
+use crate::packet::{Body, FlowId, HmtpAck, HmtpData, HmtpFeedback, Packet, TCP_HEADER};
 use crate::tcp::TcpConfig;
 
 /// Bytes of a chunk report on top of an ACK's 40.
 pub const REPORT_BYTES: u32 = 12;
+
+/// An ACK's size on the wire: 40 bytes, 4 per SACK gap block (as the baseline's SACKs),
+/// and the report.
+fn ack_size(ack: &HmtpAck) -> u32 {
+    let gaps = match &ack.feedback {
+        HmtpFeedback::Tcp(_) => 0,
+        HmtpFeedback::Sack(s) => 4 * s.gaps.len() as u32,
+    };
+    TCP_HEADER
+        + gaps
+        + if ack.report.is_some() {
+            REPORT_BYTES
+        } else {
+            0
+        }
+}
 
 /// The HMTP sender as a node.
 #[derive(Debug)]
@@ -152,12 +168,7 @@ impl HmtpReceiver {
                 };
                 out.send(Packet {
                     flow,
-                    size: TCP_HEADER
-                        + if ack.report.is_some() {
-                            REPORT_BYTES
-                        } else {
-                            0
-                        },
+                    size: ack_size(&ack),
                     body: Body::HmtpAck(ack),
                 });
             }

@@ -1,5 +1,7 @@
-//! The `hmtp` mode's receiver (seed HMTP §III-A steps 7 to 9): per path, ns-2's TCP sink
-//! ([`TcpSink`], one cumulative ACK per segment) for the transport; above it, the fountain
+//! The `hmtp` mode's receiver (seed HMTP §III-A steps 7 to 9): the transport's receiving
+//! end (per path ns-2's TCP sink, [`TcpSink`], one cumulative ACK per segment; or the
+//! `cmt-sctp` baseline's receiver, [`CmtReceiverCore`], one SACK per packet, whose buffer
+//! only tracks sequence numbers since nothing waits in it); above it, the fountain
 //! layer, which takes every symbol as it arrives, whatever its order ("received
 //! fountain-encoded packets are delivered immediately to the upper layer irrespective of
 //! their arrival order"), into that chunk's peeling decoder (plait-fec's [`LtDecoder`]),
@@ -15,9 +17,10 @@
 //! `base .. base + rx_window`, where `base` is the lowest undecoded chunk; symbols of
 //! chunks beyond are dropped (`out_of_window`), symbols of decoded chunks are answered
 //! "decoded" without allocating; each decoder has plait-fec's [`LtLimits::for_k`] bound;
-//! a path's sink holds segments only up to `seg_window` above its cumulative point; a
-//! segment on a path that does not exist is dropped. So the receiver holds at most
-//! `rx_window` decoders and `paths * seg_window` held sequence numbers.
+//! a path's sink holds segments only up to `seg_window` above its cumulative point (the
+//! SCTP transport's up to `sctp_rwnd`); a segment on a path that does not exist is
+//! dropped. So the receiver holds at most `rx_window` decoders and `paths * seg_window`
+//! (or `sctp_rwnd`) sequence numbers.
 //!
 //! Invariants: `done` holds only chunks in `base + 1 .. base + rx_window`; `active` only
 //! chunks in `base .. base + rx_window` not in `done`.
@@ -29,9 +32,16 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use plait_fec::{FountainDecoder, LtDecoder};
 use plait_proto::Time;
 
-use super::HmtpConfig;
-use crate::packet::{ChunkReport, HmtpAck, HmtpData};
+use super::{CmtReceiverCore, HmtpConfig, HmtpTransport};
+use crate::packet::{ChunkReport, HmtpAck, HmtpData, HmtpFeedback, TCP_HEADER};
 use crate::tcp::TcpSink;
+
+/// The transport's receiving end.
+#[derive(Debug)]
+enum RxTransport {
+    Tcp(Vec<TcpSink>),
+    Sctp(Box<CmtReceiverCore>),
+}
 
 /// Counters of the receiver.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -65,7 +75,7 @@ struct ChunkRx {
 #[derive(Debug)]
 pub struct HmtpReceiverCore {
     cfg: HmtpConfig,
-    sinks: Vec<TcpSink>,
+    transport: RxTransport,
     base: u32,
     active: BTreeMap<u32, ChunkRx>,
     done: BTreeSet<u32>,
@@ -77,7 +87,16 @@ impl HmtpReceiverCore {
     /// A receiver for `cfg.paths` paths; ACKs every segment (no delayed ACKs).
     pub fn new(cfg: HmtpConfig) -> HmtpReceiverCore {
         HmtpReceiverCore {
-            sinks: (0..cfg.paths.max(1)).map(|_| TcpSink::new(None)).collect(),
+            transport: match cfg.transport {
+                HmtpTransport::Tcp => {
+                    RxTransport::Tcp((0..cfg.paths.max(1)).map(|_| TcpSink::new(None)).collect())
+                }
+                // SACKs carry as many gap blocks as fit in a data packet, as the baseline's.
+                HmtpTransport::Sctp => RxTransport::Sctp(Box::new(CmtReceiverCore::new(
+                    cfg.sctp_rwnd,
+                    ((cfg.packet_size + TCP_HEADER) / 4) as usize,
+                ))),
+            },
             base: 0,
             active: BTreeMap::new(),
             done: BTreeSet::new(),
@@ -110,27 +129,58 @@ impl HmtpReceiverCore {
     /// A data packet arrives; returns how many chunks it completed (0 or 1).
     pub fn on_data(&mut self, now: Time, d: &HmtpData) -> u64 {
         self.stats.received += 1;
-        let window = self.cfg.seg_window.max(1);
-        let Some(sink) = self.sinks.get_mut(usize::from(d.path)) else {
+        let Some(feedback) = self.transport_receive(now, d) else {
             self.stats.dropped_segments += 1;
             return 0;
         };
-        if d.seg.seq >= sink.next_expected().saturating_add(window) {
-            self.stats.dropped_segments += 1;
-            return 0;
-        }
-        sink.on_segment(now, &d.seg);
         let before = self.stats.decoded;
         let report = d.chunk.and_then(|c| self.on_symbol(c, &d.symbol));
-        let sink = &mut self.sinks[usize::from(d.path)];
-        while let Some(ack) = sink.poll_ack(now) {
+        for f in feedback {
             self.acks.push_back(HmtpAck {
                 path: d.path,
-                ack,
+                feedback: f,
                 report,
             });
         }
         self.stats.decoded - before
+    }
+
+    /// The transport takes segment `d`: its feedback, or `None` if it dropped it (beyond
+    /// its window, or on a path that does not exist).
+    fn transport_receive(&mut self, now: Time, d: &HmtpData) -> Option<Vec<HmtpFeedback>> {
+        match &mut self.transport {
+            RxTransport::Tcp(sinks) => {
+                let sink = sinks.get_mut(usize::from(d.path))?;
+                let window = self.cfg.seg_window.max(1);
+                if d.seg.seq >= sink.next_expected().saturating_add(window) {
+                    return None;
+                }
+                sink.on_segment(now, &d.seg);
+                Some(
+                    std::iter::from_fn(|| sink.poll_ack(now))
+                        .map(HmtpFeedback::Tcp)
+                        .collect(),
+                )
+            }
+            RxTransport::Sctp(core) => {
+                if usize::from(d.path) >= self.cfg.paths.max(1) {
+                    return None;
+                }
+                let full = core.stats().dropped_full;
+                let (_, sack) = core.on_data(d.seg.seq);
+                // Beyond the window: the SACK still goes out, the symbol is dropped.
+                let f = vec![HmtpFeedback::Sack(sack)];
+                if core.stats().dropped_full > full {
+                    self.acks.push_back(HmtpAck {
+                        path: d.path,
+                        feedback: f.into_iter().next()?,
+                        report: None,
+                    });
+                    return None;
+                }
+                Some(f)
+            }
+        }
     }
 
     /// Seed HMTP §III-A steps 7 to 9 for one symbol of `chunk`: decode, report.
