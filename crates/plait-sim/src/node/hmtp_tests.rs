@@ -200,7 +200,7 @@ fn reports_count_per_chunk_and_carry_the_decoders_verdict() {
         }
     }
     let n = decoded_at.expect("chunk 0 decodes");
-    assert!(n >= 1000 && n < 2000, "{n}");
+    assert!((1000..2000).contains(&n), "{n}");
     assert_eq!(rx.stats().decoded, 1);
     assert_eq!(rx.base(), 1);
     // A late symbol of chunk 0 is answered "decoded" without a decoder.
@@ -243,7 +243,7 @@ fn hostile(transport: HmtpTransport) {
             *s += 1 + (z >> 40) % 3;
             *s
         });
-        let far = if z % 97 == 0 { 1 << 40 } else { s };
+        let far = if z.is_multiple_of(97) { 1 << 40 } else { s };
         let d = HmtpData {
             path,
             seg: TcpSegment {
