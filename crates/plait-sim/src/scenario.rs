@@ -320,7 +320,8 @@ pub struct RunSpec {
     pub packet_pacing: Option<bool>,
     /// The receiver's buffer of the `cmt-sctp` baseline, packets (chunks held above a hole
     /// count against it); absent: 64 (about ns-2 SCTP's `initialRwnd_` of 65536 bytes in
-    /// 1000-byte chunks).
+    /// 1000-byte chunks). For `hmtp`, whose buffer never holds anything, the cap on data
+    /// in flight (the same default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rwnd_packets: Option<u32>,
     /// The paper's value for this row (kbit/s), for the reproduction table.
@@ -557,10 +558,10 @@ impl Scenario {
                 }
             }
             if let Some(rwnd) = r.rwnd_packets {
-                if r.mode != Mode::CmtSctp {
+                if !matches!(r.mode, Mode::CmtSctp | Mode::Hmtp) {
                     return Err(invalid(
                         format!("runs[{i}].rwnd_packets"),
-                        "rwnd_packets applies only to mode = \"cmt-sctp\"",
+                        "rwnd_packets applies only to mode = \"cmt-sctp\" or \"hmtp\"",
                     ));
                 }
                 if !(1..=100_000).contains(&rwnd) {
@@ -682,6 +683,26 @@ scheduler = "edpf"
     }
 
     #[test]
+    fn hmtp_modes_parse_and_take_a_buffer() {
+        let text = MIN.replace(
+            "mode = \"plait\"\nscheduler = \"edpf\"",
+            "mode = \"hmtp\"\nrwnd_packets = 16\npaper_path_kbps = [1000]",
+        );
+        let s = Scenario::from_toml(&text).unwrap();
+        assert_eq!(s.runs[0].mode, Mode::Hmtp);
+        assert_eq!(s.runs[0].rwnd_packets, Some(16));
+        assert_eq!(s.runs[0].paper_path_kbps, vec![1000.0]);
+        let text = MIN.replace(
+            "mode = \"plait\"\nscheduler = \"edpf\"",
+            "mode = \"hmtp-tcp\"",
+        );
+        assert_eq!(
+            Scenario::from_toml(&text).unwrap().runs[0].mode,
+            Mode::HmtpTcp
+        );
+    }
+
+    #[test]
     fn bad_values_name_their_field() {
         let cases = [
             (
@@ -701,6 +722,13 @@ scheduler = "edpf"
                 MIN.replace(
                     "mode = \"plait\"\nscheduler = \"edpf\"",
                     "mode = \"cmt-sctp\"\nrwnd_packets = 0",
+                ),
+                "runs[0].rwnd_packets",
+            ),
+            (
+                MIN.replace(
+                    "mode = \"plait\"\nscheduler = \"edpf\"",
+                    "mode = \"hmtp-tcp\"\nrwnd_packets = 64",
                 ),
                 "runs[0].rwnd_packets",
             ),

@@ -434,6 +434,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                     HmtpTransport::Tcp
                 },
                 packet_size: scenario.tcp.packet_size,
+                sctp_flight_cap: run.rwnd_packets.unwrap_or(DEFAULT_RWND),
                 seed: component_seed(seed, 41_000),
                 ..HmtpConfig::default()
             };

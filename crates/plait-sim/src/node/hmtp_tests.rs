@@ -322,3 +322,38 @@ fn the_sender_refills_losses_and_closes_decoded_chunks() {
     assert_eq!(tx.stats().alpha_rounds, 1);
     assert!(tx.open_chunks() <= cfg.max_open);
 }
+
+#[test]
+fn the_sctp_receiver_sacks_every_packet_and_drops_beyond_its_window() {
+    let cfg = HmtpConfig {
+        paths: 2,
+        transport: HmtpTransport::Sctp,
+        sctp_rwnd: 8,
+        ..HmtpConfig::default()
+    };
+    let mut rx = HmtpReceiverCore::new(cfg.clone());
+    let mut enc = LtEncoder::new(cfg.lt_params(0), &cfg.source(0)).expect("params");
+    let mut buf = Vec::new();
+    // TSNs 0, 2, 3 arrive (1 is missing); then TSN 20, beyond cumulative point + 8.
+    for (i, tsn) in [0u64, 2, 3, 20].into_iter().enumerate() {
+        enc.encode_into(i as u32, &mut buf);
+        let mut d = data(0, tsn, buf.clone());
+        d.path = (tsn % 2) as u8;
+        rx.on_data(Time::ZERO, &d);
+        let ack = rx.poll_ack().expect("a SACK per packet");
+        assert!(rx.poll_ack().is_none());
+        assert_eq!(ack.path, d.path, "back on the path the data came on");
+        let HmtpFeedback::Sack(sack) = &ack.feedback else {
+            panic!("a SACK, not a TCP ACK");
+        };
+        assert_eq!(sack.next_expected, 1);
+        if tsn == 20 {
+            assert_eq!(ack.report, None, "dropped: no report");
+        } else {
+            let r = ack.report.expect("report");
+            assert_eq!((r.chunk, r.received, r.decoded), (0, i as u32 + 1, false));
+        }
+    }
+    assert_eq!(rx.stats().dropped_segments, 1);
+    assert_eq!(rx.stats().symbols, 3);
+}
