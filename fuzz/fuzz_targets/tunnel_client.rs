@@ -53,6 +53,7 @@ fuzz_target!(|data: &[u8]| {
                 name: (*n).into(),
                 server,
                 rate_hint: None,
+                backup: false,
             })
             .collect(),
         engine: EngineParams {

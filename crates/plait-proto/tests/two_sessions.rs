@@ -381,6 +381,7 @@ fn trusted_hints_replace_estimates() {
         let h = PathHints {
             rate: Some(*rate),
             one_way_delay: Some(*ms * MS),
+            ..PathHints::default()
         };
         s.add_path(Time::ZERO, PathId(i as u8), h).unwrap();
     }

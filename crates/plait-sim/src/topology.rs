@@ -573,6 +573,7 @@ fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session)
             let hints = PathHints {
                 rate: Some(p.rate_kbps * 1e3 / 8.0 * share),
                 one_way_delay: Some(ms(p.wired_delay_ms + p.wireless_delay_ms)),
+                ..PathHints::default()
             };
             session
                 .add_path(Time::ZERO, PathId(i as u8), hints)

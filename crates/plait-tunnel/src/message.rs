@@ -63,13 +63,18 @@ pub const PATH_CHALLENGE: u8 = 1;
 /// Path frame kind: the client echoes a challenge's token (PATH_RESPONSE).
 pub const PATH_RESPONSE: u8 = 2;
 /// Path frame kind, client to server: the path's link is gone at the client; stop
-/// sending on it (docs/protocol.md#binding). The token is a big-endian sequence number.
+/// sending on it (docs/protocol.md#binding). The token is a 7-byte big-endian sequence
+/// number and a flags byte.
 pub const PATH_WITHDRAW: u8 = 3;
 /// Path frame kind, client to server: the path's link is back (docs/protocol.md#binding).
 pub const PATH_RESTORE: u8 = 4;
 /// Path frame kind, server to client: the withdrawal or restoration with this sequence
 /// number was applied (docs/protocol.md#binding).
 pub const BINDING_ACK: u8 = 5;
+/// Binding flag: the path is a backup (docs/protocol.md#backup).
+pub const BINDING_FLAG_BACKUP: u8 = 1;
+/// Largest binding sequence number (7 bytes).
+pub const BINDING_SEQ_MAX: u64 = (1 << 56) - 1;
 /// A path token: unpredictable, chosen by the challenger.
 pub const PATH_TOKEN_LEN: usize = 8;
 /// A path frame: kind (u8), path id (u8), token.
@@ -347,18 +352,24 @@ impl PathFrame {
     }
 
     /// A binding frame ([`PATH_WITHDRAW`], [`PATH_RESTORE`], [`BINDING_ACK`]) for `path`
-    /// with sequence number `seq`.
-    pub fn binding(kind: u8, path: u8, seq: u64) -> PathFrame {
-        PathFrame {
-            kind,
-            path,
-            token: seq.to_be_bytes(),
-        }
+    /// with sequence number `seq` (its low 7 bytes) and `flags`.
+    pub fn binding(kind: u8, path: u8, seq: u64, flags: u8) -> PathFrame {
+        let mut token = (seq & BINDING_SEQ_MAX).to_be_bytes();
+        token.rotate_left(1);
+        token[7] = flags;
+        PathFrame { kind, path, token }
     }
 
     /// A binding frame's sequence number.
     pub fn seq(&self) -> u64 {
-        u64::from_be_bytes(self.token)
+        let mut b = self.token;
+        b[7] = 0;
+        u64::from_be_bytes(b) >> 8
+    }
+
+    /// A binding frame's flags ([`BINDING_FLAG_BACKUP`]).
+    pub fn flags(&self) -> u8 {
+        self.token[7]
     }
 
     /// The frame's bytes.
@@ -542,9 +553,17 @@ mod tests {
             PathFrame::decode(b"\x00\x03abcdefgh"),
             Err(MessageError::UnknownType(0))
         );
-        let w = PathFrame::binding(PATH_WITHDRAW, 2, 0x0102_0304_0506_0708);
-        assert_eq!(w.encode(), *b"\x03\x02\x01\x02\x03\x04\x05\x06\x07\x08");
-        assert_eq!(PathFrame::decode(&w.encode()).map(|f| f.seq()), Ok(w.seq()));
+        let w = PathFrame::binding(PATH_RESTORE, 2, 0x01_0203_0405_0607, BINDING_FLAG_BACKUP);
+        assert_eq!(w.encode(), *b"\x04\x02\x01\x02\x03\x04\x05\x06\x07\x01");
+        let d = PathFrame::decode(&w.encode()).unwrap();
+        assert_eq!(
+            (d.seq(), d.flags()),
+            (0x01_0203_0405_0607, BINDING_FLAG_BACKUP)
+        );
+        assert_eq!(
+            PathFrame::binding(PATH_WITHDRAW, 0, u64::MAX, 0).seq(),
+            BINDING_SEQ_MAX
+        );
         assert!(PathFrame::decode(b"\x01\x03abcdefg").is_err());
         assert_eq!(PATH_CONTROL_LEN, 42);
     }

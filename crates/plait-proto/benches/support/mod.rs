@@ -53,6 +53,7 @@ impl Bench {
             let hints = PathHints {
                 rate: Some([1.25e6, 6.25e5, 3.0e5][p]),
                 one_way_delay: None,
+                ..PathHints::default()
             };
             a.add_path(Time::ZERO, PathId(p as u8), hints).unwrap();
             b.add_path(Time::ZERO, PathId(p as u8), hints).unwrap();

@@ -793,6 +793,13 @@ impl Path {
             cwnd_room: None,
             loss_rate: self.loss_rate,
             shallow_loss_rate: self.shallow_loss_rate,
+            backup: self.hints.backup,
+            standby: false,
         }
+    }
+
+    /// Makes the path a backup path or a primary one (`PathHints::backup`).
+    pub fn set_backup(&mut self, backup: bool) {
+        self.hints.backup = backup;
     }
 }

@@ -14,6 +14,10 @@ pub struct PathHints {
     pub rate: Option<f64>,
     /// One-way delay (only differences between paths matter).
     pub one_way_delay: Option<Duration>,
+    /// A backup path: it carries nothing while another path is usable, and takes over
+    /// when none is (docs/protocol.md#backup). Probed like any other, so its state is
+    /// known when it is needed.
+    pub backup: bool,
 }
 
 /// How much higher than the packet-pair rate the delivery rate must be to replace it in
@@ -92,6 +96,11 @@ pub struct PathView {
     /// short (under `path::SHALLOW_QUEUE`): the loss the link causes by itself, not the
     /// drops of an overrun queue.
     pub shallow_loss_rate: f64,
+    /// A backup path (`PathHints::backup`).
+    pub backup: bool,
+    /// A backup path held back because another path is usable: not usable for data
+    /// (docs/protocol.md#backup). Set by the session when it builds the views.
+    pub standby: bool,
 }
 
 impl PathView {
@@ -113,12 +122,20 @@ impl PathView {
             cwnd_room: None,
             loss_rate: 0.0,
             shallow_loss_rate: 0.0,
+            backup: false,
+            standby: false,
         }
     }
 
     /// Whether a scheduler may put data on this path.
     pub fn is_usable(&self) -> bool {
-        self.state.is_usable() && self.cwnd_room != Some(0)
+        self.may_carry() && self.cwnd_room != Some(0)
+    }
+
+    /// Whether the path may carry data at all, its congestion window aside: its state is
+    /// usable and it is not a backup held in standby.
+    pub fn may_carry(&self) -> bool {
+        self.state.is_usable() && !self.standby
     }
 
     /// Best estimate of the path's capacity in bytes per second: the packet-pair rate (a

@@ -156,7 +156,7 @@ impl Scheduler for Blest {
             return Selection::Wait(None);
         }
         let len = pkt.len;
-        let Some(f) = min_srtt(paths, |p| p.state.is_usable()) else {
+        let Some(f) = min_srtt(paths, |p| p.may_carry()) else {
             return Selection::Wait(None);
         };
         if f.is_usable() && has_room(f, len) {

@@ -229,6 +229,26 @@ impl Session {
         Ok(())
     }
 
+    /// Makes a path a backup (it carries data only while no other path is usable) or a
+    /// primary one (docs/protocol.md#backup).
+    pub fn set_path_backup(
+        &mut self,
+        now: Time,
+        id: PathId,
+        backup: bool,
+    ) -> Result<(), PathError> {
+        self.advance(now);
+        let slot = self
+            .paths
+            .get_mut(id.index())
+            .ok_or(PathError::OutOfRange(id))?
+            .as_mut()
+            .ok_or(PathError::Unknown(id))?;
+        slot.tx.set_backup(backup);
+        self.on_paths_changed(now);
+        Ok(())
+    }
+
     /// Removes a path: nothing more is sent on it; what arrives on it is ignored.
     pub fn remove_path(&mut self, now: Time, id: PathId) -> Result<(), PathError> {
         self.advance(now);

@@ -38,7 +38,7 @@ impl Session {
             let window = p.congestion().window();
             let room = window.saturating_sub(p.bytes_in_flight());
             let release = p.pacing_release(now, size);
-            if release > now && room >= size && view.state.is_usable() {
+            if release > now && room >= size && view.may_carry() {
                 earliest = Some(earliest.map_or(release, |e| e.min(release)));
             }
             view.cwnd_room = Some(if room >= size && release <= now {

@@ -224,6 +224,11 @@ impl Session {
                 .flatten()
                 .map(|s| s.tx.view(floor, trusted)),
         );
+        // docs/protocol.md#backup: backups stand by while a primary path is usable.
+        let primary_up = self.views.iter().any(|v| !v.backup && v.state.is_usable());
+        for v in self.views.iter_mut().filter(|v| v.backup) {
+            v.standby = primary_up;
+        }
     }
 
     fn transmit_data(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {

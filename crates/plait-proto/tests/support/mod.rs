@@ -105,6 +105,7 @@ impl Pair {
             let hint = PathHints {
                 rate: hints.get(i).copied().flatten(),
                 one_way_delay: None,
+                ..PathHints::default()
             };
             a.add_path(Time::ZERO, id, hint).unwrap();
             b.add_path(Time::ZERO, id, hint).unwrap();

@@ -93,6 +93,7 @@ impl Doc<'_> {
                 device: p.device.map(|d| d.0),
                 mtu: p.mtu.0,
                 rate_mbit: p.rate_mbit.map(|r| r.0),
+                backup: p.backup.unwrap_or(false),
             });
         }
         Ok(paths)

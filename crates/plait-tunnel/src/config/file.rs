@@ -69,6 +69,7 @@ pub(super) struct PathFile {
     #[serde(default = "default_path_mtu")]
     pub(super) mtu: PathMtu,
     pub(super) rate_mbit: Option<RateMbit>,
+    pub(super) backup: Option<bool>,
 }
 
 #[derive(Deserialize)]

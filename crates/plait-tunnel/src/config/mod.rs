@@ -138,6 +138,9 @@ pub struct PathConfig {
     pub mtu: u16,
     /// Optional capacity hint, Mbit/s (the engine measures; a hint only seeds it).
     pub rate_mbit: Option<f64>,
+    /// A backup path: carries nothing while another path is usable
+    /// (docs/protocol.md#backup).
+    pub backup: bool,
 }
 
 /// `plait server --config FILE`.

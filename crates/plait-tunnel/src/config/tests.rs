@@ -240,6 +240,7 @@ fn minimal_client_gets_defaults() {
             device: None,
             mtu: 1500,
             rate_mbit: None,
+            backup: false,
         }]
     );
 }
@@ -295,6 +296,7 @@ bind = "2001:db8::10"
 device = "wlan0"
 mtu = 9000
 rate_mbit = 5
+backup = true
 "#,
         &min_client()[..min_client().find("[tun]").unwrap()]
     );
@@ -322,6 +324,7 @@ rate_mbit = 5
     assert_eq!(p.device.as_deref(), Some("wlan0"));
     assert_eq!(p.mtu, 9000);
     assert_eq!(p.rate_mbit, Some(5.0));
+    assert!(p.backup);
 }
 
 #[test]
@@ -1547,6 +1550,8 @@ fn type_errors_name_the_field() {
     assert!(m.contains("expected a table"), "{m}");
     let text = format!("{}rate_mbit = \"fast\"\n", min_client());
     client_fails(&text, "path[0].rate_mbit", "rate_mbit");
+    let text = format!("{}backup = \"yes\"\n", min_client());
+    client_fails(&text, "path[0].backup", "backup");
     let text = format!("path_mtu = 1500.0\n{}", min_server());
     server_fails(&text, "path_mtu", "path_mtu");
     let text = replaced(&min_server(), "name = \"a\"", "name = 1");

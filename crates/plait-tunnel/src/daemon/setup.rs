@@ -171,6 +171,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
                 name: p.name.clone(),
                 server: p.server,
                 rate_hint: p.rate_mbit.map(|m| m * 1e6 / 8.0),
+                backup: p.backup,
             })
             .collect(),
         engine,

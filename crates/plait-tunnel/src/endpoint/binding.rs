@@ -6,7 +6,9 @@
 //! path at once itself; the server learns it from a PATH_WITHDRAW or PATH_RESTORE frame
 //! (a path-control message, sealed like data) sent on every path that still works, and
 //! answers with a BINDING_ACK. Without that, the server would keep scheduling data on a
-//! dead link until its own liveness check noticed the silence.
+//! dead link until its own liveness check noticed the silence. A PATH_RESTORE also says
+//! whether the path is a backup (docs/protocol.md#backup): the client announces each
+//! backup path that way once the session starts, so the server holds it back too.
 //!
 //! Invariants:
 //! - Each path's announcements carry a sequence number that grows with every change; the
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use plait_proto::Time;
 
-use crate::message::{PATH_RESTORE, PATH_WITHDRAW, PathFrame};
+use crate::message::{BINDING_FLAG_BACKUP, PATH_RESTORE, PATH_WITHDRAW, PathFrame};
 
 /// How long the client waits for a BINDING_ACK before repeating a withdrawal or
 /// restoration.
@@ -29,6 +31,8 @@ pub const BINDING_RETRY: Duration = Duration::from_millis(200);
 #[derive(Clone, Copy, Debug)]
 struct PathBinding {
     available: bool,
+    /// A backup path (configuration): announced with every restoration.
+    backup: bool,
     /// The number of the latest change (0: none yet, nothing to announce).
     seq: u64,
     /// The highest number the server acknowledged.
@@ -45,19 +49,21 @@ pub struct Bindings {
 }
 
 impl Bindings {
-    /// `paths` paths, all available (what the configuration promises until the kernel
-    /// says otherwise).
-    pub fn new(paths: usize) -> Bindings {
+    /// One entry per path (`backup`: whether each is a backup path), all available
+    /// (what the configuration promises until the kernel says otherwise). Backup paths
+    /// are announced as soon as there is a session ([`Bindings::on_fresh_session`]).
+    pub fn new(backup: &[bool]) -> Bindings {
         Bindings {
-            paths: vec![
-                PathBinding {
+            paths: backup
+                .iter()
+                .map(|&backup| PathBinding {
                     available: true,
+                    backup,
                     seq: 0,
                     acked: 0,
                     resend_at: None,
-                };
-                paths
-            ],
+                })
+                .collect(),
         }
     }
 
@@ -104,10 +110,11 @@ impl Bindings {
     }
 
     /// A fresh engine session at the server knows nothing of our earlier announcements:
-    /// every path that is down is announced again (with a new number), and nothing else.
+    /// every path that is down or a backup is announced again (with a new number), and
+    /// nothing else.
     pub fn on_fresh_session(&mut self, now: Time) {
         for p in &mut self.paths {
-            if p.available {
+            if p.available && !p.backup {
                 p.resend_at = None;
                 p.acked = p.seq;
             } else {
@@ -136,7 +143,8 @@ impl Bindings {
             } else {
                 PATH_WITHDRAW
             };
-            frames.push(PathFrame::binding(kind, id, p.seq));
+            let flags = if p.backup { BINDING_FLAG_BACKUP } else { 0 };
+            frames.push(PathFrame::binding(kind, id, p.seq, flags));
             p.resend_at = Some(now + BINDING_RETRY);
         }
         frames
@@ -149,23 +157,27 @@ pub struct ServerBinding {
     /// The client withdrew the path: nothing is sent on it and what arrives on it is
     /// ignored, until a restoration.
     pub withdrawn: bool,
+    /// The client's latest restoration named the path a backup.
+    pub backup: bool,
     /// The highest sequence number applied.
     pub seq: u64,
 }
 
 impl ServerBinding {
     /// Applies `frame` (a PATH_WITHDRAW or PATH_RESTORE) if its number is newer. Returns
-    /// whether it changed the path's state.
+    /// whether it changed the path's state (withdrawn, or backup).
     pub fn apply(&mut self, frame: &PathFrame) -> bool {
         let seq = frame.seq();
         if seq <= self.seq {
             return false;
         }
         self.seq = seq;
-        let withdrawn = frame.kind == PATH_WITHDRAW;
-        let changed = withdrawn != self.withdrawn;
-        self.withdrawn = withdrawn;
-        changed
+        let before = *self;
+        self.withdrawn = frame.kind == PATH_WITHDRAW;
+        if !self.withdrawn {
+            self.backup = frame.flags() & BINDING_FLAG_BACKUP != 0;
+        }
+        (self.withdrawn, self.backup) != (before.withdrawn, before.backup)
     }
 }
 
@@ -179,14 +191,14 @@ mod tests {
 
     #[test]
     fn a_change_is_announced_until_acknowledged() {
-        let mut b = Bindings::new(3);
+        let mut b = Bindings::new(&[false; 3]);
         assert!(b.due(t(0)).is_empty());
         assert!(!b.set_available(t(0), 1, true), "already available");
         assert!(b.set_available(t(10), 1, false));
         assert!(!b.available(1));
         assert_eq!(b.available_paths().collect::<Vec<_>>(), vec![0, 2]);
         let f = b.due(t(10));
-        assert_eq!(f, vec![PathFrame::binding(PATH_WITHDRAW, 1, 1)]);
+        assert_eq!(f, vec![PathFrame::binding(PATH_WITHDRAW, 1, 1, 0)]);
         assert!(b.due(t(100)).is_empty());
         assert_eq!(b.poll_timeout(), Some(t(210)));
         assert_eq!(b.due(t(210)).len(), 1, "repeated");
@@ -197,10 +209,10 @@ mod tests {
 
     #[test]
     fn a_newer_change_replaces_the_older_and_old_acks_do_not_stop_it() {
-        let mut b = Bindings::new(2);
+        let mut b = Bindings::new(&[false; 2]);
         b.set_available(t(0), 0, false);
         b.set_available(t(5), 0, true);
-        assert_eq!(b.due(t(5)), vec![PathFrame::binding(PATH_RESTORE, 0, 2)]);
+        assert_eq!(b.due(t(5)), vec![PathFrame::binding(PATH_RESTORE, 0, 2, 0)]);
         b.on_ack(0, 1);
         assert!(
             b.poll_timeout().is_some(),
@@ -217,26 +229,61 @@ mod tests {
 
     #[test]
     fn a_fresh_server_session_hears_again_of_every_path_that_is_down() {
-        let mut b = Bindings::new(3);
+        let mut b = Bindings::new(&[false; 3]);
         b.set_available(t(0), 2, false);
         b.due(t(0));
         b.on_ack(2, 1);
         b.on_fresh_session(t(50));
-        assert_eq!(b.due(t(50)), vec![PathFrame::binding(PATH_WITHDRAW, 2, 2)]);
+        assert_eq!(
+            b.due(t(50)),
+            vec![PathFrame::binding(PATH_WITHDRAW, 2, 2, 0)]
+        );
+    }
+
+    #[test]
+    fn backup_paths_are_announced_with_every_fresh_session() {
+        let mut b = Bindings::new(&[false, true]);
+        b.on_fresh_session(t(0));
+        assert_eq!(
+            b.due(t(0)),
+            vec![PathFrame::binding(PATH_RESTORE, 1, 1, BINDING_FLAG_BACKUP)]
+        );
+        b.on_ack(1, 1);
+        b.set_available(t(5), 1, false);
+        assert_eq!(
+            b.due(t(5)),
+            vec![PathFrame::binding(PATH_WITHDRAW, 1, 2, BINDING_FLAG_BACKUP)]
+        );
+        let mut s = ServerBinding::default();
+        assert!(s.apply(&PathFrame::binding(PATH_RESTORE, 1, 1, BINDING_FLAG_BACKUP)));
+        assert!(s.backup && !s.withdrawn);
+        assert!(s.apply(&PathFrame::binding(
+            PATH_WITHDRAW,
+            1,
+            2,
+            BINDING_FLAG_BACKUP
+        )));
+        assert!(s.backup && s.withdrawn, "a withdrawal keeps the role");
     }
 
     #[test]
     fn the_server_applies_only_newer_numbers() {
         let mut s = ServerBinding::default();
-        assert!(s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 1)));
+        assert!(s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 1, 0)));
         assert!(s.withdrawn);
-        assert!(!s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 1)), "repeat");
-        assert!(s.apply(&PathFrame::binding(PATH_RESTORE, 0, 3)));
-        assert!(!s.withdrawn);
-        assert!(!s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 2)), "late");
+        assert!(
+            !s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 1, 0)),
+            "repeat"
+        );
+        assert!(s.apply(&PathFrame::binding(PATH_RESTORE, 0, 3, 0)));
         assert!(!s.withdrawn);
         assert!(
-            !s.apply(&PathFrame::binding(PATH_RESTORE, 0, 4)),
+            !s.apply(&PathFrame::binding(PATH_WITHDRAW, 0, 2, 0)),
+            "late"
+        );
+        assert!(!s.withdrawn);
+        assert!(
+            !s.apply(&PathFrame::binding(PATH_RESTORE, 0, 4, 0)),
             "no change"
         );
         assert_eq!(s.seq, 4);

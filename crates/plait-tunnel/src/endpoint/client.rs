@@ -90,6 +90,8 @@ pub struct ClientPath {
     pub server: SocketAddr,
     /// Capacity hint, bytes of datagram per second.
     pub rate_hint: Option<f64>,
+    /// A backup path (docs/protocol.md#backup).
+    pub backup: bool,
 }
 
 /// What a client endpoint needs.
@@ -147,7 +149,7 @@ impl ClientEndpoint {
             mac1_own: Mac1Key::new(&params.private_key.public()),
             cookie_key: cookie::cookie_key(&params.server_public_key),
             cookies: vec![None; params.paths.len()],
-            bindings: Bindings::new(params.paths.len()),
+            bindings: Bindings::new(&params.paths.iter().map(|p| p.backup).collect::<Vec<_>>()),
             hint_key: HintKey::new(&params.server_public_key),
             params,
             link,
@@ -405,6 +407,7 @@ impl ClientEndpoint {
             let hints = PathHints {
                 rate: p.rate_hint,
                 one_way_delay: None,
+                backup: p.backup,
             };
             if let Err(e) = session.add_path(now, PathId(id), hints) {
                 warn!(path = %p.name, error = %e, "path not added");
@@ -442,6 +445,7 @@ impl ClientEndpoint {
         let hints = PathHints {
             rate: p.rate_hint,
             one_way_delay: None,
+            backup: p.backup,
         };
         if let Some(session) = self.link.session_mut() {
             let done = if available {
@@ -660,6 +664,7 @@ mod tests {
                 name: "only".into(),
                 server: "192.0.2.1:7744".parse().unwrap(),
                 rate_hint: None,
+                backup: false,
             }],
             engine: EngineParams {
                 settings: plait_proto::EngineSettings::default(),

@@ -468,7 +468,18 @@ impl Link {
         if session.path_ids().any(|id| id == path) {
             return Ok(false);
         }
-        session.add_path(now, path, PathHints::default())?;
+        let backup = self
+            .bindings
+            .get(usize::from(path.0))
+            .is_some_and(|b| b.backup);
+        session.add_path(
+            now,
+            path,
+            PathHints {
+                backup,
+                ..PathHints::default()
+            },
+        )?;
         Ok(true)
     }
 
@@ -652,8 +663,12 @@ impl Link {
             return;
         };
         let path = PathId(frame.path);
+        let was_withdrawn = binding.withdrawn;
         if binding.apply(&frame) {
-            if binding.withdrawn {
+            let ServerBinding {
+                withdrawn, backup, ..
+            } = *binding;
+            if withdrawn {
                 self.counters.paths_withdrawn += 1;
                 info!(%path, "the client withdrew the path (its link went away): nothing more is sent on it");
                 if let Some(session) = self.session.as_mut() {
@@ -661,11 +676,20 @@ impl Link {
                     let _ = session.remove_path(now, path);
                 }
             } else {
-                self.counters.paths_restored += 1;
-                info!(%path, "the client restored the path (its link is back)");
+                if was_withdrawn {
+                    self.counters.paths_restored += 1;
+                    info!(%path, backup, "the client restored the path (its link is back)");
+                } else {
+                    info!(%path, backup, "the client set the path's role");
+                }
+                // docs/protocol.md#backup. A path the session does not have yet gets its
+                // role when it joins (`ensure_path`).
+                if let Some(session) = self.session.as_mut() {
+                    let _ = session.set_path_backup(now, path, backup);
+                }
             }
         }
-        let ack = PathFrame::binding(BINDING_ACK, frame.path, frame.seq());
+        let ack = PathFrame::binding(BINDING_ACK, frame.path, frame.seq(), 0);
         self.send_path_frame(now, from, &ack, out);
         self.drive(now, out);
     }

@@ -373,6 +373,7 @@ impl Soak {
                     name: (*name).into(),
                     server: SERVER.parse().unwrap(),
                     rate_hint: Some(*rate),
+                    backup: false,
                 })
                 .collect(),
             engine: engine(SEED),

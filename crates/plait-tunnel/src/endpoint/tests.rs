@@ -155,11 +155,13 @@ impl World {
                     name: "fibre".into(),
                     server: addr(SERVER),
                     rate_hint: None,
+                    backup: false,
                 },
                 ClientPath {
                     name: "lte".into(),
                     server: addr(SERVER),
                     rate_hint: None,
+                    backup: false,
                 },
             ],
             engine: engine_with(scheduler),
@@ -1130,4 +1132,59 @@ fn a_withdrawn_path_carries_nothing_until_it_is_restored() {
         w.server_sent
     );
     assert!(w.client_sent[1] > client_1 + 20, "{:?}", w.client_sent);
+}
+
+/// docs/protocol.md#backup: the client's faster path is configured as a backup. Both
+/// ends keep data off it while the other path works (the server learns the role from the
+/// client's PATH_RESTORE), and both use it once the other path is cut.
+#[test]
+fn a_backup_path_carries_data_only_when_the_other_is_gone() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.client = ClientEndpoint::new(ClientParams {
+        private_key: k.client.clone(),
+        server_public_key: k.server.public(),
+        preshared_key: None,
+        paths: vec![
+            ClientPath {
+                name: "fibre".into(),
+                server: addr(SERVER),
+                rate_hint: None,
+                backup: true,
+            },
+            ClientPath {
+                name: "lte".into(),
+                server: addr(SERVER),
+                rate_hint: None,
+                backup: false,
+            },
+        ],
+        engine: engine(),
+    });
+    w.run_for(Duration::from_secs(2));
+    let (server_0, client_0) = (w.server_sent[0], w.client_sent[0]);
+    w.traffic(200, 0);
+    assert_eq!(tags(&w.server_tun), (0..200).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..200).collect::<Vec<_>>());
+    // Probes and acknowledgements only on the backup: far fewer than the packets.
+    assert!(
+        w.server_sent[0] - server_0 < 40 && w.client_sent[0] - client_0 < 40,
+        "the backup carried data: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
+
+    // The primary goes silent: after it is declared down, the backup carries everything.
+    w.cut = Some(1);
+    w.run_for(Duration::from_secs(2));
+    let (server_0, client_0) = (w.server_sent[0], w.client_sent[0]);
+    w.traffic(200, 200);
+    assert_eq!(tags(&w.server_tun), (0..400).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..400).collect::<Vec<_>>());
+    assert!(
+        w.server_sent[0] - server_0 >= 200 && w.client_sent[0] - client_0 >= 200,
+        "the backup took over: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
 }
