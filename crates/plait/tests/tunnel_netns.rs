@@ -199,6 +199,8 @@ struct TunnelSpec {
     clients: bool,
     /// Stream mode on both ends (`[streams]`; the client's SOCKS5 on [`SOCKS5`]).
     streams: bool,
+    /// Client paths configured `backup = true` (docs/protocol.md#backup).
+    backup_paths: &'static [usize],
 }
 
 /// The client's SOCKS5 listener in the stream-mode tests, and its credential.
@@ -358,9 +360,10 @@ impl Tunnel {
             for path in site.paths() {
                 let _ = writeln!(
                     cfg,
-                    "[[path]]\nname = \"p{}\"\nserver = \"{}\"\n",
+                    "[[path]]\nname = \"p{}\"\nserver = \"{}\"\nbackup = {}\n",
                     path.index(),
                     SocketAddr::new(path.server_addr(), PORT),
+                    spec.backup_paths.contains(&path.index()),
                 );
             }
             let file = tunnel.dir.path().join(format!("{label}.toml"));
@@ -507,6 +510,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     transfer(
@@ -542,6 +546,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
     // the reorder buffer's start-up stall (see `tcp_50mb_arrives_intact_and_uses_both_paths`).
@@ -625,6 +630,7 @@ fn unknown_client_key_gets_no_reply() {
         inner_v6: false,
         clients: false,
         streams: false,
+        backup_paths: &[],
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
     let server_public = t.server_key.public();
@@ -755,6 +761,7 @@ fn client_connects_during_a_handshake_flood() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let client_ns = t.topo.clients()[0].client();
     let config = t.dir.path().join("client0.toml");
@@ -840,6 +847,7 @@ fn ipv6_inner_over_ipv6_path() {
         inner_v6: true,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let status = t.clients[0].status().expect("client status");
     let remote = status.sessions[0].paths[1]
@@ -917,6 +925,7 @@ fn two_clients_share_one_server() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let bytes = 3_000_000;
     let results = std::thread::scope(|s| {
@@ -1010,6 +1019,7 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
         inner_v6: false,
         clients: true,
         streams: true,
+        backup_paths: &[],
     });
     let remote = t.topo.remote_host_addr(Family::V4);
     let (relayed0, _) = stream_counters(&t.clients[0], "client before");
@@ -1191,6 +1201,7 @@ fn stream_transfer_survives_a_path_blackholed_midway() {
         inner_v6: false,
         clients: true,
         streams: true,
+        backup_paths: &[],
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
@@ -1227,6 +1238,7 @@ fn stream_mode_rules_survive_kill_and_restart() {
         inner_v6: false,
         clients: true,
         streams: true,
+        backup_paths: &[],
     });
     let tun = tun_name('h');
     let table = plait_tunnel::netcfg::redirect_table_name(&tun);
@@ -1305,6 +1317,7 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
         inner_v6: true,
         clients: true,
         streams: true,
+        backup_paths: &[],
     });
     const N: usize = 200;
     let echo = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5007);
@@ -1433,6 +1446,7 @@ fn stream_mode_10000_idle_connections_memory() {
         inner_v6: false,
         clients: true,
         streams: true,
+        backup_paths: &[],
     });
     let client_pid = t.clients[0].child.id();
     let server_pid = t.server().child.id();
@@ -1553,6 +1567,7 @@ fn server_kill_and_restart_client_recovers_by_hint() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let before = t.clients[0].status().expect("client status").sessions[0].clone();
     let tun = tun_name('l');
@@ -1651,6 +1666,7 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let client_ns = t.topo.clients()[0].client();
     let tun = tun_name('m');
@@ -1841,6 +1857,7 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let path = t.topo.path(0).expect("path 0");
     let client_addr = path.client_addr();
@@ -1939,6 +1956,7 @@ fn nat_rebinding_moves_the_path_after_validation() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let path = t.topo.path(0).expect("path 0");
     let client_ip = path.client_addr();
@@ -2016,6 +2034,7 @@ fn client_readdressed_path_follows_after_validation() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let path = t.topo.path(0).expect("path 0");
     let client_ns = t.topo.clients()[0].client();
@@ -2128,6 +2147,7 @@ fn handshake_flood_cpu_at_50k_per_second() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     const RATE: u64 = 50_000;
     const PHASE: Duration = Duration::from_secs(10);
@@ -2227,6 +2247,7 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
         inner_v6: false,
         clients: true,
         streams: false,
+        backup_paths: &[],
     });
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(1).expect("path 1").client_dev();
@@ -2312,6 +2333,81 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
     assert!(
         after > before + 100,
         "the server sends on the restored path: {before} -> {after}"
+    );
+    t.shutdown();
+}
+
+/// Backup paths (docs/protocol.md#backup): path 1 is configured `backup = true`. During a
+/// download it carries almost nothing (probes and acknowledgements); when path 0's link
+/// goes down mid-download, path 1 takes over at once and the download completes.
+#[test]
+fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'u',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[1],
+    });
+    let sent_per_path = |t: &Tunnel| -> Vec<u64> {
+        let st = t.server().status().expect("server status");
+        let mut v = vec![0; 2];
+        for p in &st.sessions[0].paths {
+            if let Some(slot) = v.get_mut(usize::from(p.id)) {
+                *slot = p.tx_packets;
+            }
+        }
+        v
+    };
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let before = sent_per_path(&t);
+    transfer(
+        t.topo.remote_host(),
+        t.topo.lan_host(),
+        dst,
+        20_000_000,
+        61,
+        "20 MB with path 1 as a backup",
+    );
+    let during = sent_per_path(&t);
+    let (primary, backup) = (during[0] - before[0], during[1] - before[1]);
+    eprintln!("server datagrams during the download: path 0 {primary}, backup path 1 {backup}");
+    assert!(
+        backup * 100 < primary,
+        "the backup carried {backup} datagrams against {primary}"
+    );
+
+    let client_ns = t.topo.clients()[0].client();
+    let dev = t.topo.path(0).expect("path 0").client_dev();
+    std::thread::scope(|scope| {
+        let down = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            client_ns.ip(["link", "set", &dev, "down"])
+        });
+        transfer(
+            t.topo.remote_host(),
+            t.topo.lan_host(),
+            dst,
+            20_000_000,
+            62,
+            "20 MB while the primary link goes down",
+        );
+        down.join().expect("link thread").expect("ip link set down");
+    });
+    let after = sent_per_path(&t);
+    eprintln!(
+        "server datagrams on the backup during the second download: {}",
+        after[1] - during[1]
+    );
+    assert!(
+        after[1] - during[1] > 5_000,
+        "the backup took over: {} datagrams",
+        after[1] - during[1]
     );
     t.shutdown();
 }
