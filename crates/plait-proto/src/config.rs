@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::cc::{CongestionKind, MAX_WINDOW};
 use crate::path::{LivenessConfig, MIN_PAIR_BYTES};
+use crate::policy::FlowRule;
 use crate::reorder::{DEFAULT_MAX_HOLD, ReorderConfig, ReorderKind};
 use crate::sched::SchedulerKind;
 use crate::stream::{MAX_OPEN_REQUEST, Side, StreamLimits};
@@ -51,6 +52,8 @@ pub struct EngineSettings {
     pub packet_pacing: bool,
     /// See [`Config::unordered_below_bps`] (default [`DEFAULT_UNORDERED_BELOW_BPS`]).
     pub unordered_below_bps: u64,
+    /// See [`Config::flow_policy`] (default none).
+    pub flow_policy: Vec<FlowRule>,
 }
 
 impl Default for EngineSettings {
@@ -64,6 +67,7 @@ impl Default for EngineSettings {
             stream_scheduler: SchedulerKind::MinRtt,
             packet_pacing: false,
             unordered_below_bps: DEFAULT_UNORDERED_BELOW_BPS,
+            flow_policy: Vec::new(),
         }
     }
 }
@@ -145,6 +149,10 @@ pub struct Config {
     pub streams: StreamLimits,
     /// See [`EngineSettings::packet_pacing`].
     pub packet_pacing: bool,
+    /// Per-flow policy (docs/protocol.md#flow-policy): rules that duplicate matching inner
+    /// packets on every path or send them on the lowest-delay one; first match wins; at
+    /// most [`crate::policy::MAX_RULES`] rules.
+    pub flow_policy: Vec<FlowRule>,
 }
 
 impl Default for Config {
@@ -180,6 +188,7 @@ impl Default for Config {
             stream_scheduler: settings.stream_scheduler,
             streams: StreamLimits::default(),
             packet_pacing: settings.packet_pacing,
+            flow_policy: settings.flow_policy,
         }
     }
 }
@@ -236,6 +245,7 @@ impl Config {
             stream_scheduler: settings.stream_scheduler,
             packet_pacing: settings.packet_pacing,
             unordered_below_bps: settings.unordered_below_bps,
+            flow_policy: settings.flow_policy.clone(),
             ..Config::default()
         };
         c.reorder_config.max_hold = settings.max_hold;
@@ -361,7 +371,41 @@ impl Config {
         ] {
             check(d <= hour, field, format!("{d:?}"), "<= 1 hour")?;
         }
+        self.validate_flow_policy()?;
         self.validate_streams()
+    }
+
+    fn validate_flow_policy(&self) -> Result<(), ConfigError> {
+        use crate::policy::{MAX_MATCH_ITEMS, MAX_RULES};
+        let rules = &self.flow_policy;
+        check(
+            rules.len() <= MAX_RULES,
+            "flow_policy",
+            rules.len(),
+            "at most 64 rules",
+        )?;
+        for r in rules {
+            let longest = r.ports.len().max(r.prefixes.len()).max(r.dscp.len());
+            check(
+                longest <= MAX_MATCH_ITEMS,
+                "flow_policy",
+                longest,
+                "at most 64 ports, prefixes or DSCP values per rule",
+            )?;
+            for p in &r.prefixes {
+                let max = if p.addr.is_ipv4() { 32 } else { 128 };
+                check(
+                    p.len <= max,
+                    "flow_policy prefix",
+                    p.len,
+                    "<= 32 (IPv4), <= 128 (IPv6)",
+                )?;
+            }
+            for d in &r.dscp {
+                check(*d < 64, "flow_policy dscp", d, "0..=63")?;
+            }
+        }
+        Ok(())
     }
 
     fn validate_send_queue(&self) -> Result<(), ConfigError> {

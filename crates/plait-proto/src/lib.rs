@@ -23,6 +23,7 @@ mod drive;
 pub mod ids;
 pub mod inner_ip;
 pub mod path;
+pub mod policy;
 pub mod reorder;
 pub mod sched;
 pub mod session;

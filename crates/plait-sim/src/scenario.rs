@@ -366,6 +366,7 @@ impl RunSpec {
                 .unwrap_or(d.stream_scheduler),
             packet_pacing: self.packet_pacing.unwrap_or(d.packet_pacing),
             unordered_below_bps: d.unordered_below_bps,
+            flow_policy: d.flow_policy,
         }
     }
 }

@@ -15,6 +15,7 @@
 use super::types::{SendError, Transmit};
 use super::{Lifecycle, PendingCopies, Session, push_event};
 use crate::ids::{GlobalSeq, PathId, PathSeq};
+use crate::policy::FlowAction;
 use crate::reorder::ReorderBuffer;
 use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::session::types::Event;
@@ -245,6 +246,8 @@ impl Session {
         // The queue's choice (DRR over flows, CoDel applied); `pop` below takes this one.
         let front = self.send_queue.head(now)?;
         let unordered = front.sparse && self.config.unordered_below_bps > 0;
+        // docs/protocol.md#flow-policy
+        let action = crate::policy::action_for(&self.config.flow_policy, &front.bytes);
         let meta = PacketMeta {
             global_seq: self.next_global,
             len: DATA_OVERHEAD + front.bytes.len(),
@@ -257,11 +260,21 @@ impl Session {
         } else {
             None
         };
-        let selection = if unordered {
-            crate::sched::soonest_by_measurement(&self.views, &meta)
-                .map_or(Selection::Wait(None), Selection::Send)
-        } else {
-            self.scheduler.select(now, &self.views, &meta)
+        let selection = match action {
+            FlowAction::Duplicate => Selection::Duplicate(
+                self.views
+                    .iter()
+                    .filter(|v| v.is_usable())
+                    .map(|v| v.id)
+                    .collect(),
+            ),
+            FlowAction::LowestDelay => crate::sched::soonest_by_measurement(&self.views, &meta)
+                .map_or(Selection::Wait(None), Selection::Send),
+            FlowAction::Stripe if unordered => {
+                crate::sched::soonest_by_measurement(&self.views, &meta)
+                    .map_or(Selection::Wait(None), Selection::Send)
+            }
+            FlowAction::Stripe => self.scheduler.select(now, &self.views, &meta),
         };
         let usable = |views: &[crate::path::PathView], id: PathId| {
             views.iter().any(|v| v.id == id && v.is_usable())

@@ -13,13 +13,14 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use ipnet::IpNet;
 use plait_proto::EngineSettings;
+use plait_proto::policy::{FlowRule, MAX_MATCH_ITEMS, MAX_RULES, Prefix as PolicyPrefix};
 use toml::Spanned as S;
 use tracing::warn;
 
 use super::error::{ConfigError, Doc};
 use super::file::SecurityFile;
 use super::file::{ClientEntryFile, ClientFile, ClientStreamsFile, ControlFile, EngineFile};
-use super::file::{List, PathFile, ServerFile, ServerStreamsFile, TunFile};
+use super::file::{List, PathFile, PolicyFile, ServerFile, ServerStreamsFile, TunFile};
 use super::secrets::readable_by_others;
 use super::values::{FileName, KeyText, PeerAddr, Port, Prefix, Socks5Password, TunAddress};
 use super::values::{PortAddr, Socks5Username, credential_len};
@@ -41,12 +42,14 @@ impl Doc<'_> {
             Some(list) => self.list::<Prefix, _, _>("route", list, None)?,
             None => Vec::new(),
         };
+        let mut engine = engine(f.engine);
+        engine.flow_policy = self.policies(f.policy)?;
         Ok(ClientConfig {
             private_key,
             server_public_key,
             preshared_key,
             tun: self.tun(f.tun)?,
-            engine: engine(f.engine),
+            engine,
             control: self.control(f.control, DEFAULT_CLIENT_STATUS_SOCKET)?,
             security: security(f.security),
             route,
@@ -108,12 +111,14 @@ impl Doc<'_> {
         let tun = self.tun(f.tun)?;
         let control = self.control(f.control, DEFAULT_SERVER_STATUS_SOCKET)?;
         let clients = self.clients(f.client, &private_key.public())?;
+        let mut engine = engine(f.engine);
+        engine.flow_policy = self.policies(f.policy)?;
         Ok(ServerConfig {
             private_key,
             listen,
             path_mtu: f.path_mtu.0,
             tun,
-            engine: engine(f.engine),
+            engine,
             control,
             security: security(f.security),
             nat: f.nat.map(|n| n.0),
@@ -480,6 +485,73 @@ impl Doc<'_> {
         list.get_ref().iter().enumerate().map(check).collect()
     }
 
+    /// The `[[policy]]` rules (docs/protocol.md#flow-policy), in file order.
+    fn policies(&self, rules: Vec<S<PolicyFile>>) -> Result<Vec<FlowRule>, ConfigError> {
+        if let Some(extra) = rules.get(MAX_RULES) {
+            let message = format!("at most {MAX_RULES} [[policy]] rules");
+            return Err(self.at(&format!("policy[{MAX_RULES}]"), extra, message));
+        }
+        let mut out = Vec::with_capacity(rules.len());
+        for (i, rule) in rules.into_iter().enumerate() {
+            let field = |name: &str| format!("policy[{i}].{name}");
+            let too_many = |name: &str, n: usize| {
+                (n > MAX_MATCH_ITEMS).then(|| {
+                    self.at(
+                        &field(name),
+                        &rule,
+                        format!("at most {MAX_MATCH_ITEMS} values, not {n}"),
+                    )
+                })
+            };
+            let r = rule.get_ref();
+            let prefixes: Vec<IpNet> = match &r.prefixes {
+                Some(list) => self.list::<Prefix, _, _>(
+                    &field("prefixes"),
+                    list,
+                    Some(
+                        "an empty list matches nothing; leave `prefixes` out to match any address",
+                    ),
+                )?,
+                None => Vec::new(),
+            };
+            let ports: Vec<u16> = r.ports.iter().flatten().map(|p| p.0).collect();
+            let dscp: Vec<u8> = r.dscp.iter().flatten().map(|d| d.0).collect();
+            for (name, n) in [
+                ("ports", ports.len()),
+                ("prefixes", prefixes.len()),
+                ("dscp", dscp.len()),
+            ] {
+                if let Some(e) = too_many(name, n) {
+                    return Err(e);
+                }
+            }
+            for (name, empty) in [
+                ("ports", r.ports.as_ref().is_some_and(Vec::is_empty)),
+                ("dscp", r.dscp.as_ref().is_some_and(Vec::is_empty)),
+            ] {
+                if empty {
+                    let message =
+                        format!("an empty list matches nothing; leave `{name}` out to match any");
+                    return Err(self.at(&field(name), &rule, message));
+                }
+            }
+            out.push(FlowRule {
+                protocol: r.protocol.as_ref().map(|p| p.0),
+                ports,
+                prefixes: prefixes
+                    .into_iter()
+                    .map(|n| PolicyPrefix {
+                        addr: n.addr(),
+                        len: n.prefix_len(),
+                    })
+                    .collect(),
+                dscp,
+                action: r.action.0,
+            });
+        }
+        Ok(out)
+    }
+
     /// Refuses an element of list `field` equal to an earlier one, as checked (`values`,
     /// from `list`): `"10.0.0.1/8"` repeats `"10.0.0.0/8"`.
     fn unique<U, R>(
@@ -515,6 +587,7 @@ fn engine(f: EngineFile) -> EngineSettings {
         unordered_below_bps: f
             .unordered_below_kbps
             .map_or(d.unordered_below_bps, |k| u64::from(k.0) * 1000),
+        flow_policy: Vec::new(),
     }
 }
 

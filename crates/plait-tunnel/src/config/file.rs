@@ -10,9 +10,10 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, BufferMib, CongestionName, ConnectSecs, FileName, HoldMs, IdleSecs, IfName, KeyText,
-    Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit, ReorderName, SchedulerName, SeccompName,
-    ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu, UnorderedKbps,
+    BindAddr, BufferMib, CongestionName, ConnectSecs, Dscp, FileName, FlowActionName, FlowProtocol,
+    HoldMs, IdleSecs, IfName, KeyText, Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit,
+    ReorderName, SchedulerName, SeccompName, ServerAddr, Socks5Password, Socks5Username,
+    StreamCount, TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -41,6 +42,19 @@ pub(super) struct ClientFile {
     pub(super) path: S<Vec<S<PathFile>>>,
     /// `None`: no `[streams]` table, packet mode only.
     pub(super) streams: Option<ClientStreamsFile>,
+    #[serde(default)]
+    pub(super) policy: Vec<S<PolicyFile>>,
+}
+
+/// One `[[policy]]` rule (docs/protocol.md#flow-policy); each `None` matches anything.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PolicyFile {
+    pub(super) protocol: Option<FlowProtocol>,
+    pub(super) ports: Option<Vec<Port>>,
+    pub(super) prefixes: Option<List>,
+    pub(super) dscp: Option<Vec<Dscp>>,
+    pub(super) action: FlowActionName,
 }
 
 /// Each `None` is the default of [`super::ClientStreams`].
@@ -92,6 +106,8 @@ pub(super) struct ServerFile {
     pub(super) client: S<Vec<ClientEntryFile>>,
     /// `None`: no `[streams]` table, packet mode only.
     pub(super) streams: Option<ServerStreamsFile>,
+    #[serde(default)]
+    pub(super) policy: Vec<S<PolicyFile>>,
 }
 
 /// Each `None` is the default of [`super::ServerStreams`].

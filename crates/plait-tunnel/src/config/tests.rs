@@ -1755,3 +1755,80 @@ fn security_rejects_unknown_values_and_fields() {
     let text = format!("{}[security]\nuser = \"plait\"\n", min_client());
     client_fails(&text, "security.user", "user");
 }
+
+// --- [[policy]] (docs/protocol.md#flow-policy) --------------------------------------
+
+#[test]
+fn policy_rules_parse_in_order_on_both_ends() {
+    use plait_proto::policy::{FlowAction, Prefix};
+    let rules = r#"
+[[policy]]
+protocol = "udp"
+ports = [5060, 3478]
+action = "duplicate"
+
+[[policy]]
+prefixes = ["10.9.0.0/16", "fd00::1"]
+dscp = [46]
+action = "lowest-delay"
+"#;
+    let c = client_ok(&format!("{}{rules}", min_client()));
+    let p = &c.engine.flow_policy;
+    assert_eq!(p.len(), 2);
+    assert_eq!(p[0].protocol, Some(17));
+    assert_eq!(p[0].ports, vec![5060, 3478]);
+    assert_eq!(p[0].action, FlowAction::Duplicate);
+    assert_eq!(
+        p[1].prefixes,
+        vec![
+            Prefix {
+                addr: "10.9.0.0".parse().unwrap(),
+                len: 16
+            },
+            Prefix {
+                addr: "fd00::1".parse().unwrap(),
+                len: 128
+            }
+        ]
+    );
+    assert_eq!(p[1].dscp, vec![46]);
+    assert_eq!(p[1].action, FlowAction::LowestDelay);
+    let s = server_ok(&format!("{}{rules}", min_server()));
+    assert_eq!(s.engine.flow_policy, c.engine.flow_policy);
+    assert!(client_ok(&min_client()).engine.flow_policy.is_empty());
+}
+
+#[test]
+fn bad_policy_rules_are_refused_with_their_place() {
+    for (body, wants) in [
+        (
+            "protocol = \"gre\"\naction = \"stripe\"",
+            "unknown protocol `gre`",
+        ),
+        ("dscp = [64]\naction = \"stripe\"", "63"),
+        ("ports = [0]\naction = \"stripe\"", "65535"),
+        ("action = \"mirror\"", "unknown action `mirror`"),
+        ("ports = [80]", "action"),
+        ("colour = \"red\"\naction = \"stripe\"", "colour"),
+    ] {
+        let text = format!("{}\n[[policy]]\n{body}\n", min_client());
+        let (f, _, message) = client_err(&text);
+        assert!(f.starts_with("policy"), "{f}: {message}");
+        assert!(message.contains(wants), "{body}: {message}");
+    }
+    let text = format!(
+        "{}\n[[policy]]\nprefixes = [\"10.0.0.0/8\", \"nowhere\"]\naction = \"stripe\"\n",
+        min_client()
+    );
+    client_fails(&text, "policy[0].prefixes[1]", "prefixes =");
+    let text = format!(
+        "{}\n[[policy]]\nports = []\naction = \"stripe\"\n",
+        min_client()
+    );
+    client_fails(&text, "policy[0].ports", "[[policy]]");
+    let many: String = (0..65)
+        .map(|_| "[[policy]]\naction = \"stripe\"\n")
+        .collect();
+    let (f, _, message) = client_err(&format!("{}\n{many}", min_client()));
+    assert_eq!(f, "policy[64]", "{message}");
+}

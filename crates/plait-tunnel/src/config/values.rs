@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 use plait_proto::cc::CongestionKind;
+use plait_proto::policy::FlowAction;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use serde::de::{Deserialize, Deserializer, Error};
@@ -318,6 +319,35 @@ value! {
             "`{text}` is not an address with prefix length, \
              e.g. \"10.77.0.2/24\" or \"fd77::2/64\""
         )),
+    }
+}
+
+value! {
+    /// An IP protocol a flow policy rule matches, by name.
+    FlowProtocol(u8) from String = |name| match name.as_str() {
+        "tcp" => Ok(6),
+        "udp" => Ok(17),
+        "icmp" => Ok(1),
+        "icmpv6" => Ok(58),
+        "sctp" => Ok(132),
+        _ => Err(format!("unknown protocol `{name}`; one of: tcp, udp, icmp, icmpv6, sctp")),
+    }
+}
+
+value! {
+    /// A DSCP value: 0 to 63 (46 is EF, the usual class of voice).
+    Dscp(u8) from i64 = |n| {
+        u8::try_from(n).ok().filter(|d| *d < 64).ok_or_else(|| out_of_range(0, 63, n))
+    }
+}
+
+value! {
+    /// A flow policy action, by name.
+    FlowActionName(FlowAction) from String = |name| {
+        FlowAction::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = FlowAction::ALL.iter().map(|a| a.name()).collect();
+            format!("unknown action `{name}`; one of: {}", names.join(", "))
+        })
     }
 }
 
