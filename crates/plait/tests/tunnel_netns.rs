@@ -201,6 +201,8 @@ struct TunnelSpec {
     streams: bool,
     /// Client paths configured `backup = true` (docs/protocol.md#backup).
     backup_paths: &'static [usize],
+    /// `[[policy]]` tables for both ends (docs/tunnel-config.md#policy).
+    policy: &'static str,
 }
 
 /// The client's SOCKS5 listener in the stream-mode tests, and its credential.
@@ -298,6 +300,7 @@ impl Tunnel {
         if spec.streams {
             cfg.push_str("[streams]\n\n");
         }
+        cfg.push_str(spec.policy);
         for (c, site) in topo.clients().iter().enumerate() {
             let mut allowed = vec![
                 format!("10.77.0.{}/32", c + 2),
@@ -351,6 +354,7 @@ impl Tunnel {
                 engine_table(),
                 tunnel.dir.path().join(format!("{label}.sock")).display(),
             );
+            cfg.push_str(spec.policy);
             if spec.streams {
                 let _ = writeln!(
                     cfg,
@@ -511,6 +515,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     transfer(
@@ -547,6 +552,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
     // the reorder buffer's start-up stall (see `tcp_50mb_arrives_intact_and_uses_both_paths`).
@@ -631,6 +637,7 @@ fn unknown_client_key_gets_no_reply() {
         clients: false,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
     let server_public = t.server_key.public();
@@ -762,6 +769,7 @@ fn client_connects_during_a_handshake_flood() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let config = t.dir.path().join("client0.toml");
@@ -848,6 +856,7 @@ fn ipv6_inner_over_ipv6_path() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let status = t.clients[0].status().expect("client status");
     let remote = status.sessions[0].paths[1]
@@ -926,6 +935,7 @@ fn two_clients_share_one_server() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let bytes = 3_000_000;
     let results = std::thread::scope(|s| {
@@ -1020,6 +1030,7 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        policy: "",
     });
     let remote = t.topo.remote_host_addr(Family::V4);
     let (relayed0, _) = stream_counters(&t.clients[0], "client before");
@@ -1202,6 +1213,7 @@ fn stream_transfer_survives_a_path_blackholed_midway() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        policy: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
@@ -1239,6 +1251,7 @@ fn stream_mode_rules_survive_kill_and_restart() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        policy: "",
     });
     let tun = tun_name('h');
     let table = plait_tunnel::netcfg::redirect_table_name(&tun);
@@ -1318,6 +1331,7 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        policy: "",
     });
     const N: usize = 200;
     let echo = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5007);
@@ -1447,6 +1461,7 @@ fn stream_mode_10000_idle_connections_memory() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        policy: "",
     });
     let client_pid = t.clients[0].child.id();
     let server_pid = t.server().child.id();
@@ -1568,6 +1583,7 @@ fn server_kill_and_restart_client_recovers_by_hint() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let before = t.clients[0].status().expect("client status").sessions[0].clone();
     let tun = tun_name('l');
@@ -1667,6 +1683,7 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let tun = tun_name('m');
@@ -1858,6 +1875,7 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
     let client_addr = path.client_addr();
@@ -1957,6 +1975,7 @@ fn nat_rebinding_moves_the_path_after_validation() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
     let client_ip = path.client_addr();
@@ -2035,6 +2054,7 @@ fn client_readdressed_path_follows_after_validation() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
     let client_ns = t.topo.clients()[0].client();
@@ -2148,6 +2168,7 @@ fn handshake_flood_cpu_at_50k_per_second() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     const RATE: u64 = 50_000;
     const PHASE: Duration = Duration::from_secs(10);
@@ -2248,6 +2269,7 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(1).expect("path 1").client_dev();
@@ -2353,6 +2375,7 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         clients: true,
         streams: false,
         backup_paths: &[1],
+        policy: "",
     });
     let sent_per_path = |t: &Tunnel| -> Vec<u64> {
         let st = t.server().status().expect("server status");
@@ -2409,5 +2432,82 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         "the backup took over: {} datagrams",
         after[1] - during[1]
     );
+    t.shutdown();
+}
+
+/// Per-flow policy (docs/protocol.md#flow-policy): a UDP flow matched by a `duplicate`
+/// rule on both ends (a call: 100 packets a second) crosses two paths, one of which is
+/// blackholed silently halfway. Every packet arrives, once.
+#[test]
+fn a_duplicated_udp_flow_loses_nothing_when_a_path_fails() {
+    use std::collections::BTreeMap;
+
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    const PORT_CALL: u16 = 5004;
+    const PACKETS: u32 = 600;
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'd',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        policy: "[[policy]]\nprotocol = \"udp\"\nports = [5004]\naction = \"duplicate\"\n\n",
+    });
+    let to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), PORT_CALL);
+    let receiver = t
+        .topo
+        .lan_host()
+        .spawn_thread("call-rx", move || {
+            let sock = UdpSocket::bind(("0.0.0.0", PORT_CALL)).expect("bind");
+            sock.set_read_timeout(Some(Duration::from_secs(2)))
+                .expect("timeout");
+            let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
+            let mut buf = [0u8; 2048];
+            while let Ok(n) = sock.recv(&mut buf) {
+                if let Some(b) = buf.get(..4).filter(|_| n >= 4) {
+                    let seq = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                    *seen.entry(seq).or_insert(0) += 1;
+                }
+            }
+            seen
+        })
+        .expect("receiver thread");
+    std::thread::sleep(Duration::from_millis(200));
+    let path0 = t.topo.path(0).expect("path 0");
+    let sender = t
+        .topo
+        .remote_host()
+        .spawn_thread("call-tx", move || {
+            let sock = UdpSocket::bind("0.0.0.0:0").expect("bind");
+            let start = Instant::now();
+            for seq in 0..PACKETS {
+                let due = start + Duration::from_millis(10) * seq;
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                let mut p = [0u8; 200];
+                p[..4].copy_from_slice(&seq.to_be_bytes());
+                sock.send_to(&p, to).expect("send");
+            }
+        })
+        .expect("sender thread");
+    std::thread::sleep(Duration::from_secs(3));
+    path0.blackhole(true).expect("blackhole path 0");
+    sender.join().expect("sender").expect("sender namespace");
+    let seen = receiver
+        .join()
+        .expect("receiver")
+        .expect("receiver namespace");
+    path0.blackhole(false).expect("unblackhole");
+    let missing: Vec<u32> = (0..PACKETS).filter(|s| !seen.contains_key(s)).collect();
+    let twice = seen.values().filter(|n| **n > 1).count();
+    eprintln!(
+        "duplicated call over two paths, path 0 blackholed at 3 s: {} of {PACKETS} arrived, missing {missing:?}, {twice} twice",
+        seen.len()
+    );
+    assert!(missing.is_empty(), "lost {missing:?}");
+    assert_eq!(twice, 0, "delivered twice");
     t.shutdown();
 }
