@@ -1691,7 +1691,18 @@ fn file_names_must_not_be_empty() {
 #[test]
 fn the_reference_minimal_pair_parses() {
     let doc = include_str!("../../../../docs/tunnel-config.md");
-    let blocks: Vec<&str> = doc
+    let (examples, pair) = doc
+        .split_once("## A minimal pair")
+        .expect("the minimal pair section");
+    // The other examples are fragments: each parses appended to a minimal client.
+    for fragment in examples
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+    {
+        client_ok(&format!("{}\n{fragment}", min_client()));
+    }
+    let blocks: Vec<&str> = pair
         .split("```toml\n")
         .skip(1)
         .filter_map(|b| b.split("```").next())
