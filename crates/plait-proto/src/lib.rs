@@ -20,6 +20,7 @@
 pub mod cc;
 pub mod config;
 mod drive;
+pub mod fec;
 pub mod ids;
 pub mod inner_ip;
 pub mod path;

@@ -41,6 +41,7 @@ mod ack;
 mod ack_repr;
 mod decode;
 mod error;
+mod fec_repair;
 mod frame;
 mod header;
 mod reader;
@@ -57,6 +58,9 @@ pub use ack::{AckFrame, AckRanges, AckTimestamps};
 pub use ack_repr::AckRepr;
 pub use decode::{Frames, frames, validate};
 pub use error::{DecodeError, EncodeError};
+pub use fec_repair::{
+    FEC_FIELDS_LEN, FEC_SPAN, FecRepairRepr, MAX_FEC_REPAIR, MAX_FEC_SYMBOL, parse_fec_repair,
+};
 pub use frame::{CloseFrame, DataFrame, Frame, ProbeAckFrame, ProbeFrame};
 pub use header::{HEADER_LEN, Header, VERSION};
 pub use repair_request::{MAX_REPAIR_SEQS, RepairRequestRepr, parse_repair_request};
@@ -130,6 +134,8 @@ pub mod frame_type {
     /// UNORDERED (empty body): the DATA frame after it in the datagram may be delivered
     /// out of the global order (docs/protocol.md#unordered).
     pub const UNORDERED: u8 = 0x13;
+    /// FEC_REPAIR: a repair symbol of a block of inner packets (docs/protocol.md#fec).
+    pub const FEC_REPAIR: u8 = 0x14;
 
     /// Whether `t` is in the extension range (length-prefixed, skippable).
     pub const fn is_extension(t: u8) -> bool {

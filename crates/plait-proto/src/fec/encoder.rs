@@ -1,0 +1,260 @@
+//! The sender's half of packet-mode FEC: blocks of protected inner packets and the repair
+//! symbols they produce (docs/protocol.md#fec).
+//!
+//! A block opens with the first protected packet after the previous block closed and
+//! closes when it holds `max_block` packets, when the next protected packet lies
+//! [`FEC_SPAN`] or more numbers after its first, or `max_block_delay` after it opened
+//! (the session's timer; [`FecEncoder::deadline`]). On closing, `r` is sized from the
+//! paths' measured random loss (`sizing.rs`); `r = 0` sends nothing.
+//!
+//! Invariants: a block holds at most 32 packets (copies of their bytes) and one block is
+//! open at a time; at most [`MAX_PENDING_SYMBOLS`] symbols wait to be sent (the oldest are
+//! dropped first: a late symbol is worth least); no clock, no randomness.
+
+use std::collections::VecDeque;
+
+use super::{FecConfig, codec, sizing};
+use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
+use crate::path::PathView;
+use crate::time::Time;
+use crate::wire::{FEC_SPAN, MAX_FEC_REPAIR};
+
+/// Most repair symbols waiting to be sent.
+pub const MAX_PENDING_SYMBOLS: usize = 64;
+
+/// A repair symbol waiting for a path.
+#[derive(Debug)]
+pub struct PendingSymbol {
+    /// The block's first global sequence number.
+    pub first: GlobalSeq,
+    /// The block's source mask (docs/protocol.md#fec).
+    pub mask: u32,
+    /// Repair symbols in the block.
+    pub repair_count: u8,
+    /// This symbol's index.
+    pub index: u8,
+    /// The symbol.
+    pub symbol: Vec<u8>,
+    /// Bit `p`: a source packet of the block went on path `p` (repairs avoid those paths
+    /// when another one loses less).
+    pub source_paths: u16,
+}
+
+#[derive(Debug)]
+struct OpenBlock {
+    first: GlobalSeq,
+    opened: Time,
+    mask: u32,
+    packets: Vec<Vec<u8>>,
+    paths: Vec<PathId>,
+}
+
+/// Blocks being filled and the symbols they produced (see the module docs).
+#[derive(Debug)]
+pub struct FecEncoder {
+    config: FecConfig,
+    open: Option<OpenBlock>,
+    pending: VecDeque<PendingSymbol>,
+    /// Blocks closed (with `r >= 1`) and symbols dropped unsent.
+    pub blocks: u64,
+    /// Symbols dropped because too many waited.
+    pub dropped: u64,
+}
+
+impl FecEncoder {
+    /// An encoder with `config` (its `max_block` clamped to 1..=[`FEC_SPAN`], `max_repair`
+    /// to [`MAX_FEC_REPAIR`]).
+    pub fn new(mut config: FecConfig) -> FecEncoder {
+        config.max_block = config.max_block.clamp(1, FEC_SPAN as usize);
+        config.max_repair = config.max_repair.min(MAX_FEC_REPAIR);
+        FecEncoder {
+            config,
+            open: None,
+            pending: VecDeque::new(),
+            blocks: 0,
+            dropped: 0,
+        }
+    }
+
+    /// A protected packet `global` left on `path` at `now`; `views` are the paths' current
+    /// snapshots (for sizing a block that closes now).
+    pub fn push(
+        &mut self,
+        now: Time,
+        global: GlobalSeq,
+        packet: &[u8],
+        path: PathId,
+        views: &[PathView],
+    ) {
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|b| global < b.first || global - b.first >= FEC_SPAN)
+        {
+            self.close(views);
+        }
+        let block = self.open.get_or_insert_with(|| OpenBlock {
+            first: global,
+            opened: now,
+            mask: 0,
+            packets: Vec::new(),
+            paths: Vec::new(),
+        });
+        let bit = 1u32 << (global - block.first);
+        if block.mask & bit != 0 {
+            return; // the same number twice (cannot happen: numbers are assigned once)
+        }
+        block.mask |= bit;
+        block.packets.push(packet.to_vec());
+        block.paths.push(path);
+        if block.packets.len() >= self.config.max_block {
+            self.close(views);
+        }
+    }
+
+    /// When the open block must close (`None`: none open).
+    pub fn deadline(&self) -> Option<Time> {
+        self.open
+            .as_ref()
+            .map(|b| b.opened + self.config.max_block_delay)
+    }
+
+    /// Closes the open block if its time is up.
+    pub fn close_due(&mut self, now: Time, views: &[PathView]) {
+        if self.deadline().is_some_and(|t| t <= now) {
+            self.close(views);
+        }
+    }
+
+    /// The next symbol to send.
+    pub fn poll_symbol(&mut self) -> Option<PendingSymbol> {
+        self.pending.pop_front()
+    }
+
+    /// Symbols waiting.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn close(&mut self, views: &[PathView]) {
+        let Some(block) = self.open.take() else {
+            return;
+        };
+        let shallow = |id: PathId| {
+            views
+                .iter()
+                .find(|v| v.id == id)
+                .map_or(0.0, |v| v.shallow_loss_rate)
+        };
+        let source_loss: Vec<f64> = block.paths.iter().map(|p| shallow(*p)).collect();
+        let repair_loss = views
+            .iter()
+            .filter(|v| v.is_usable())
+            .map(|v| v.shallow_loss_rate)
+            .fold(f64::INFINITY, f64::min);
+        let repair_loss = if repair_loss.is_finite() {
+            repair_loss
+        } else {
+            0.0
+        };
+        let r = sizing::repair_count(
+            &source_loss,
+            repair_loss,
+            self.config.min_repair,
+            self.config.max_repair,
+            self.config.target_residual,
+        );
+        if r == 0 {
+            return;
+        }
+        let refs: Vec<&[u8]> = block.packets.iter().map(Vec::as_slice).collect();
+        let Ok(symbols) = codec::encode_block(&refs, usize::from(r)) else {
+            return;
+        };
+        self.blocks += 1;
+        let source_paths = block
+            .paths
+            .iter()
+            .filter(|p| p.index() < MAX_PATHS)
+            .fold(0u16, |m, p| m | 1 << p.index());
+        for (index, symbol) in (0u8..).zip(symbols) {
+            if self.pending.len() >= MAX_PENDING_SYMBOLS {
+                self.pending.pop_front();
+                self.dropped += 1;
+            }
+            self.pending.push_back(PendingSymbol {
+                first: block.first,
+                mask: block.mask,
+                repair_count: r,
+                index,
+                symbol,
+                source_paths,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::PathState;
+    use std::time::Duration;
+
+    fn views(loss: [f64; 2]) -> Vec<PathView> {
+        (0..2)
+            .map(|i| {
+                let mut v = PathView::new(PathId(i as u8), PathState::Active);
+                v.shallow_loss_rate = loss[i];
+                v
+            })
+            .collect()
+    }
+
+    fn config() -> FecConfig {
+        FecConfig {
+            policy: super::super::FecPolicy::All,
+            max_block: 4,
+            ..FecConfig::default()
+        }
+    }
+
+    #[test]
+    fn closes_on_count_span_and_time() {
+        let v = views([0.0, 0.1]);
+        let mut e = FecEncoder::new(config());
+        for g in 0..4 {
+            e.push(Time::ZERO, g, &[g as u8; 10], PathId(1), &v);
+        }
+        assert!(e.deadline().is_none(), "full block closed");
+        let r = e.pending();
+        assert!(r >= 1);
+        let s = e.poll_symbol().unwrap();
+        assert_eq!(
+            (s.first, s.mask, s.index, s.source_paths),
+            (0, 0b1111, 0, 0b10)
+        );
+        // Span: 10 then 10 + 32 close the first block with one packet.
+        e.push(Time::ZERO, 10, &[1; 5], PathId(1), &v);
+        e.push(Time::ZERO, 42, &[1; 5], PathId(1), &v);
+        assert_eq!(e.deadline(), Some(Time::ZERO + Duration::from_millis(20)));
+        e.close_due(Time::from_millis(19), &v);
+        assert!(e.deadline().is_some());
+        e.close_due(Time::from_millis(20), &v);
+        assert!(e.deadline().is_none());
+    }
+
+    #[test]
+    fn no_loss_no_symbols_and_the_queue_is_bounded() {
+        let mut e = FecEncoder::new(config());
+        for g in 0..8 {
+            e.push(Time::ZERO, g, &[1; 10], PathId(0), &views([0.0, 0.0]));
+        }
+        assert_eq!(e.pending(), 0);
+        let v = views([0.5, 0.5]);
+        for g in 0..400 {
+            e.push(Time::ZERO, 100 + g, &[1; 10], PathId(0), &v);
+        }
+        assert_eq!(e.pending(), MAX_PENDING_SYMBOLS);
+        assert!(e.dropped > 0);
+    }
+}
