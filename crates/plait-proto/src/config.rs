@@ -13,6 +13,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::cc::{CongestionKind, MAX_WINDOW};
+use crate::fec::{FecConfig, FecPolicy};
 use crate::path::{LivenessConfig, MIN_PAIR_BYTES};
 use crate::policy::FlowRule;
 use crate::reorder::{DEFAULT_MAX_HOLD, ReorderConfig, ReorderKind};
@@ -54,6 +55,9 @@ pub struct EngineSettings {
     pub unordered_below_bps: u64,
     /// See [`Config::flow_policy`] (default none).
     pub flow_policy: Vec<FlowRule>,
+    /// Which inner packets get forward error correction (docs/protocol.md#fec); default
+    /// off. The other FEC tunables are [`FecConfig::default`]'s.
+    pub fec: FecPolicy,
 }
 
 impl Default for EngineSettings {
@@ -68,6 +72,7 @@ impl Default for EngineSettings {
             packet_pacing: false,
             unordered_below_bps: DEFAULT_UNORDERED_BELOW_BPS,
             flow_policy: Vec::new(),
+            fec: FecPolicy::Off,
         }
     }
 }
@@ -153,6 +158,11 @@ pub struct Config {
     /// packets on every path or send them on the lowest-delay one; first match wins; at
     /// most [`crate::policy::MAX_RULES`] rules.
     pub flow_policy: Vec<FlowRule>,
+    /// Forward error correction of packet mode (docs/protocol.md#fec): which packets, block
+    /// sizes, repair sizing. The receiving half runs whenever repair symbols arrive; with
+    /// a policy other than off it also keeps sources from the start and holds holes with
+    /// random-loss evidence for a repair (as `repair` does). Both ends should agree.
+    pub fec: FecConfig,
 }
 
 impl Default for Config {
@@ -189,6 +199,10 @@ impl Default for Config {
             streams: StreamLimits::default(),
             packet_pacing: settings.packet_pacing,
             flow_policy: settings.flow_policy,
+            fec: FecConfig {
+                policy: settings.fec,
+                ..FecConfig::default()
+            },
         }
     }
 }
@@ -249,6 +263,7 @@ impl Config {
             ..Config::default()
         };
         c.reorder_config.max_hold = settings.max_hold;
+        c.fec.policy = settings.fec;
         c
     }
 
@@ -257,6 +272,42 @@ impl Config {
     pub fn max_inner_packet(&self) -> usize {
         self.max_datagram_size
             .saturating_sub(HEADER_LEN + 1 + 4 + 8 + 4)
+    }
+
+    /// Checks the FEC tunables (docs/protocol.md#fec).
+    fn validate_fec(&self) -> Result<(), ConfigError> {
+        let f = &self.fec;
+        check(
+            (1..=crate::wire::FEC_SPAN as usize).contains(&f.max_block),
+            "fec.max_block",
+            f.max_block,
+            "1..=32",
+        )?;
+        check(
+            f.max_repair >= 1 && f.max_repair <= crate::wire::MAX_FEC_REPAIR,
+            "fec.max_repair",
+            f.max_repair,
+            "1..=15",
+        )?;
+        check(
+            f.min_repair <= f.max_repair,
+            "fec.min_repair",
+            f.min_repair,
+            "<= fec.max_repair",
+        )?;
+        check(
+            f.max_block_delay >= Duration::from_millis(1)
+                && f.max_block_delay <= Duration::from_secs(1),
+            "fec.max_block_delay",
+            format!("{:?}", f.max_block_delay),
+            "1 ms ..= 1 s",
+        )?;
+        check(
+            f.target_residual > 0.0 && f.target_residual < 1.0,
+            "fec.target_residual",
+            f.target_residual,
+            "0 < x < 1",
+        )
     }
 
     /// Checks every bound; the engine is only built from a validated configuration.
@@ -281,6 +332,7 @@ impl Config {
             ">= max_datagram_size",
         )?;
         self.validate_send_queue()?;
+        self.validate_fec()?;
         check(self.ack_every >= 1, "ack_every", self.ack_every, ">= 1")?;
         check(
             self.max_ack_delay <= Duration::from_secs(1),

@@ -177,6 +177,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                     congestion: congestion.map(Into::into),
                     stream_scheduler: None,
                     packet_pacing: None,
+                    fec: None,
                     rwnd_packets: None,
                     ack_every: None,
                     paper_kbps: None,

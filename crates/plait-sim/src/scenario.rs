@@ -318,6 +318,11 @@ pub struct RunSpec {
     /// Packet mode paced by each path's congestion controller; absent: the engine's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_pacing: Option<bool>,
+    /// Packet-mode FEC policy on both engines (mode `plait`): `off`, `sparse` or `all`
+    /// (docs/protocol.md#fec); absent: the engine's default (off). The simulator's inner
+    /// packets are not IP, so `sparse` protects nothing here: use `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<String>,
     /// The receiver's buffer of the `cmt-sctp` baseline, packets (chunks held above a hole
     /// count against it); absent: 64 (about ns-2 SCTP's `initialRwnd_` of 65536 bytes in
     /// 1000-byte chunks). For `hmtp`, whose buffer never holds anything, the cap on data
@@ -367,6 +372,11 @@ impl RunSpec {
             packet_pacing: self.packet_pacing.unwrap_or(d.packet_pacing),
             unordered_below_bps: d.unordered_below_bps,
             flow_policy: d.flow_policy,
+            fec: self
+                .fec
+                .as_deref()
+                .and_then(plait_proto::fec::FecPolicy::from_name)
+                .unwrap_or(d.fec),
         }
     }
 }
@@ -544,6 +554,20 @@ impl Scenario {
             return Err(invalid("runs", "give at least one run"));
         }
         for (i, r) in self.runs.iter().enumerate() {
+            if let Some(fec) = r.fec.as_deref() {
+                if r.mode != Mode::Plait {
+                    return Err(invalid(
+                        format!("runs[{i}].fec"),
+                        "fec applies only to mode = \"plait\"",
+                    ));
+                }
+                if plait_proto::fec::FecPolicy::from_name(fec).is_none() {
+                    return Err(invalid(
+                        format!("runs[{i}].fec"),
+                        format!("unknown FEC policy {fec:?}; one of: off, sparse, all"),
+                    ));
+                }
+            }
             if let Some(sched) = r.stream_scheduler.as_deref() {
                 if r.mode != Mode::PlaitStream {
                     return Err(invalid(

@@ -21,6 +21,11 @@ use crate::wire::{FEC_SPAN, MAX_FEC_REPAIR};
 
 /// Most repair symbols waiting to be sent.
 pub const MAX_PENDING_SYMBOLS: usize = 64;
+/// Gain of the encoder's own average of each path's random-loss estimate, per block
+/// closed: the path's `shallow_loss_rate` moves by 1/32 per datagram and jumps with every
+/// loss, and sizing from it directly over-provisions after a loss and under-provisions
+/// after a clean run.
+const LOSS_GAIN: f64 = 1.0 / 16.0;
 
 /// A repair symbol waiting for a path.
 #[derive(Debug)]
@@ -55,6 +60,8 @@ pub struct FecEncoder {
     config: FecConfig,
     open: Option<OpenBlock>,
     pending: VecDeque<PendingSymbol>,
+    /// Smoothed random-loss rate of each path (`None`: not seen yet).
+    loss: [Option<f64>; MAX_PATHS],
     /// Blocks closed (with `r >= 1`) and symbols dropped unsent.
     pub blocks: u64,
     /// Symbols dropped because too many waited.
@@ -71,6 +78,7 @@ impl FecEncoder {
             config,
             open: None,
             pending: VecDeque::new(),
+            loss: [None; MAX_PATHS],
             blocks: 0,
             dropped: 0,
         }
@@ -140,17 +148,22 @@ impl FecEncoder {
         let Some(block) = self.open.take() else {
             return;
         };
-        let shallow = |id: PathId| {
-            views
-                .iter()
-                .find(|v| v.id == id)
-                .map_or(0.0, |v| v.shallow_loss_rate)
-        };
-        let source_loss: Vec<f64> = block.paths.iter().map(|p| shallow(*p)).collect();
+        for v in views {
+            if let Some(l) = self.loss.get_mut(v.id.index()) {
+                let x = if v.shallow_loss_rate.is_finite() {
+                    v.shallow_loss_rate
+                } else {
+                    0.0
+                };
+                *l = Some(l.map_or(x, |old| old + (x - old) * LOSS_GAIN));
+            }
+        }
+        let smoothed = |id: PathId| self.loss.get(id.index()).copied().flatten().unwrap_or(0.0);
+        let source_loss: Vec<f64> = block.paths.iter().map(|p| smoothed(*p)).collect();
         let repair_loss = views
             .iter()
             .filter(|v| v.is_usable())
-            .map(|v| v.shallow_loss_rate)
+            .map(|v| smoothed(v.id))
             .fold(f64::INFINITY, f64::min);
         let repair_loss = if repair_loss.is_finite() {
             repair_loss

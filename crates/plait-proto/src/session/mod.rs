@@ -14,6 +14,7 @@
 //! - per-path state lives in `paths`, a `Vec` indexed by [`PathId`].
 
 mod ack_tracker;
+mod fec_transmit;
 mod flow_queue;
 mod receive;
 mod repair_store;
@@ -144,6 +145,10 @@ pub struct Session {
     /// round-robin position or queue model, is not disturbed by stream decisions; both see
     /// every datagram sent).
     stream_scheduler: AnyScheduler,
+    /// FEC, sender side (`None`: policy off; docs/protocol.md#fec).
+    fec_encoder: Option<crate::fec::FecEncoder>,
+    /// FEC, receiver side (always there; it keeps sources once FEC is on or seen).
+    fec_decoder: crate::fec::FecDecoder,
 }
 
 impl Session {
@@ -151,7 +156,8 @@ impl Session {
     pub fn new(config: Config) -> Result<Session, ConfigError> {
         config.validate()?;
         let mut reorder_config = config.reorder_config.clone();
-        if config.repair {
+        let fec_on = config.fec.policy != crate::fec::FecPolicy::Off;
+        if config.repair || fec_on {
             reorder_config.repair_wait = Some(INITIAL_REPAIR_WAIT.min(reorder_config.max_hold));
         }
         let mut streams = Streams::new(config.side, config.streams.clone());
@@ -190,6 +196,8 @@ impl Session {
             streams,
             stream_pace_until: None,
             stream_scheduler: AnyScheduler::new(config.stream_scheduler),
+            fec_encoder: fec_on.then(|| crate::fec::FecEncoder::new(config.fec)),
+            fec_decoder: crate::fec::FecDecoder::new(fec_on),
             config,
         })
     }
@@ -347,6 +355,7 @@ impl Session {
         }
         consider(self.reorder.next_deadline());
         consider(self.stream_pace_until);
+        consider(self.fec_encoder.as_ref().and_then(|e| e.deadline()));
         if let Some(arrival) = self.send_queue.head_arrival_bound() {
             // `drop_stale` works on the head the queue picks; this is no later than that
             // head's deadline, and once the queue has picked it, exactly that deadline.
@@ -369,9 +378,16 @@ impl Session {
     /// Session-wide counters.
     pub fn stats(&self) -> SessionStats {
         let q = self.send_queue.stats();
+        let fec = self.fec_decoder.stats;
+        let enc = self.fec_encoder.as_ref();
         SessionStats {
             inner_codel_dropped: q.codel_drops,
             inner_ce_marked: q.ce_marks,
+            fec_blocks: enc.map_or(0, |e| e.blocks),
+            fec_symbols_dropped: self.stats.fec_symbols_dropped + enc.map_or(0, |e| e.dropped),
+            fec_symbols_received: fec.symbols,
+            fec_symbols_refused: self.stats.fec_symbols_refused + fec.refused,
+            fec_unrecovered: fec.unrecovered,
             ..self.stats
         }
     }
@@ -410,6 +426,11 @@ impl Session {
             express: (self.express.len(), self.expressed.len()),
             streams_open: self.streams.stats().open,
             stream_bytes: self.streams.buffered(),
+            fec: {
+                let (bytes, blocks) = self.fec_decoder.held();
+                let pending = self.fec_encoder.as_ref().map_or(0, |e| e.pending());
+                (pending, bytes, blocks)
+            },
             ..Footprint::default()
         };
         for slot in self.paths.iter().flatten() {
@@ -540,7 +561,7 @@ impl Session {
     /// plus a margin. A hole that was asked for and not repaired waits this long in vain,
     /// which is rare: congestion losses are not asked for.
     fn update_repair_wait(&mut self) {
-        if !self.config.repair {
+        if !self.config.repair && self.fec_encoder.is_none() {
             return;
         }
         let rtt = self

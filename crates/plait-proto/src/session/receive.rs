@@ -202,6 +202,13 @@ impl Session {
                     frame_type: crate::wire::frame_type::REPAIR_REQUEST,
                     body,
                 } => self.on_repair_request(now, body),
+                Frame::Extension {
+                    frame_type: crate::wire::frame_type::FEC_REPAIR,
+                    body,
+                } => {
+                    let from = (path, seq, header.timestamp_us);
+                    self.on_fec_repair(now, from, body);
+                }
                 Frame::Extension { .. } => self.stats.extensions_skipped += 1,
             }
         }
@@ -251,9 +258,56 @@ impl Session {
                 } else {
                     self.reorder.insert(now, &arrival, data.payload);
                 }
+                let rebuilt = self.fec_decoder.on_source(global, data.payload);
+                self.insert_rebuilt(now, (path, path_seq, send_ts_us), rebuilt);
             }
             Freshness::Duplicate => self.stats.data_duplicates += 1,
             Freshness::TooOld => self.stats.data_too_old += 1,
+        }
+    }
+
+    /// An FEC repair symbol (docs/protocol.md#fec): a malformed or inconsistent one is
+    /// refused and counted (the rest of the datagram still counts); packets it lets the
+    /// store rebuild go to the reorder buffer.
+    fn on_fec_repair(&mut self, now: Time, from: (PathId, PathSeq, u32), body: &[u8]) {
+        let Ok(repr) = crate::wire::parse_fec_repair(body) else {
+            self.stats.fec_symbols_refused += 1;
+            return;
+        };
+        let first = expand_seq(self.recv_next_global, repr.first);
+        if let Ok(rebuilt) = self.fec_decoder.on_repair(first, &repr) {
+            self.insert_rebuilt(now, from, rebuilt);
+        }
+    }
+
+    /// Hands packets FEC rebuilt to the reorder buffer, through the duplicate filter (a
+    /// packet whose copy arrived, or that was rebuilt before, is not delivered again). They
+    /// count as arrived on the path of the datagram that completed their block, naming no
+    /// predecessor.
+    fn insert_rebuilt(
+        &mut self,
+        now: Time,
+        (path, path_seq, send_ts_us): (PathId, PathSeq, u32),
+        rebuilt: Vec<(crate::ids::GlobalSeq, Vec<u8>)>,
+    ) {
+        for (global, bytes) in rebuilt {
+            if bytes.len() > self.config.max_inner_packet() {
+                self.stats.fec_symbols_refused += 1;
+                continue;
+            }
+            if self.dedup.check_and_insert(global) != Freshness::Fresh {
+                continue;
+            }
+            self.recv_next_global = self.recv_next_global.max(global + 1);
+            self.stats.fec_recovered += 1;
+            let arrival = Arrival {
+                global_seq: global,
+                path,
+                path_seq,
+                prev_on_path: None,
+                send_ts_us,
+            };
+            self.reorder.insert(now, &arrival, &bytes);
         }
     }
 

@@ -239,6 +239,9 @@ impl Session {
         if let Some(t) = self.transmit_repair(now, buf) {
             return Some(t);
         }
+        if let Some(t) = self.transmit_fec(now, buf) {
+            return Some(t);
+        }
         self.drop_stale(now);
         if self.sched_blocked || self.sched_wait_until.is_some_and(|t| t > now) {
             return None;
@@ -329,6 +332,15 @@ impl Session {
             buf,
             DataKind::Data { unordered },
         );
+        // docs/protocol.md#fec: a protected packet joins the open block once it has left.
+        let protect = match self.config.fec.policy {
+            crate::fec::FecPolicy::Off => false,
+            crate::fec::FecPolicy::Sparse => queued.fec_sparse,
+            crate::fec::FecPolicy::All => true,
+        };
+        if let (true, Some(_), Some(enc)) = (protect, t, self.fec_encoder.as_mut()) {
+            enc.push(now, global, &queued.bytes, first, &self.views);
+        }
         if rest.is_empty() {
             self.send_queue.recycle(queued.bytes);
         } else {
@@ -483,6 +495,10 @@ impl Session {
     /// delivers soonest, as soon as the reorder buffer has evidence of a loss.
     fn transmit_repair_request(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
         while let Some(g) = self.reorder.poll_repair_request() {
+            if !self.config.repair {
+                // FEC without repair: the hole is held for FEC's symbols, nothing is asked.
+                continue;
+            }
             if self.repair_requests.len() >= super::MAX_REPAIR_REQUESTS {
                 self.repair_requests.pop_front();
             }

@@ -160,6 +160,9 @@ pub struct Footprint {
     pub streams_open: u64,
     /// Stream bytes held: written and unacknowledged, arrived and unread.
     pub stream_bytes: (u64, u64),
+    /// FEC: repair symbols waiting to be sent; the receiver's payload bytes (sources and
+    /// symbols) and blocks tracked (docs/protocol.md#fec).
+    pub fec: (usize, usize, usize),
 }
 
 /// Session-wide counters.
@@ -216,4 +219,20 @@ pub struct SessionStats {
     pub repairs_sent: u64,
     /// Times the peer broke the stream rules (each closes the session).
     pub stream_violations: u64,
+    /// FEC blocks closed with at least one repair symbol (docs/protocol.md#fec).
+    pub fec_blocks: u64,
+    /// FEC repair symbols sent.
+    pub fec_symbols_sent: u64,
+    /// FEC repair symbols dropped unsent (too many waiting, or no usable path).
+    pub fec_symbols_dropped: u64,
+    /// FEC repair symbols received and kept.
+    pub fec_symbols_received: u64,
+    /// FEC repair frames refused: malformed, inconsistent with their block, out of the
+    /// window, or repeated.
+    pub fec_symbols_refused: u64,
+    /// Inner packets rebuilt from FEC repair symbols and handed to the reorder buffer
+    /// (fresh: not a duplicate of a copy that had arrived).
+    pub fec_recovered: u64,
+    /// FEC blocks forgotten with a packet missing that their symbols could not rebuild.
+    pub fec_unrecovered: u64,
 }

@@ -66,7 +66,7 @@ impl FecRepairRepr<'_> {
             return Err("FEC symbol index beyond repair count");
         }
         let n = self.symbol.len();
-        if n < 2 || n > MAX_FEC_SYMBOL || n % 2 != 0 {
+        if !(2..=MAX_FEC_SYMBOL).contains(&n) || !n.is_multiple_of(2) {
             return Err("FEC symbol length odd or out of range");
         }
         Ok(())

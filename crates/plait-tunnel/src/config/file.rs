@@ -10,9 +10,9 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, BufferMib, CongestionName, ConnectSecs, Dscp, FileName, FlowActionName, FlowProtocol,
-    HoldMs, IdleSecs, IfName, KeyText, Label, MAX_NAME, PathMtu, Port, PortAddr, RateMbit,
-    ReorderName, SchedulerName, SeccompName, ServerAddr, Socks5Password, Socks5Username,
+    BindAddr, BufferMib, CongestionName, ConnectSecs, Dscp, FecName, FileName, FlowActionName,
+    FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, MAX_NAME, PathMtu, Port, PortAddr,
+    RateMbit, ReorderName, SchedulerName, SeccompName, ServerAddr, Socks5Password, Socks5Username,
     StreamCount, TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
@@ -153,6 +153,7 @@ pub(super) struct EngineFile {
     pub(super) stream_scheduler: Option<SchedulerName>,
     pub(super) packet_pacing: Option<bool>,
     pub(super) unordered_below_kbps: Option<UnorderedKbps>,
+    pub(super) fec: Option<FecName>,
 }
 
 /// `status_socket`'s default depends on the role.

@@ -372,6 +372,15 @@ value! {
 }
 
 value! {
+    /// Which inner packets get forward error correction (docs/protocol.md#fec), by name.
+    FecName(plait_proto::fec::FecPolicy) from String = |name| {
+        plait_proto::fec::FecPolicy::from_name(&name).ok_or_else(|| {
+            format!("unknown FEC policy `{name}`; one of: off, sparse, all")
+        })
+    }
+}
+
+value! {
     /// A reorder policy, by name.
     ReorderName(ReorderKind) from String = |name| {
         ReorderKind::from_name(&name).ok_or_else(|| {

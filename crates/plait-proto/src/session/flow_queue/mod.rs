@@ -69,6 +69,9 @@ pub struct Queued {
     /// Set by [`FlowQueue::head`] and [`FlowQueue::pop`]: its flow is sparse (at most the configured rate), so
     /// the peer may deliver it out of the global order (docs/protocol.md#unordered).
     pub sparse: bool,
+    /// Set with `sparse`: its flow is at most [`FlowQueueConfig::fec_sparse_bytes`]
+    /// (docs/protocol.md#fec, policy `sparse`).
+    pub fec_sparse: bool,
 }
 
 /// The send queue's bounds and parameters.
@@ -86,6 +89,9 @@ pub struct FlowQueueConfig {
     pub codel: CodelParams,
     /// Flows sending at most this many bytes per [`sparse::WINDOW`] are sparse (0: none).
     pub sparse_bytes: u64,
+    /// Flows sending at most this many bytes per [`sparse::WINDOW`] get FEC under the
+    /// `sparse` policy (0: none).
+    pub fec_sparse_bytes: u64,
 }
 
 impl FlowQueueConfig {
@@ -103,6 +109,11 @@ impl FlowQueueConfig {
                 ecn: c.send_queue_ecn,
             },
             sparse_bytes: c.unordered_below_bps / 8 * sparse::WINDOW.as_millis() as u64 / 1000,
+            fec_sparse_bytes: if c.fec.policy == crate::fec::FecPolicy::Sparse {
+                c.fec.sparse_below_bps / 8 * sparse::WINDOW.as_millis() as u64 / 1000
+            } else {
+                0
+            },
         }
     }
 }
@@ -236,16 +247,18 @@ impl FlowQueue {
     pub fn head(&mut self, now: Time) -> Option<&Queued> {
         self.now = self.now.max(now);
         let f = self.select()?;
-        let sparse = self.is_sparse(f);
+        let sparse = self.is_sparse(f, self.config.sparse_bytes);
+        let fec_sparse = self.is_sparse(f, self.config.fec_sparse_bytes);
         let head = self.store.front_mut(&self.flows[f].fifo)?;
         head.sparse = sparse;
+        head.fec_sparse = fec_sparse;
         Some(head)
     }
 
     /// Whether flow `f` is sparse now (never the queue of unclassified packets).
-    fn is_sparse(&mut self, f: usize) -> bool {
+    fn is_sparse(&mut self, f: usize, limit: u64) -> bool {
         let classified = f + 1 < self.flows.len();
-        let (now, limit) = (self.now, self.config.sparse_bytes);
+        let now = self.now;
         classified && limit > 0 && self.flows[f].sparse.is_sparse(now, limit)
     }
 
@@ -254,10 +267,12 @@ impl FlowQueue {
     pub fn pop(&mut self) -> Option<Queued> {
         let f = self.select()?;
         self.selected = None;
-        let sparse = self.is_sparse(f);
+        let sparse = self.is_sparse(f, self.config.sparse_bytes);
+        let fec_sparse = self.is_sparse(f, self.config.fec_sparse_bytes);
         let flow = &mut self.flows[f];
         let (_, mut packet) = self.store.pop_front(&mut flow.fifo)?;
         packet.sparse = sparse;
+        packet.fec_sparse = fec_sparse;
         flow.vetted = false;
         flow.deficit -= packet.bytes.len() as i64;
         Some(packet)

@@ -113,6 +113,7 @@ proptest! {
                 ecn: true,
             },
             sparse_bytes: 3200,
+            fec_sparse_bytes: 0,
         };
         let (mut q, mut twin) = (FlowQueue::new(cfg, KEY), FlowQueue::new(cfg, KEY));
         let mut live: BTreeMap<u32, usize> = BTreeMap::new();

@@ -76,6 +76,7 @@ impl Store {
                 arrival,
                 bytes,
                 sparse: false,
+                fec_sparse: false,
             },
             next: NIL,
         };
@@ -123,6 +124,7 @@ impl Store {
             arrival: slot.packet.arrival,
             bytes: std::mem::take(&mut slot.packet.bytes),
             sparse: false,
+            fec_sparse: false,
         };
         fifo.head = slot.next;
         if fifo.head == NIL {

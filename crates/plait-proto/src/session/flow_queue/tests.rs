@@ -24,6 +24,7 @@ pub(super) fn config(max_packets: usize, max_bytes: usize) -> FlowQueueConfig {
             ecn: true,
         },
         sparse_bytes: 3200,
+        fec_sparse_bytes: 0,
     }
 }
 

@@ -1,0 +1,121 @@
+//! Sending FEC repair symbols (docs/protocol.md#fec): when a block closes, its symbols go
+//! out before new data, each in its own datagram (with pending ACKs when they fit), on a
+//! path that is not losing packets.
+//!
+//! Path choice: among the usable paths, those whose measured random loss
+//! (`shallow_loss_rate`) is within [`LOSS_SLACK`] of the lowest; of those, the ones that
+//! carried none of the block's packets when there are any (a symbol is worth most where
+//! its block's losses did not happen); the scheduler picks among what is left, so the
+//! symbols are counted in its model of the path queues; if it would wait, the
+//! candidate with the smallest smoothed RTT. A symbol with no usable path is dropped.
+
+use super::Session;
+use super::types::Transmit;
+use crate::fec::PendingSymbol;
+use crate::ids::PathId;
+use crate::path::PathView;
+use crate::sched::{PacketMeta, Scheduler, Selection};
+use crate::time::Time;
+use crate::wire::{FecRepairRepr, Writer};
+
+/// Paths whose random loss is within this of the lowest are equally good for symbols.
+const LOSS_SLACK: f64 = 0.005;
+
+impl Session {
+    /// The next FEC repair symbol, if a block has closed (or its time is up).
+    pub(super) fn transmit_fec(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let due = self
+            .fec_encoder
+            .as_ref()?
+            .deadline()
+            .is_some_and(|t| t <= now);
+        if due {
+            self.refresh_views();
+            if let Some(enc) = self.fec_encoder.as_mut() {
+                enc.close_due(now, &self.views);
+            }
+        }
+        loop {
+            let symbol = self.fec_encoder.as_mut()?.poll_symbol()?;
+            self.refresh_views();
+            let Some(path) = self.fec_path(now, &symbol) else {
+                self.stats.fec_symbols_dropped += 1;
+                continue;
+            };
+            if let Some(t) = self.write_fec(now, path, &symbol, buf) {
+                self.stats.fec_symbols_sent += 1;
+                return Some(t);
+            }
+            self.stats.fec_symbols_dropped += 1;
+        }
+    }
+
+    fn fec_path(&mut self, now: Time, symbol: &PendingSymbol) -> Option<PathId> {
+        let usable: Vec<&PathView> = self.views.iter().filter(|v| v.is_usable()).collect();
+        let best = usable
+            .iter()
+            .map(|v| v.shallow_loss_rate)
+            .fold(f64::INFINITY, f64::min);
+        let good = |v: &&&PathView| v.shallow_loss_rate <= best + LOSS_SLACK;
+        let elsewhere = |v: &&&PathView| symbol.source_paths & (1 << v.id.index()) == 0;
+        let mut candidates: Vec<PathView> = usable
+            .iter()
+            .filter(good)
+            .filter(elsewhere)
+            .map(|v| (*v).clone())
+            .collect();
+        if candidates.is_empty() {
+            candidates = usable.iter().filter(good).map(|v| (*v).clone()).collect();
+        }
+        let meta = PacketMeta {
+            global_seq: symbol.first,
+            len: crate::wire::HEADER_LEN + symbol.symbol.len() + 12,
+            arrival: now,
+            control: false,
+        };
+        let picked = match self.scheduler.select(now, &candidates, &meta) {
+            Selection::Send(p) => Some(p),
+            Selection::Duplicate(ps) => ps.first().copied(),
+            Selection::Wait(_) => None,
+        }
+        .filter(|p| candidates.iter().any(|v| v.id == *p));
+        picked.or_else(|| {
+            candidates
+                .iter()
+                .min_by_key(|v| v.srtt.unwrap_or(std::time::Duration::MAX))
+                .map(|v| v.id)
+        })
+    }
+
+    fn write_fec(
+        &mut self,
+        now: Time,
+        path: PathId,
+        symbol: &PendingSymbol,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        let seq = self.slot(path)?.tx.next_seq();
+        let repr = FecRepairRepr {
+            first: symbol.first as u32,
+            mask: symbol.mask,
+            repair_count: symbol.repair_count,
+            index: symbol.index,
+            symbol: &symbol.symbol,
+        };
+        let mut w = Writer::new(buf);
+        self.header(path, seq, now).write_to(&mut w).ok()?;
+        let room = w.remaining().checked_sub(repr.encoded_len())?;
+        self.write_acks(now, &mut w, room, false);
+        repr.encode(&mut w).ok()?;
+        let len = w.len();
+        let meta = PacketMeta {
+            global_seq: symbol.first,
+            len,
+            arrival: now,
+            control: false,
+        };
+        self.note_sent(now, path, &meta);
+        self.slot_mut(path)?.tx.on_sent(now, len, true, None, None);
+        Some(Transmit { path, len })
+    }
+}

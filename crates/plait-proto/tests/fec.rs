@@ -1,0 +1,169 @@
+//! Packet-mode FEC (docs/protocol.md#fec; issue 18, item 4) on virtual time: a 4 Mbit/s
+//! UDP flow of 1200-byte packets over two paths, one losing 5 % of its packets at random.
+//! Without FEC the receiver loses what the lossy path lost; with FEC (policy `sparse`:
+//! the flow is under 8 Mbit/s) the repair symbols rebuild nearly all of it. The test
+//! prints residual loss, overhead and one-way delay percentiles (the figures in
+//! docs/protocol.md#fec come from `cargo test -p plait-proto --release --test fec -- --nocapture`).
+
+mod support;
+
+use std::time::Duration;
+
+use plait_proto::fec::FecPolicy;
+use plait_proto::sched::SchedulerKind;
+use plait_proto::{Config, Time};
+use support::{LinkSpec, Pair};
+
+const MS: Duration = Duration::from_millis(1);
+const PACKET: usize = 1200;
+const INTERVAL_US: u64 = 2400; // 1200 B every 2.4 ms: 4 Mbit/s
+
+fn udp(serial: u32, sent: Time) -> Vec<u8> {
+    let mut p = support::ipv4_udp(5004, PACKET);
+    p[28..32].copy_from_slice(&serial.to_be_bytes());
+    let micros = sent.saturating_since(Time::ZERO).as_micros() as u64;
+    p[32..40].copy_from_slice(&micros.to_be_bytes());
+    p
+}
+
+#[derive(Debug)]
+struct Outcome {
+    sent: u32,
+    delivered: u32,
+    duplicates: u32,
+    /// Bytes on the links over the inner bytes sent (1.0: no overhead at all).
+    wire_ratio: f64,
+    fec_bytes_ratio: f64,
+    p50: Duration,
+    p99: Duration,
+    symbols: u64,
+    blocks: u64,
+    recovered: u64,
+    unrecovered: u64,
+    lossy_share: f64,
+}
+
+/// Path 0: 10 Mbit/s, 10 ms one way, 5 % random loss; path 1: 10 Mbit/s, 25 ms, clean.
+/// 20 s of traffic after a 1 s warm-up.
+fn run(fec: FecPolicy, scheduler: SchedulerKind, seed: u64) -> Outcome {
+    let mut config = Config {
+        session_id: 9,
+        scheduler,
+        repair: false,
+        ..Config::default()
+    };
+    config.fec.policy = fec;
+    let lossy = LinkSpec {
+        rate: 1_250_000.0,
+        delay: 10 * MS,
+        loss: 0.05,
+        queue_bytes: 100_000,
+    };
+    let clean = LinkSpec {
+        delay: 25 * MS,
+        loss: 0.0,
+        ..lossy.clone()
+    };
+    let mut pair = Pair::new(
+        config.clone(),
+        config,
+        &[lossy, clean],
+        &[Some(1.25e6), Some(1.25e6)],
+        seed,
+    );
+    let (start, end) = (Time::from_millis(1000), Time::from_millis(21_000));
+    let mut next = start;
+    let mut n = 0u32;
+    pair.run_until(Time::from_millis(23_000), |pair| {
+        if next >= end {
+            return None;
+        }
+        if pair.now >= next {
+            pair.send_inner(0, &udp(n, pair.now));
+            n += 1;
+            next += Duration::from_micros(INTERVAL_US);
+        }
+        Some(next)
+    });
+    let delivered = pair.take_delivered(0);
+    let mut seen = vec![0u32; n as usize];
+    let mut delays: Vec<Duration> = Vec::new();
+    for (t, p, _) in &delivered {
+        let serial = u32::from_be_bytes(p[28..32].try_into().unwrap());
+        let sent = Time::from_micros(u64::from_be_bytes(p[32..40].try_into().unwrap()));
+        seen[serial as usize] += 1;
+        delays.push(*t - sent);
+    }
+    delays.sort();
+    let link_bytes: u64 = pair.link_delivered_bytes(0).iter().sum();
+    let link_dropped: Vec<u64> = pair.link_dropped(0);
+    let per_path = pair.link_delivered_bytes(0);
+    let inner = u64::from(n) * PACKET as u64;
+    let a = pair.a.stats();
+    let b = pair.b.stats();
+    let _ = link_dropped;
+    Outcome {
+        sent: n,
+        delivered: seen.iter().filter(|c| **c >= 1).count() as u32,
+        duplicates: seen.iter().filter(|c| **c > 1).count() as u32,
+        wire_ratio: link_bytes as f64 / inner as f64,
+        fec_bytes_ratio: a.fec_symbols_sent as f64 * (PACKET + 2 + 12 + 14) as f64 / inner as f64,
+        p50: delays[delays.len() / 2],
+        p99: delays[(delays.len() - 1) * 99 / 100],
+        symbols: a.fec_symbols_sent,
+        blocks: a.fec_blocks,
+        recovered: b.fec_recovered,
+        unrecovered: b.fec_unrecovered,
+        lossy_share: per_path[0] as f64 / link_bytes as f64,
+    }
+}
+
+fn report(name: &str, o: &Outcome) {
+    let residual = 1.0 - f64::from(o.delivered) / f64::from(o.sent);
+    println!(
+        "{name}: sent {} blocks {} residual loss {:.4} % wire/inner {:.3} fec bytes/inner {:.3} \
+         delay p50 {:?} p99 {:?} symbols {} recovered {} unrecovered blocks {} lossy path share {:.2}",
+        o.sent,
+        o.blocks,
+        residual * 100.0,
+        o.wire_ratio,
+        o.fec_bytes_ratio,
+        o.p50,
+        o.p99,
+        o.symbols,
+        o.recovered,
+        o.unrecovered,
+        o.lossy_share
+    );
+}
+
+#[test]
+fn fec_hides_a_lossy_paths_random_loss_from_a_udp_flow() {
+    for scheduler in [SchedulerKind::RoundRobin, SchedulerKind::Plait] {
+        let off = run(FecPolicy::Off, scheduler, 5);
+        let on = run(FecPolicy::Sparse, scheduler, 5);
+        report(&format!("{scheduler:?} fec off"), &off);
+        report(&format!("{scheduler:?} fec on "), &on);
+        for o in [&off, &on] {
+            assert_eq!(o.duplicates, 0, "a packet delivered twice");
+        }
+        assert_eq!(off.symbols, 0);
+        let residual = 1.0 - f64::from(on.delivered) / f64::from(on.sent);
+        if off.sent > off.delivered + 50 {
+            // The lossy path carried enough for its losses to matter.
+            assert!(residual < 0.001, "{scheduler:?}: residual {residual}");
+            assert!(
+                on.fec_bytes_ratio < 0.25,
+                "{scheduler:?}: overhead {}",
+                on.fec_bytes_ratio
+            );
+            // Added delay p99 under one round trip of the faster path (20 ms).
+            assert!(
+                on.p99 < off.p99 + 20 * MS,
+                "{scheduler:?}: p99 {:?} vs {:?}",
+                on.p99,
+                off.p99
+            );
+        }
+    }
+}
