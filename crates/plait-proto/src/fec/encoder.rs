@@ -1,7 +1,8 @@
 //! The sender's half of packet-mode FEC: blocks of protected inner packets and the repair
 //! symbols they produce (docs/protocol.md#fec).
 //!
-//! A block opens with the first protected packet after the previous block closed and
+//! Only packets sent on a path with measured random loss (at least
+//! [`MIN_PROTECTED_LOSS`]) join blocks. A block opens with the first such packet after the previous block closed and
 //! closes when it holds `max_block` packets, when the next protected packet lies
 //! [`FEC_SPAN`] or more numbers after its first, or `max_block_delay` after it opened
 //! (the session's timer; [`FecEncoder::deadline`]). On closing, `r` is sized from the
@@ -26,6 +27,10 @@ pub const MAX_PENDING_SYMBOLS: usize = 64;
 /// loss, and sizing from it directly over-provisions after a loss and under-provisions
 /// after a clean run.
 const LOSS_GAIN: f64 = 1.0 / 16.0;
+/// A packet joins a block only if its path's random loss (the path's estimate now, or the
+/// encoder's average) is at least this: a packet on a clean path is not going to need
+/// rebuilding, and leaving it out keeps the symbols for the packets that will.
+pub const MIN_PROTECTED_LOSS: f64 = 0.001;
 
 /// A repair symbol waiting for a path.
 #[derive(Debug)]
@@ -52,6 +57,9 @@ struct OpenBlock {
     mask: u32,
     packets: Vec<Vec<u8>>,
     paths: Vec<PathId>,
+    /// Packets of the policy sent while the block was open, protected or not (the
+    /// residual target is a fraction of these).
+    seen: usize,
 }
 
 /// Blocks being filled and the symbols they produced (see the module docs).
@@ -94,6 +102,22 @@ impl FecEncoder {
         path: PathId,
         views: &[PathView],
     ) {
+        let now_loss = views
+            .iter()
+            .find(|v| v.id == path)
+            .map_or(0.0, |v| v.shallow_loss_rate);
+        let avg_loss = self
+            .loss
+            .get(path.index())
+            .copied()
+            .flatten()
+            .unwrap_or(0.0);
+        if !(now_loss.max(avg_loss) >= MIN_PROTECTED_LOSS) {
+            if let Some(b) = self.open.as_mut() {
+                b.seen += 1;
+            }
+            return;
+        }
         if self
             .open
             .as_ref()
@@ -107,6 +131,7 @@ impl FecEncoder {
             mask: 0,
             packets: Vec::new(),
             paths: Vec::new(),
+            seen: 0,
         });
         let bit = 1u32 << (global - block.first);
         if block.mask & bit != 0 {
@@ -115,6 +140,7 @@ impl FecEncoder {
         block.mask |= bit;
         block.packets.push(packet.to_vec());
         block.paths.push(path);
+        block.seen += 1;
         if block.packets.len() >= self.config.max_block {
             self.close(views);
         }
@@ -175,7 +201,8 @@ impl FecEncoder {
             repair_loss,
             self.config.min_repair,
             self.config.max_repair,
-            self.config.target_residual,
+            // The target is a fraction of the flow, clean-path packets included.
+            self.config.target_residual * block.seen as f64 / block.packets.len().max(1) as f64,
         );
         if r == 0 {
             return;

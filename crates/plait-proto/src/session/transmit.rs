@@ -251,6 +251,12 @@ impl Session {
         let unordered = front.sparse && self.config.unordered_below_bps > 0;
         // docs/protocol.md#flow-policy
         let action = crate::policy::action_for(&self.config.flow_policy, &front.bytes);
+        let protect = self.fec_encoder.is_some()
+            && match self.config.fec.policy {
+                crate::fec::FecPolicy::Off => false,
+                crate::fec::FecPolicy::Sparse => front.fec_sparse,
+                crate::fec::FecPolicy::All => true,
+            };
         let meta = PacketMeta {
             global_seq: self.next_global,
             len: DATA_OVERHEAD + front.bytes.len(),
@@ -333,11 +339,6 @@ impl Session {
             DataKind::Data { unordered },
         );
         // docs/protocol.md#fec: a protected packet joins the open block once it has left.
-        let protect = match self.config.fec.policy {
-            crate::fec::FecPolicy::Off => false,
-            crate::fec::FecPolicy::Sparse => queued.fec_sparse,
-            crate::fec::FecPolicy::All => true,
-        };
         if let (true, Some(_), Some(enc)) = (protect, t, self.fec_encoder.as_mut()) {
             enc.push(now, global, &queued.bytes, first, &self.views);
         }
