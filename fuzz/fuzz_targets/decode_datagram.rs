@@ -2,7 +2,8 @@
 //! docs/protocol.md#frames) the way the session does, and check the decoder's promises:
 //! no panic on any input, `validate` agrees with iterating `frames`, ACK iterators stay
 //! within what the frame holds and never yield a range above `largest_full` or out of order,
-//! and a STREAM frame's data ends at most at 2^62 - 1.
+//! a STREAM frame's data ends at most at 2^62 - 1, and an FEC_REPAIR body either gets a
+//! typed error or is well formed and goes through a receiver's FEC store without a panic.
 
 #![no_main]
 
@@ -35,6 +36,10 @@ fn decode_payload(payload: &[u8]) {
                             .checked_add(s.data.len() as u64)
                             .is_some_and(|end| end <= wire::MAX_STREAM_OFFSET)
                     ),
+                    Frame::Extension {
+                        frame_type: wire::frame_type::FEC_REPAIR,
+                        body,
+                    } => check_fec(body),
                     _ => {}
                 }
             }
@@ -47,6 +52,15 @@ fn decode_payload(payload: &[u8]) {
         None => Ok(frames),
     };
     assert_eq!(wire::validate(payload), expected);
+}
+
+fn check_fec(body: &[u8]) {
+    if let Ok(repr) = wire::parse_fec_repair(body) {
+        assert!(repr.index < repr.repair_count && repr.symbol.len() % 2 == 0);
+        let mut store = plait_proto::fec::FecDecoder::new(true);
+        let _ = store.on_source(u64::from(repr.first), body);
+        let _ = store.on_repair(u64::from(repr.first), &repr);
+    }
 }
 
 fn check_ack(ack: &AckFrame<'_>) {

@@ -380,6 +380,27 @@ fn every_scheduler_and_reorder_name_is_accepted() {
             "{bad}: {m}"
         );
     }
+    use plait_proto::fec::FecPolicy;
+    assert_eq!(
+        client_ok(&min_client()).engine.fec,
+        FecPolicy::Off,
+        "off by default"
+    );
+    for (name, policy) in [
+        ("sparse", FecPolicy::Sparse),
+        ("all", FecPolicy::All),
+        ("off", FecPolicy::Off),
+    ] {
+        let text = format!("{}[engine]\nfec = \"{name}\"\n", min_client());
+        assert_eq!(client_ok(&text).engine.fec, policy);
+    }
+    for bad in ["\"some\"", "1", "true"] {
+        let (m, _, _) = client_err(&format!("{}[engine]\nfec = {bad}\n", min_client()));
+        assert!(
+            m.contains("fec") || m.contains("FEC") || m.contains("string"),
+            "{bad}: {m}"
+        );
+    }
 }
 
 // --- keys -------------------------------------------------------------------------
