@@ -112,7 +112,8 @@ impl FecEncoder {
             .copied()
             .flatten()
             .unwrap_or(0.0);
-        if !(now_loss.max(avg_loss) >= MIN_PROTECTED_LOSS) {
+        let loss = now_loss.max(avg_loss);
+        if loss.is_nan() || loss < MIN_PROTECTED_LOSS {
             if let Some(b) = self.open.as_mut() {
                 b.seen += 1;
             }
