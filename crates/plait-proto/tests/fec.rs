@@ -95,6 +95,10 @@ fn run(fec: FecPolicy, scheduler: SchedulerKind, seed: u64) -> Outcome {
         delays.push(*t - sent);
     }
     delays.sort();
+    let missing: Vec<usize> = (0..seen.len()).filter(|i| seen[*i] == 0).collect();
+    if std::env::var_os("FEC_MISSING").is_some() {
+        println!("missing {missing:?}");
+    }
     let link_bytes: u64 = pair.link_delivered_bytes(0).iter().sum();
     let link_dropped: Vec<u64> = pair.link_dropped(0);
     let per_path = pair.link_delivered_bytes(0);

@@ -95,7 +95,7 @@ impl Default for FecConfig {
             max_block_delay: Duration::from_millis(20),
             min_repair: 0,
             max_repair: 6,
-            target_residual: 1e-3,
+            target_residual: 5e-4,
             sparse_below_bps: 8_000_000,
         }
     }

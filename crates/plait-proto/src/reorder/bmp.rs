@@ -99,6 +99,8 @@ pub struct Bmp {
     paced_until: Option<GlobalSeq>,
     /// Loss repair (`None`: off).
     repair: Option<Box<RepairRequests>>,
+    /// See [`ReorderConfig::hold_all_evidence`].
+    hold_all_evidence: bool,
     /// Longest a hole stays open after it was first seen, repair included.
     max_hold: std::time::Duration,
     stats: ReorderStats,
@@ -128,6 +130,7 @@ impl Bmp {
             pacer: Pacer::new(config.pacing, config.max_hold.max(RATE_WINDOW)),
             paced_until: None,
             repair: config.repair_wait.map(|w| Box::new(RepairRequests::new(w))),
+            hold_all_evidence: config.hold_all_evidence,
             max_hold: config.max_hold,
             stats: ReorderStats::default(),
             discarded: 0,
@@ -336,7 +339,7 @@ impl ReorderBuffer for Bmp {
             // is congestion, the end hosts' TCP must see it (docs/protocol.md#repair).
             let queueing = self.loss.queueing_us(arrival.path);
             if let Some(r) = &mut self.repair
-                && queueing.is_some_and(|q| q < REPAIR_MAX_QUEUEING_US)
+                && (self.hold_all_evidence || queueing.is_some_and(|q| q < REPAIR_MAX_QUEUEING_US))
             {
                 r.request(prev, now);
             }

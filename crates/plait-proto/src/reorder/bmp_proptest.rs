@@ -56,6 +56,7 @@ fn config() -> impl Strategy<Value = ReorderConfig> {
                 hold_margin: Duration::from_micros(margin_us),
                 pacing: pacing.map(|(burst, gain)| ReleasePacing { burst, gain }),
                 repair_wait: repair_ms.map(Duration::from_millis),
+                hold_all_evidence: margin_us % 2 == 1,
             },
         )
 }

@@ -156,6 +156,10 @@ pub struct ReorderConfig {
     /// evidence and keep its hole open this much longer (the session keeps it near one
     /// round trip). `None`: off, holes with evidence are declared lost at once.
     pub repair_wait: Option<Duration>,
+    /// With `repair_wait`, hold every hole with path-predecessor evidence, not only those
+    /// a path lost while its queue was short (packet-mode FEC, docs/protocol.md#fec: a
+    /// protected packet may be rebuilt whatever lost it).
+    pub hold_all_evidence: bool,
 }
 
 /// Paced release settings (see [`ReorderConfig::pacing`]).
@@ -179,6 +183,7 @@ impl Default for ReorderConfig {
                 gain: 2.0,
             }),
             repair_wait: None,
+            hold_all_evidence: false,
         }
     }
 }

@@ -5,16 +5,17 @@
 //! Path choice: among the usable paths, those whose measured random loss
 //! (`shallow_loss_rate`) is within [`LOSS_SLACK`] of the lowest; of those, the ones that
 //! carried none of the block's packets when there are any (a symbol is worth most where
-//! its block's losses did not happen); the scheduler picks among what is left, so the
-//! symbols are counted in its model of the path queues; if it would wait, the
-//! candidate with the smallest smoothed RTT. A symbol with no usable path is dropped.
+//! its block's losses did not happen); of those, the one that delivers soonest by
+//! measurement (`sched::soonest_by_measurement`), else the smallest smoothed RTT. The
+//! packet scheduler is not asked (its state is built for the data it places) but hears of
+//! every symbol sent, as of every datagram. A symbol with no usable path is dropped.
 
 use super::Session;
 use super::types::Transmit;
 use crate::fec::PendingSymbol;
 use crate::ids::PathId;
 use crate::path::PathView;
-use crate::sched::{PacketMeta, Scheduler, Selection};
+use crate::sched::PacketMeta;
 use crate::time::Time;
 use crate::wire::{FecRepairRepr, Writer};
 
@@ -50,7 +51,7 @@ impl Session {
         }
     }
 
-    fn fec_path(&mut self, now: Time, symbol: &PendingSymbol) -> Option<PathId> {
+    fn fec_path(&self, now: Time, symbol: &PendingSymbol) -> Option<PathId> {
         let usable: Vec<&PathView> = self.views.iter().filter(|v| v.is_usable()).collect();
         let best = usable
             .iter()
@@ -73,13 +74,9 @@ impl Session {
             arrival: now,
             control: false,
         };
-        let picked = match self.scheduler.select(now, &candidates, &meta) {
-            Selection::Send(p) => Some(p),
-            Selection::Duplicate(ps) => ps.first().copied(),
-            Selection::Wait(_) => None,
-        }
-        .filter(|p| candidates.iter().any(|v| v.id == *p));
-        picked.or_else(|| {
+        // Not the packet scheduler: its state (queue models, anchors) is built for the
+        // data it places and is not asked about symbols; it hears of them in `note_sent`.
+        crate::sched::soonest_by_measurement(&candidates, &meta).or_else(|| {
             candidates
                 .iter()
                 .min_by_key(|v| v.srtt.unwrap_or(std::time::Duration::MAX))

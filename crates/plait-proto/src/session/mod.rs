@@ -159,6 +159,7 @@ impl Session {
         let fec_on = config.fec.policy != crate::fec::FecPolicy::Off;
         if config.repair || fec_on {
             reorder_config.repair_wait = Some(INITIAL_REPAIR_WAIT.min(reorder_config.max_hold));
+            reorder_config.hold_all_evidence = fec_on;
         }
         let mut streams = Streams::new(config.side, config.streams.clone());
         streams.set_send_target(MIN_SEND_TARGET);
