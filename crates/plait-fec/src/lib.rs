@@ -25,6 +25,7 @@ pub mod lt;
 pub mod measure;
 pub mod rq;
 mod soliton;
+pub mod transfer;
 
 pub use codec::{FountainDecoder, FountainEncoder, ParamError, Progress, SymbolError};
 pub use lt::{LtDecoder, LtEncoder, LtLimits, LtParams};

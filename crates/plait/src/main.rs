@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use cli::{bench, sim, testbed, tunnel};
+use cli::{bench, sim, testbed, transfer, tunnel};
 
 #[derive(Parser)]
 #[command(name = "plait", version, about = "plait: multipath link aggregation")]
@@ -60,6 +60,12 @@ enum Command {
     /// Run every scheduler on every scenario of a directory (the scheduler suite) and write
     /// the comparison to a Markdown file.
     Schedulers(sim::SchedulersArgs),
+    /// Send a file to `plait recv` through the tunnel with fountain codes (RaptorQ chunks,
+    /// seed HMTP): resumable, verified by SHA-256 (docs/fec.md).
+    Send(transfer::SendArgs),
+    /// Receive one file from `plait send` into a directory, then exit; a restart resumes
+    /// an interrupted transfer.
+    Recv(transfer::RecvArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,5 +96,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Sim(args) => sim::sim(args),
         Command::Reproduce(args) => sim::reproduce(args),
         Command::Schedulers(args) => sim::schedulers(args),
+        Command::Send(args) => transfer::send(args),
+        Command::Recv(args) => transfer::recv(args),
     }
 }

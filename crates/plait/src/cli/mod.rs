@@ -5,4 +5,5 @@
 pub mod bench;
 pub mod sim;
 pub mod testbed;
+pub mod transfer;
 pub mod tunnel;
