@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use plait_testbed::emulate::LossModel;
 use plait_testbed::{
-    ChildGuard, Namespace, PathSpec, SKIP_NO_ROOT, TcpSink, Topology, TopologySpec,
-    cleanup_stale, have_root, tcp_send,
+    ChildGuard, Namespace, PathSpec, SKIP_NO_ROOT, TcpSink, Topology, TopologySpec, cleanup_stale,
+    have_root, tcp_send,
 };
 use plait_tunnel::keys::Key;
 use tempfile::TempDir;
@@ -122,10 +122,16 @@ impl Tunnel {
         let tun = format!("psr{}", std::process::id() % 1_000_000);
         let server_key = Key::generate().expect("key");
         let client_key = Key::generate().expect("key");
-        std::fs::write(dir.path().join("server.key"), format!("{}\n", server_key.to_base64()))
-            .expect("key");
-        std::fs::write(dir.path().join("client.key"), format!("{}\n", client_key.to_base64()))
-            .expect("key");
+        std::fs::write(
+            dir.path().join("server.key"),
+            format!("{}\n", server_key.to_base64()),
+        )
+        .expect("key");
+        std::fs::write(
+            dir.path().join("client.key"),
+            format!("{}\n", client_key.to_base64()),
+        )
+        .expect("key");
         let server_cfg = dir.path().join("server.toml");
         std::fs::write(
             &server_cfg,
@@ -227,9 +233,15 @@ impl Tunnel {
     }
 
     fn shutdown(mut self) {
-        for p in [self.client.take(), self.server.take()].into_iter().flatten() {
+        for p in [self.client.take(), self.server.take()]
+            .into_iter()
+            .flatten()
+        {
             let mut p = p;
-            let s = p.child.terminate(Duration::from_secs(5)).expect("terminate");
+            let s = p
+                .child
+                .terminate(Duration::from_secs(5))
+                .expect("terminate");
             assert!(s.success(), "{} exited with {s}", p.label);
         }
     }
@@ -305,7 +317,12 @@ fn lossy_paths() -> Vec<PathSpec> {
 
 /// Runs `plait send` to completion; returns its wall time.
 fn run_transfer(t: &Tunnel, file: &Path, out: &Path, label: &str) -> Duration {
-    let mut recv = Proc::start(t.topo.server(), &format!("{label}-recv"), t.dir.path(), &strs(&recv_args(out)));
+    let mut recv = Proc::start(
+        t.topo.server(),
+        &format!("{label}-recv"),
+        t.dir.path(),
+        &strs(&recv_args(out)),
+    );
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
     let mut send = Proc::start(
@@ -336,7 +353,11 @@ fn send_recv_two_paths_with_loss() {
     let out = t.dir.path().join("out");
     std::fs::create_dir(&out).expect("out dir");
     let took = run_transfer(&t, &file, &out, "a");
-    assert_eq!(sha256(&file), sha256(&out.join("big.bin")), "SHA-256 differs");
+    assert_eq!(
+        sha256(&file),
+        sha256(&out.join("big.bin")),
+        "SHA-256 differs"
+    );
     eprintln!(
         "24 MB in {:.2} s ({:.1} Mbit/s); {}",
         took.as_secs_f64(),
@@ -359,7 +380,12 @@ fn send_recv_resume_after_receiver_killed() {
     let out = t.dir.path().join("out");
     std::fs::create_dir(&out).expect("out dir");
     let state = out.join("resume.bin.plait-state");
-    let mut recv = Proc::start(t.topo.server(), "recv1", t.dir.path(), &strs(&recv_args(&out)));
+    let mut recv = Proc::start(
+        t.topo.server(),
+        "recv1",
+        t.dir.path(),
+        &strs(&recv_args(&out)),
+    );
     std::thread::sleep(Duration::from_millis(300));
     let mut send = Proc::start(
         t.topo.clients()[0].client(),
@@ -385,19 +411,37 @@ fn send_recv_resume_after_receiver_killed() {
     let first = recv.log();
     drop(recv);
     std::thread::sleep(Duration::from_secs(2));
-    let mut recv2 = Proc::start(t.topo.server(), "recv2", t.dir.path(), &strs(&recv_args(&out)));
+    let mut recv2 = Proc::start(
+        t.topo.server(),
+        "recv2",
+        t.dir.path(),
+        &strs(&recv_args(&out)),
+    );
     let s = send.wait(Duration::from_secs(180));
     assert!(s.success(), "plait send failed ({s}):\n{}", send.log());
     let r = recv2.wait(Duration::from_secs(10));
-    assert!(r.success(), "restarted plait recv failed ({r}):\n{}", recv2.log());
+    assert!(
+        r.success(),
+        "restarted plait recv failed ({r}):\n{}",
+        recv2.log()
+    );
     let log2 = recv2.log();
     assert!(
         log2.contains("resuming with"),
         "restarted receiver did not resume:\nfirst run:\n{first}\nsecond run:\n{log2}"
     );
-    eprintln!("{}", log2.lines().find(|l| l.contains("resuming")).unwrap_or_default());
+    eprintln!(
+        "{}",
+        log2.lines()
+            .find(|l| l.contains("resuming"))
+            .unwrap_or_default()
+    );
     eprintln!("{}", send.log().lines().last().unwrap_or_default());
-    assert_eq!(sha256(&file), sha256(&out.join("resume.bin")), "SHA-256 differs");
+    assert_eq!(
+        sha256(&file),
+        sha256(&out.join("resume.bin")),
+        "SHA-256 differs"
+    );
     drop(send);
     drop(recv2);
     t.shutdown();

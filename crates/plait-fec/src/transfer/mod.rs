@@ -17,6 +17,6 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use receiver::{RecvError, RecvEvent, Receiver};
+pub use receiver::{Receiver, RecvError, RecvEvent};
 pub use sender::{ChunkSource, RateLimits, ReportError, SendError, Sender, Transmit};
 pub use wire::Header;

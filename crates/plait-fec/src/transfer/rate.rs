@@ -6,8 +6,8 @@
 //! - the loss of a sample is `1 - received / sent`; the *base loss* is the smallest loss of
 //!   the last 40 samples (about 2 s), the random loss of the paths that no rate change
 //!   avoids; the *excess loss* is loss minus base loss;
-//! - congestion is excess loss above 5 % or an RTT above `1.5 * min_rtt + 20 ms` (queues
-//!   filling); on congestion the rate becomes `max(0.7 * rate, 0.9 * received rate)`, at
+//! - congestion is excess loss above 5 % or an RTT above `min_rtt + 150 ms` (queues
+//!   filling well beyond the paths' delay differences); on congestion the rate becomes `max(0.7 * rate, 0.9 * received rate)`, at
 //!   most once per smoothed RTT, and slow start ends;
 //! - otherwise, in slow start the rate grows by 25 % per report (doubling in about
 //!   three reports), after it by `rate / 32 + 64 kB/s` per report (additive increase);
@@ -17,6 +17,11 @@
 
 use std::collections::VecDeque;
 use std::time::Duration;
+
+/// RTT above the smallest one that counts as queues building. Generous on purpose: through
+/// the tunnel the RTT also grows by the paths' delay difference (its reorder buffer) as soon
+/// as a second path is used, which is not congestion.
+pub const QUEUE_SLACK: Duration = Duration::from_millis(150);
 
 /// One report's worth of measurements.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +114,7 @@ impl RateControl {
         let base = self.losses.iter().copied().fold(f64::INFINITY, f64::min);
         let excess = loss - base;
         let queueing = match (s.rtt, self.min_rtt) {
-            (Some(rtt), Some(min)) => rtt > min * 3 / 2 + Duration::from_millis(20),
+            (Some(rtt), Some(min)) => rtt > min + QUEUE_SLACK,
             _ => false,
         };
         if excess > 0.05 || queueing {

@@ -15,8 +15,8 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::wire::{
-    self, ChunkReport, Datagram, FLAG_COMPLETE, FLAG_HASH_MISMATCH, FLAG_REJECTED, Header,
-    Report, WINDOW, WireError,
+    self, ChunkReport, Datagram, FLAG_COMPLETE, FLAG_HASH_MISMATCH, FLAG_REJECTED, Header, Report,
+    WINDOW, WireError,
 };
 use crate::codec::{FountainDecoder, Progress, SymbolError};
 use crate::rq::{RqDecoder, RqParams};
@@ -62,7 +62,11 @@ pub enum RecvEvent {
     /// Nothing to do.
     None,
     /// A chunk decoded: write `data` at `offset` (then save the resume state).
-    Decoded { chunk: u32, offset: u64, data: Vec<u8> },
+    Decoded {
+        chunk: u32,
+        offset: u64,
+        data: Vec<u8>,
+    },
 }
 
 #[derive(Debug)]

@@ -246,16 +246,18 @@ impl<S: ChunkSource> Sender<S> {
             return;
         }
         // Rate and RTT sample.
-        let rtt = if r.received_total > 0 && self.seq.wrapping_sub(r.highest_seq) < SEND_TIMES as u32
-        {
-            let sent_at = self.send_times[r.highest_seq as usize % SEND_TIMES];
-            now.saturating_sub(sent_at)
-                .checked_sub(Duration::from_micros(r.hold_us as u64))
-        } else {
-            None
-        };
+        let rtt =
+            if r.received_total > 0 && self.seq.wrapping_sub(r.highest_seq) < SEND_TIMES as u32 {
+                let sent_at = self.send_times[r.highest_seq as usize % SEND_TIMES];
+                now.saturating_sub(sent_at)
+                    .checked_sub(Duration::from_micros(r.hold_us as u64))
+            } else {
+                None
+            };
         match self.last_report {
-            Some((t, seq, total)) if !resumed && r.highest_seq >= seq && r.received_total >= total => {
+            Some((t, seq, total))
+                if !resumed && r.highest_seq >= seq && r.received_total >= total =>
+            {
                 self.rate.on_sample(
                     now,
                     Sample {
@@ -352,7 +354,11 @@ impl<S: ChunkSource> Sender<S> {
     }
 
     /// Says what to send at `now`; for [`Transmit::Send`] the datagram is in `out`.
-    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> Result<Transmit, SendError> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Duration,
+        out: &mut Vec<u8>,
+    ) -> Result<Transmit, SendError> {
         match self.finished {
             Some(f) if f & FLAG_COMPLETE != 0 => return Ok(Transmit::Done),
             Some(f) if f & FLAG_HASH_MISMATCH != 0 => return Err(SendError::HashMismatch),
@@ -405,7 +411,9 @@ impl<S: ChunkSource> Sender<S> {
         self.seq = self.seq.wrapping_add(1);
         self.symbols_sent += 1;
         // Pacing, with at most 2 ms of credit after an idle spell.
-        let base = self.next_send.max(now.saturating_sub(Duration::from_millis(2)));
+        let base = self
+            .next_send
+            .max(now.saturating_sub(Duration::from_millis(2)));
         self.next_send = base + self.rate.gap(out.len());
         Ok(Transmit::Send)
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use super::receiver::{RecvError, RecvEvent, Receiver};
+use super::receiver::{Receiver, RecvError, RecvEvent};
 use super::sender::{RateLimits, Sender, Transmit};
 use super::wire::{self, Header, WINDOW};
 use crate::codec::SymbolError;
@@ -37,7 +37,13 @@ impl Link {
         }
     }
 
-    fn send(&mut self, now: Duration, b: &[u8], rng: &mut ChaCha8Rng, lose: &mut dyn FnMut(u64) -> bool) {
+    fn send(
+        &mut self,
+        now: Duration,
+        b: &[u8],
+        rng: &mut ChaCha8Rng,
+        lose: &mut dyn FnMut(u64) -> bool,
+    ) {
         self.n += 1;
         let start = self.busy_until.max(now);
         if start - now > self.max_queue {
@@ -114,7 +120,14 @@ fn run(
 ) -> Outcome {
     let h = header(data, k, t);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut sender = Sender::new(h.clone(), data, RateLimits { initial: 200_000.0, ..RateLimits::default() });
+    let mut sender = Sender::new(
+        h.clone(),
+        data,
+        RateLimits {
+            initial: 200_000.0,
+            ..RateLimits::default()
+        },
+    );
     let mut rx = Receiver::new();
     let mut out = vec![0u8; data.len()];
     let mut fwd = fwd;
@@ -179,7 +192,16 @@ fn run(
 #[test]
 fn file_through_lossy_reordering_channel() {
     let data = file(1_500_000, 1);
-    let o = run(&data, 256, 512, Link::new(2e6, 20, 15, 0.05), 0.05, &mut |_| false, None, 7);
+    let o = run(
+        &data,
+        256,
+        512,
+        Link::new(2e6, 20, 15, 0.05),
+        0.05,
+        &mut |_| false,
+        None,
+        7,
+    );
     assert!(o.out == data, "file differs");
     let symbols = data.len().div_ceil(512) as f64;
     eprintln!(
@@ -189,7 +211,11 @@ fn file_through_lossy_reordering_channel() {
         o.sent as f64 / symbols,
         o.elapsed
     );
-    assert!(o.sent as f64 / symbols < 1.6, "overhead {}", o.sent as f64 / symbols);
+    assert!(
+        o.sent as f64 / symbols < 1.6,
+        "overhead {}",
+        o.sent as f64 / symbols
+    );
     // Memory bound: WINDOW decoders of at most k + k/32 + 32 symbols each.
     assert!(o.max_decoding <= WINDOW as usize);
     assert!(o.max_symbols_held <= WINDOW as usize * (256 + 256 / 32 + 32));
@@ -216,7 +242,11 @@ fn resume_skips_chunks_on_disk_and_restart_completes() {
             let Ok(wire::Datagram::Symbol(s)) = wire::parse(&buf) else {
                 panic!("not a symbol")
             };
-            assert!(s.chunk >= 10, "sent a symbol of chunk {} already on disk", s.chunk);
+            assert!(
+                s.chunk >= 10,
+                "sent a symbol of chunk {} already on disk",
+                s.chunk
+            );
         }
     }
     // Kill the receiver mid-transfer: the new one keeps what is on disk; hash equal.
@@ -250,15 +280,37 @@ fn hostile_datagrams_are_typed_counted_and_dropped() {
     };
     let cases: Vec<(Vec<u8>, fn(&RecvError) -> bool)> = vec![
         (sym(0, 1, 100, 0x1234), |e| {
-            matches!(e, RecvError::Symbol { source: SymbolError::Truncated { .. }, .. })
+            matches!(
+                e,
+                RecvError::Symbol {
+                    source: SymbolError::Truncated { .. },
+                    ..
+                }
+            )
         }),
         (sym(0, 1, 300, 0x1234), |e| {
-            matches!(e, RecvError::Symbol { source: SymbolError::Oversized { .. }, .. })
+            matches!(
+                e,
+                RecvError::Symbol {
+                    source: SymbolError::Oversized { .. },
+                    ..
+                }
+            )
         }),
-        (sym(0, 1, 256, 0x9999), |e| matches!(e, RecvError::WrongTransfer { .. })),
-        (sym(1000, 1, 256, 0x1234), |e| matches!(e, RecvError::ChunkOutOfRange { .. })),
+        (sym(0, 1, 256, 0x9999), |e| {
+            matches!(e, RecvError::WrongTransfer { .. })
+        }),
+        (sym(1000, 1, 256, 0x1234), |e| {
+            matches!(e, RecvError::ChunkOutOfRange { .. })
+        }),
         (sym(0, 0xff_ffff, 256, 0x1234), |e| {
-            matches!(e, RecvError::Symbol { source: SymbolError::IdOutOfRange { .. }, .. })
+            matches!(
+                e,
+                RecvError::Symbol {
+                    source: SymbolError::IdOutOfRange { .. },
+                    ..
+                }
+            )
         }),
         (sym(0, 1, 5000, 0x1234), |e| matches!(e, RecvError::Wire(_))),
         (vec![1, 2, 3], |e| matches!(e, RecvError::Wire(_))),

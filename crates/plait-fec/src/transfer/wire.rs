@@ -319,10 +319,16 @@ pub fn parse(b: &[u8]) -> Result<Datagram<'_>, WireError> {
             }
             let len = REPORT_FIXED + n * CHUNK_REPORT_LEN;
             if b.len() < len {
-                return Err(WireError::Truncated { len: b.len(), need: len });
+                return Err(WireError::Truncated {
+                    len: b.len(),
+                    need: len,
+                });
             }
             if b.len() > len {
-                return Err(WireError::Oversized { len: b.len(), max: len });
+                return Err(WireError::Oversized {
+                    len: b.len(),
+                    max: len,
+                });
             }
             let mut chunks = Vec::with_capacity(n);
             for i in 0..n {
@@ -400,9 +406,15 @@ mod tests {
     fn chunk_geometry() {
         let h = header();
         assert_eq!(h.chunks(), 3);
-        assert_eq!(h.chunk_range(2), (2 * 1024 * 1280, 3_000_000 - 2 * 1024 * 1280));
+        assert_eq!(
+            h.chunk_range(2),
+            (2 * 1024 * 1280, 3_000_000 - 2 * 1024 * 1280)
+        );
         assert_eq!(h.chunk_k(0), 1024);
-        assert_eq!(h.chunk_k(2), (3_000_000usize - 2 * 1024 * 1280).div_ceil(1280));
+        assert_eq!(
+            h.chunk_k(2),
+            (3_000_000usize - 2 * 1024 * 1280).div_ceil(1280)
+        );
     }
 
     #[test]
@@ -422,7 +434,10 @@ mod tests {
         let mut bad = header();
         bad.k = 0;
         bad.encode(&mut out);
-        assert!(matches!(parse(&out), Err(WireError::BadField { field: "k", .. })));
+        assert!(matches!(
+            parse(&out),
+            Err(WireError::BadField { field: "k", .. })
+        ));
         let r = Report::default();
         r.encode(&mut out);
         out[PREFIX_LEN + 21] = 200;

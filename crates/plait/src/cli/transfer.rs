@@ -195,7 +195,8 @@ pub fn send(args: SendArgs) -> Result<()> {
     };
     header.check().context("bad --k or --symbol-size")?;
     header.transfer_id = transfer_id(&header);
-    let file = File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
+    let file =
+        File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
 
     let bind = args.bind.unwrap_or(if args.to.is_ipv4() {
         "0.0.0.0:0".parse()?
@@ -342,7 +343,8 @@ impl ResumeState {
     fn save(&self, h: &Header, done: &[bool]) -> Result<()> {
         let tmp = self.path.with_extension("plait-state.tmp");
         let bits: String = done.iter().map(|d| if *d { '1' } else { '0' }).collect();
-        let mut f = File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+        let mut f =
+            File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
         writeln!(f, "plait-recv 1\nid {:016x}\ndone {bits}", h.transfer_id)?;
         drop(f);
         std::fs::rename(&tmp, &self.path)
@@ -449,7 +451,9 @@ pub fn recv(args: RecvArgs) -> Result<()> {
                                         h.file_size,
                                         h.chunks(),
                                         if resumed_chunks > 0 {
-                                            format!(", resuming with {resumed_chunks} chunks on disk")
+                                            format!(
+                                                ", resuming with {resumed_chunks} chunks on disk"
+                                            )
                                         } else {
                                             String::new()
                                         }
@@ -493,7 +497,11 @@ pub fn recv(args: RecvArgs) -> Result<()> {
                                 eprintln!(
                                     "plait recv: {} {} in {:.2} s ({:.1} Mbit/s), {} symbols accepted, {} dropped",
                                     fin.display(),
-                                    if ok { "written, SHA-256 verified" } else { "FAILED: SHA-256 mismatch" },
+                                    if ok {
+                                        "written, SHA-256 verified"
+                                    } else {
+                                        "FAILED: SHA-256 mismatch"
+                                    },
                                     secs.as_secs_f64(),
                                     mbit(h.file_size, secs),
                                     rx.stats().accepted,
@@ -506,7 +514,9 @@ pub fn recv(args: RecvArgs) -> Result<()> {
                     Err(e) => {
                         let dropped = rx.stats().dropped;
                         if dropped <= 10 || dropped >= dropped_logged * 2 {
-                            tracing_log(&format!("dropped datagram from {from}: {e} ({dropped} so far)"));
+                            tracing_log(&format!(
+                                "dropped datagram from {from}: {e} ({dropped} so far)"
+                            ));
                             dropped_logged = dropped;
                         }
                     }
