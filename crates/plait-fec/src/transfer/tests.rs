@@ -108,6 +108,7 @@ struct Outcome {
 
 /// Runs a transfer; `on_disk` pre-marks chunks (resume), `lose` drops forward datagrams
 /// by number, `restart_at` replaces the receiver with a fresh one that keeps what is on disk.
+#[allow(clippy::too_many_arguments)]
 fn run(
     data: &[u8],
     k: u16,
@@ -278,7 +279,8 @@ fn hostile_datagrams_are_typed_counted_and_dropped() {
         b.extend(std::iter::repeat_n(7u8, payload));
         b
     };
-    let cases: Vec<(Vec<u8>, fn(&RecvError) -> bool)> = vec![
+    type Check = fn(&RecvError) -> bool;
+    let cases: Vec<(Vec<u8>, Check)> = vec![
         (sym(0, 1, 100, 0x1234), |e| {
             matches!(
                 e,
