@@ -452,7 +452,7 @@ fn send_recv_resume_after_receiver_killed() {
 /// T1 (20 Mbit/s 20 ms + 10 Mbit/s 100 ms, 100 ms queues) and T3 (T1 with 10 % loss on
 /// path 2). Prints the numbers for docs/fec.md; asserts only the hashes.
 #[test]
-#[ignore]
+#[ignore = "a throughput measurement: run by hand (see the doc comment)"]
 fn measure_send_vs_tcp() {
     let _g = serial();
     if !root() {
