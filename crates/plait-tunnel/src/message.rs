@@ -354,17 +354,16 @@ impl PathFrame {
     /// A binding frame ([`PATH_WITHDRAW`], [`PATH_RESTORE`], [`BINDING_ACK`]) for `path`
     /// with sequence number `seq` (its low 7 bytes) and `flags`.
     pub fn binding(kind: u8, path: u8, seq: u64, flags: u8) -> PathFrame {
-        let mut token = (seq & BINDING_SEQ_MAX).to_be_bytes();
-        token.rotate_left(1);
+        let mut token = [0u8; PATH_TOKEN_LEN];
+        token[..7].copy_from_slice(&(seq & BINDING_SEQ_MAX).to_be_bytes()[1..]);
         token[7] = flags;
         PathFrame { kind, path, token }
     }
 
     /// A binding frame's sequence number.
     pub fn seq(&self) -> u64 {
-        let mut b = self.token;
-        b[7] = 0;
-        u64::from_be_bytes(b) >> 8
+        let t = self.token;
+        u64::from_be_bytes([0, t[0], t[1], t[2], t[3], t[4], t[5], t[6]])
     }
 
     /// A binding frame's flags ([`BINDING_FLAG_BACKUP`]).

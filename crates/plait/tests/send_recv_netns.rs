@@ -20,12 +20,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use plait_testbed::emulate::LossModel;
-use plait_testbed::{
-    ChildGuard, Namespace, PathSpec, SKIP_NO_ROOT, TcpSink, Topology, TopologySpec, cleanup_stale,
-    have_root, tcp_send,
-};
+use plait_testbed::{ChildGuard, Namespace, PathSpec, TcpSink, Topology, TopologySpec, tcp_send};
 use plait_tunnel::keys::Key;
 use tempfile::TempDir;
+
+mod netns_support;
 
 const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
 const PREFIX: &str = "psr";
@@ -34,19 +33,11 @@ const RECV_PORT: u16 = 7800;
 const SERVER_TUN: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+    netns_support::serial()
 }
 
 fn root() -> bool {
-    if !have_root() {
-        eprintln!("{SKIP_NO_ROOT}");
-        return false;
-    }
-    if let Err(e) = cleanup_stale(PREFIX) {
-        eprintln!("cleaning up stale namespaces: {e}");
-    }
-    true
+    netns_support::root(PREFIX)
 }
 
 /// A running process with its log file; killed on drop, log printed if the test fails.

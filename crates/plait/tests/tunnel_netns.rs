@@ -20,14 +20,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use plait_testbed::traffic::{SinkReport, hex, payload_block, payload_sha256};
 use plait_testbed::{
-    ChildGuard, Family, Namespace, PathSpec, SKIP_NO_ROOT, SendReport, TcpSink, Topology,
-    TopologySpec, cleanup_stale, have_root, tcp_send,
+    ChildGuard, Family, Namespace, PathSpec, SendReport, TcpSink, Topology, TopologySpec, tcp_send,
 };
 use plait_tunnel::control::StatusSnapshot;
 use plait_tunnel::crypto::handshake::{Initiation, InitiationPayload};
 use plait_tunnel::keys::Key;
 use plait_tunnel::message::INITIATION_LEN;
 use tempfile::TempDir;
+
+mod netns_support;
 
 const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
 const PREFIX: &str = "ptn";
@@ -40,22 +41,12 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 const TABLE: &str = "28780";
 const FWMARK: &str = "0x706c";
 
-/// The tests here each build a topology and run daemons and transfers; on two cores they
-/// run one at a time so their throughput checks do not compete for the CPU.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    netns_support::serial()
 }
 
 fn root() -> bool {
-    if !have_root() {
-        eprintln!("{SKIP_NO_ROOT}");
-        return false;
-    }
-    if let Err(e) = cleanup_stale(PREFIX) {
-        eprintln!("cleaning up stale namespaces: {e}");
-    }
-    true
+    netns_support::root(PREFIX)
 }
 
 /// A running daemon. Killed on drop; prints its log if the test is failing.

@@ -328,7 +328,6 @@ pub(crate) fn run_loop(
     }
     // The links as they are at start (a path whose link is down leaves at once).
     let mut links_changed = netwatch.is_some();
-    let mut link_state: Vec<bool> = vec![true; sockets.len()];
     let first_handshake = FIRST_SOCKET + sockets.len();
     for (i, (_, s)) in handshake.iter().enumerate() {
         poll.registry().register(
@@ -456,16 +455,9 @@ pub(crate) fn run_loop(
         if links_changed {
             links_changed = false;
             if let Some(w) = netwatch.as_mut() {
-                for (path, (now_works, was)) in w
-                    .evaluate()
-                    .into_iter()
-                    .zip(link_state.iter_mut())
-                    .enumerate()
-                {
-                    if now_works != *was {
-                        *was = now_works;
-                        endpoint.set_path_available(now, path, now_works, &mut out);
-                    }
+                // The endpoint acts only on changes (`Bindings::set_available`).
+                for (path, works) in w.evaluate().into_iter().enumerate() {
+                    endpoint.set_path_available(now, path, works, &mut out);
                 }
             }
         }

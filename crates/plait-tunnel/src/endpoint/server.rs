@@ -45,7 +45,7 @@ use ipnet::IpNet;
 use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
-use super::link::{DataDrop, FreshSession, Link, ReceiveDrop};
+use super::link::{DataDrop, FreshSession, Link, Opened, ReceiveDrop};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::cookie::CookieChecker;
@@ -440,6 +440,38 @@ impl ServerEndpoint {
         }
     }
 
+    /// Opens a data or path-control message for peer `p` (counting why not, if it cannot
+    /// be opened), forgets the key index it retired, and starts the fresh engine session
+    /// it asked for.
+    fn open_for<'m>(
+        &mut self,
+        now: Time,
+        p: usize,
+        receiver: u32,
+        counter: u64,
+        msg: &'m mut [u8],
+    ) -> Option<Opened<'m>> {
+        let peer = &mut self.peers[p];
+        let mut opened = match peer.link.open(now, receiver, counter, msg) {
+            Ok(opened) => opened,
+            Err(e) => {
+                match e {
+                    DataDrop::UnknownIndex => self.drops.unknown_index += 1,
+                    DataDrop::Replayed => self.drops.replayed += 1,
+                    DataDrop::Auth => self.drops.auth_failed += 1,
+                }
+                return None;
+            }
+        };
+        if let Some(old) = opened.dropped_index() {
+            self.indices.remove(&old);
+        }
+        if let Some(fresh) = opened.take_fresh_session() {
+            Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
+        }
+        Some(opened)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn handle_data(
         &mut self,
@@ -456,28 +488,10 @@ impl ServerEndpoint {
             self.hint_unknown_index(now, socket, from, receiver, counter, msg.len(), out);
             return;
         };
-        let peer = &mut self.peers[p];
-        let mut opened = match peer.link.open(now, receiver, counter, msg) {
-            Ok(opened) => opened,
-            Err(DataDrop::UnknownIndex) => {
-                self.drops.unknown_index += 1;
-                return;
-            }
-            Err(DataDrop::Replayed) => {
-                self.drops.replayed += 1;
-                return;
-            }
-            Err(DataDrop::Auth) => {
-                self.drops.auth_failed += 1;
-                return;
-            }
+        let Some(opened) = self.open_for(now, p, receiver, counter, msg) else {
+            return;
         };
-        if let Some(old) = opened.dropped_index() {
-            self.indices.remove(&old);
-        }
-        if let Some(fresh) = opened.take_fresh_session() {
-            Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
-        }
+        let peer = &mut self.peers[p];
         // Authenticated: the engine header names the path; its address is heard (and
         // validated if new: docs/protocol.md#path-validation).
         match peer
@@ -509,28 +523,10 @@ impl ServerEndpoint {
             self.drops.unknown_index += 1;
             return;
         };
-        let peer = &mut self.peers[p];
-        let mut opened = match peer.link.open(now, receiver, counter, msg) {
-            Ok(opened) => opened,
-            Err(DataDrop::UnknownIndex) => {
-                self.drops.unknown_index += 1;
-                return;
-            }
-            Err(DataDrop::Replayed) => {
-                self.drops.replayed += 1;
-                return;
-            }
-            Err(DataDrop::Auth) => {
-                self.drops.auth_failed += 1;
-                return;
-            }
+        let Some(opened) = self.open_for(now, p, receiver, counter, msg) else {
+            return;
         };
-        if let Some(old) = opened.dropped_index() {
-            self.indices.remove(&old);
-        }
-        if let Some(fresh) = opened.take_fresh_session() {
-            Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
-        }
+        let peer = &mut self.peers[p];
         peer.link
             .receive_path_control(now, opened, socket, from, out);
     }
