@@ -80,9 +80,6 @@ impl Default for EngineSettings {
 /// Everything a [`crate::Session`] needs to know before it starts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// Session identifier carried in every header (docs/protocol.md#header); both endpoints
-    /// use the same value (the tunnel's handshake chooses it).
-    pub session_id: u32,
     /// Seed of the session's random generator (probe ids). Same seed, same outputs.
     pub seed: u64,
     /// Which scheduler places outgoing packets.
@@ -170,7 +167,6 @@ impl Default for Config {
     fn default() -> Self {
         let settings = EngineSettings::default();
         Config {
-            session_id: 0,
             seed: 0,
             scheduler: settings.scheduler,
             reorder: settings.reorder,
@@ -239,17 +235,16 @@ fn check(
     }
 }
 
+/// Most engine bytes around a repair symbol beyond the inner packet it covers: the header,
+/// the FEC_REPAIR frame's type, a 4-byte body length, its fields, and the symbol's 2-byte
+/// length prefix and 1 byte of rounding to even (docs/protocol.md#fec).
+pub const FEC_MAX_FRAMING: usize = HEADER_LEN + 1 + 4 + crate::wire::FEC_FIELDS_LEN + 2 + 1;
+
 impl Config {
     /// The configuration of one session: `settings` on top of [`Config::default`], with the
-    /// session's id, its random seed and the largest datagram the paths carry.
-    pub fn for_session(
-        session_id: u32,
-        seed: u64,
-        max_datagram_size: usize,
-        settings: &EngineSettings,
-    ) -> Config {
+    /// session's random seed and the largest datagram the paths carry.
+    pub fn for_session(seed: u64, max_datagram_size: usize, settings: &EngineSettings) -> Config {
         let mut c = Config {
-            session_id,
             seed,
             scheduler: settings.scheduler,
             reorder: settings.reorder,
@@ -267,11 +262,18 @@ impl Config {
         c
     }
 
-    /// Largest inner packet this configuration carries (datagram less header and the
-    /// largest DATA frame overhead: type, 4-byte seq, 8-byte varint, 4-byte length varint).
+    /// Largest inner packet this configuration carries: the datagram less
+    /// [`crate::wire::DATA_OVERHEAD`] (a full-size packet whose `prev_delta` would need
+    /// more than one byte names no predecessor instead, docs/protocol.md#data-frame), or
+    /// less [`FEC_MAX_FRAMING`] with packet-mode FEC on, so that a repair symbol for a
+    /// full-size packet fits a datagram too.
     pub fn max_inner_packet(&self) -> usize {
-        self.max_datagram_size
-            .saturating_sub(HEADER_LEN + 1 + 4 + 8 + 4)
+        let framing = if self.fec.policy == crate::fec::FecPolicy::Off {
+            crate::wire::DATA_OVERHEAD
+        } else {
+            FEC_MAX_FRAMING
+        };
+        self.max_datagram_size.saturating_sub(framing)
     }
 
     /// Checks the FEC tunables (docs/protocol.md#fec).

@@ -38,7 +38,6 @@ fn steady(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
 #[test]
 fn a_backup_path_carries_nothing_while_the_primary_works_then_takes_over() {
     let config = Config {
-        session_id: 11,
         reorder: ReorderKind::Bmp,
         ..Config::default()
     };
@@ -90,7 +89,6 @@ fn a_backup_path_carries_nothing_while_the_primary_works_then_takes_over() {
 #[test]
 fn unknown_paths_are_refused() {
     let config = Config {
-        session_id: 12,
         ..Config::default()
     };
     let mut pair = Pair::new(config.clone(), config, &[link(10.0, 10)], &[None], 1);

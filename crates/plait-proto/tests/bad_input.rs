@@ -6,22 +6,17 @@ use plait_proto::wire::{DataRepr, DecodeError, Header, Writer};
 use plait_proto::{Config, PathId, RecvError, Session, Time};
 
 fn session() -> Session {
-    let mut s = Session::new(Config {
-        session_id: 42,
-        ..Config::default()
-    })
-    .unwrap();
+    let mut s = Session::new(Config::default()).unwrap();
     s.add_path(Time::ZERO, PathId(0), PathHints::default())
         .unwrap();
     s
 }
 
-/// Header for session 42 on `path`, then `frames` as raw bytes.
-fn datagram(session_id: u32, path: u8, path_seq: u32, frames: &[u8]) -> Vec<u8> {
+/// Header on `path`, then `frames` as raw bytes.
+fn datagram(path: u8, path_seq: u32, frames: &[u8]) -> Vec<u8> {
     let mut buf = vec![0u8; 64 + frames.len()];
     let mut w = Writer::new(&mut buf);
     Header {
-        session_id,
         path: PathId(path),
         path_seq,
         timestamp_us: 1,
@@ -60,7 +55,7 @@ fn a_bad_frame_after_good_ones_voids_the_whole_datagram() {
     let mut s = session();
     let mut frames = data_frame(0, b"hello");
     frames.push(0x0c); // not a frame type
-    let err = s.handle_datagram(Time::ZERO, PathId(0), &datagram(42, 0, 0, &frames));
+    let err = s.handle_datagram(Time::ZERO, PathId(0), &datagram(0, 0, &frames));
     assert_eq!(
         err,
         Err(RecvError::Decode(DecodeError::UnknownFrameType(0x0c)))
@@ -70,7 +65,7 @@ fn a_bad_frame_after_good_ones_voids_the_whole_datagram() {
     let ok = s.handle_datagram(
         Time::ZERO,
         PathId(0),
-        &datagram(42, 0, 0, &data_frame(0, b"hello")),
+        &datagram(0, 0, &data_frame(0, b"hello")),
     );
     assert_eq!(ok, Ok(()));
     assert_eq!(delivered(&mut s), 1);
@@ -84,17 +79,21 @@ fn each_kind_of_bad_datagram_has_its_error() {
     let cases: Vec<(Vec<u8>, PathId, RecvError)> = vec![
         (vec![], PathId(0), RecvError::Decode(DecodeError::Truncated)),
         (
-            datagram(42, 0, 0, &[]),
+            datagram(0, 0, &[]),
             PathId(0),
             RecvError::Decode(DecodeError::Empty),
         ),
         (
-            datagram(7, 0, 0, &good),
+            {
+                let mut d = datagram(0, 0, &good);
+                d[0] = 0x10; // version 1, the 14-byte header of old
+                d
+            },
             PathId(0),
-            RecvError::WrongSession { got: 7, ours: 42 },
+            RecvError::Decode(DecodeError::UnsupportedVersion(1)),
         ),
         (
-            datagram(42, 1, 0, &good),
+            datagram(1, 0, &good),
             PathId(0),
             RecvError::PathMismatch {
                 header: PathId(1),
@@ -102,7 +101,7 @@ fn each_kind_of_bad_datagram_has_its_error() {
             },
         ),
         (
-            datagram(42, 3, 0, &good),
+            datagram(3, 0, &good),
             PathId(3),
             RecvError::UnknownPath(PathId(3)),
         ),
@@ -111,7 +110,7 @@ fn each_kind_of_bad_datagram_has_its_error() {
         assert_eq!(s.handle_datagram(Time::ZERO, path, &bytes), Err(want));
     }
     assert_eq!(delivered(&mut s), 0);
-    let d = datagram(42, 0, 5, &good);
+    let d = datagram(0, 5, &good);
     assert_eq!(s.handle_datagram(Time::ZERO, PathId(0), &d), Ok(()));
     assert_eq!(
         s.handle_datagram(Time::ZERO, PathId(0), &d),
@@ -132,11 +131,11 @@ fn a_decoded_datagram_is_checked_as_the_whole_one_is() {
     let mut decoded = session();
     let good = data_frame(0, b"x");
     let inputs = [
-        datagram(42, 0, 0, &good),
-        datagram(42, 0, 0, &good),
-        datagram(7, 0, 1, &good),
-        datagram(42, 1, 2, &good),
-        datagram(42, 0, 3, &[0x0c]),
+        datagram(0, 0, &good),
+        datagram(0, 0, &good),
+        datagram(0, 1, &[0x0c, 0x0c]),
+        datagram(1, 2, &good),
+        datagram(0, 3, &[0x0c]),
     ];
     for bytes in &inputs {
         let (header, payload) = Header::decode(bytes).unwrap();
@@ -167,12 +166,12 @@ fn a_decoded_datagram_is_checked_as_the_whole_one_is() {
 fn a_huge_sequence_jump_never_makes_a_busy_loop() {
     let mut s = session();
     let now = Time::from_millis(10);
-    s.handle_datagram(now, PathId(0), &datagram(42, 0, 0, &data_frame(0, b"a")))
+    s.handle_datagram(now, PathId(0), &datagram(0, 0, &data_frame(0, b"a")))
         .unwrap();
     s.handle_datagram(
         now,
         PathId(0),
-        &datagram(42, 0, 0x8000_0005, &data_frame(1, b"b")),
+        &datagram(0, 0x8000_0005, &data_frame(1, b"b")),
     )
     .unwrap();
     struct Discard;
@@ -197,7 +196,7 @@ fn peer_close_still_releases_held_packets() {
     let mut s = session();
     let now = Time::from_millis(10);
     // Global 1 arrives, 0 never does: 1 waits behind the hole.
-    s.handle_datagram(now, PathId(0), &datagram(42, 0, 0, &data_frame(1, b"late")))
+    s.handle_datagram(now, PathId(0), &datagram(0, 0, &data_frame(1, b"late")))
         .unwrap();
     let mut close = vec![0u8; 64];
     let mut w = Writer::new(&mut close);
@@ -209,7 +208,7 @@ fn peer_close_still_releases_held_packets() {
     .unwrap();
     let n = w.len();
     close.truncate(n);
-    s.handle_datagram(now, PathId(0), &datagram(42, 0, 1, &close))
+    s.handle_datagram(now, PathId(0), &datagram(0, 1, &close))
         .unwrap();
     assert!(s.is_closed());
     let deadline = s.poll_timeout().expect("the held packet has a deadline");

@@ -47,7 +47,6 @@ struct Outcome {
 /// 20 s of traffic after a 1 s warm-up.
 fn run(fec: FecPolicy, scheduler: SchedulerKind, seed: u64) -> Outcome {
     let mut config = Config {
-        session_id: 9,
         scheduler,
         repair: false,
         ..Config::default()

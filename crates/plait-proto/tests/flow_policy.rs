@@ -49,7 +49,6 @@ const CALL_PACKETS: u64 = 240;
 /// serial was delivered.
 fn run(rules: Vec<FlowRule>) -> BTreeMap<u64, u32> {
     let config = Config {
-        session_id: 21,
         reorder: ReorderKind::Bmp,
         repair: false,
         flow_policy: rules,

@@ -42,7 +42,6 @@ struct Outcome {
 /// with a 1.6 s drop-tail buffer, for 6 s.
 fn run(packet_pacing: bool) -> Outcome {
     let config = Config {
-        session_id: 7,
         repair: false,
         congestion: CongestionKind::Bbr,
         packet_pacing,

@@ -57,7 +57,6 @@ fn sent_at(p: &[u8]) -> Time {
 /// excess of a faster source waits in the send queue rather than in the link.
 fn pair(codel: bool) -> Pair {
     let mut config = Config {
-        session_id: 9,
         scheduler: SchedulerKind::Ikr,
         trust_hints: true,
         repair: false,

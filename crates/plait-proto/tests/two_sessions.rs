@@ -44,7 +44,6 @@ fn three_paths() -> Vec<LinkSpec> {
 /// packet the link dropped as lost for good (the repair tests turn it on themselves).
 fn config(scheduler: SchedulerKind) -> Config {
     Config {
-        session_id: 7,
         scheduler,
         reorder: ReorderKind::Bmp,
         repair: false,

@@ -45,7 +45,6 @@ struct Outcome {
 /// a 16 Mbit/s, 10 ms path and an 8 Mbit/s, 50 ms path, for 4 s.
 fn run(unordered_below_bps: u64) -> Outcome {
     let config = Config {
-        session_id: 3,
         unordered_below_bps,
         trust_hints: true,
         ..Config::default()

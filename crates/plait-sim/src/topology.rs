@@ -558,7 +558,6 @@ fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session)
                 .min_pair_bytes
                 .unwrap_or(Config::default().min_pair_bytes),
             ..Config::for_session(
-                1,
                 component_seed(seed, 1000 + component),
                 (inner_max as usize + 64).max(plait_proto::config::MIN_DATAGRAM_SIZE),
                 &settings,

@@ -196,6 +196,13 @@ impl Path {
         self.next_seq
     }
 
+    /// Continues the numbering of an earlier path with this id: the next datagram takes
+    /// `next_seq`. Only before anything was sent (a re-added path, docs/protocol.md#sequence-numbers).
+    pub fn resume_numbering(&mut self, next_seq: PathSeq) {
+        debug_assert!(self.log.base().is_none() && self.next_seq == 0);
+        self.next_seq = next_seq;
+    }
+
     /// Entries held now: the log of unresolved datagrams, the send history, fates not yet
     /// collected (each bounded; for [`crate::session::Footprint`]).
     pub fn held(&self) -> (usize, usize, usize) {

@@ -41,13 +41,29 @@ pub struct AckTracker {
     eliciting_unacked: u32,
     first_unacked_at: Option<Time>,
     last_recv: Option<Time>,
+    /// Where expansion centres while nothing was received ([`AckTracker::resumed`]).
+    resume_at: PathSeq,
 }
 
 impl AckTracker {
     /// Expands a header's truncated path sequence number.
     pub fn expand(&self, truncated: u32) -> PathSeq {
-        let expected = self.ranges.first().map_or(0, |r| r.end() + 1);
-        expand_seq(expected, truncated)
+        expand_seq(self.expected(), truncated)
+    }
+
+    /// The path sequence number expected next: one above the largest received.
+    fn expected(&self) -> PathSeq {
+        self.ranges.first().map_or(self.resume_at, |r| r.end() + 1)
+    }
+
+    /// A tracker for the same path id re-added: nothing received yet, but truncated
+    /// numbers expand near where this one left off, because the peer continues its
+    /// numbering (docs/protocol.md#sequence-numbers).
+    pub fn resumed(&self) -> AckTracker {
+        AckTracker {
+            resume_at: self.expected(),
+            ..AckTracker::default()
+        }
     }
 
     /// Records a datagram with path sequence number `seq` that arrived at `now`.

@@ -36,7 +36,7 @@ pub use types::{
 
 use crate::cc::CoupledPath;
 use crate::config::{Config, ConfigError};
-use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
+use crate::ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
 use crate::path::{OwdReference, Path, PathHints, PathStats, PathView};
 use crate::reorder::{AnyReorder, DuplicateFilter, ReorderBuffer, ReorderStats};
 use crate::sched::AnyScheduler;
@@ -110,6 +110,11 @@ pub struct Session {
     rng: ChaCha8Rng,
     now: Time,
     paths: Vec<Option<PathSlot>>,
+    /// Per path id removed earlier: its next send sequence number and its receive
+    /// tracker, so a re-added path continues its numbering in both directions (path
+    /// sequence numbers never repeat within a session: the tunnel's nonces rely on it,
+    /// docs/protocol.md#data-messages).
+    retired: Vec<Option<(PathSeq, AckTracker)>>,
     owd_ref: OwdReference,
     scheduler: AnyScheduler,
     /// The scheduler said wait: until this time (`Some`), or until paths change (`None`
@@ -170,6 +175,7 @@ impl Session {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             now: Time::ZERO,
             paths: (0..MAX_PATHS).map(|_| None).collect(),
+            retired: (0..MAX_PATHS).map(|_| None).collect(),
             owd_ref: OwdReference::default(),
             scheduler: AnyScheduler::new(config.scheduler),
             sched_wait_until: None,
@@ -220,7 +226,7 @@ impl Session {
         if slot.is_some() {
             return Err(PathError::Exists(id));
         }
-        let tx = Path::new(
+        let mut tx = Path::new(
             id,
             now,
             hints,
@@ -229,9 +235,16 @@ impl Session {
             self.config.min_pair_bytes,
             (self.config.congestion, self.config.max_datagram_size as u64),
         );
+        let rx = match self.retired.get_mut(id.index()).and_then(Option::take) {
+            Some((next_seq, rx)) => {
+                tx.resume_numbering(next_seq);
+                rx.resumed()
+            }
+            None => AckTracker::default(),
+        };
         *slot = Some(PathSlot {
             tx,
-            rx: AckTracker::default(),
+            rx,
             probes_to_send: 0,
         });
         self.on_paths_changed(now);
@@ -265,8 +278,11 @@ impl Session {
             .paths
             .get_mut(id.index())
             .ok_or(PathError::OutOfRange(id))?;
-        if slot.take().is_none() {
+        let Some(removed) = slot.take() else {
             return Err(PathError::Unknown(id));
+        };
+        if let Some(r) = self.retired.get_mut(id.index()) {
+            *r = Some((removed.tx.next_seq(), removed.rx));
         }
         if let Some(c) = &mut self.copies {
             c.paths.retain(|p| *p != id);

@@ -118,12 +118,6 @@ impl Session {
         header: &Header,
         payload: &[u8],
     ) -> Result<(), RecvError> {
-        if header.session_id != self.config.session_id {
-            return Err(RecvError::WrongSession {
-                got: header.session_id,
-                ours: self.config.session_id,
-            });
-        }
         if header.path != path {
             return Err(RecvError::PathMismatch {
                 header: header.path,

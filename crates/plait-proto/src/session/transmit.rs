@@ -84,7 +84,6 @@ impl Session {
 
     pub(super) fn header(&self, path: PathId, seq: PathSeq, now: Time) -> Header {
         Header {
-            session_id: self.config.session_id,
             path,
             path_seq: seq as u32,
             timestamp_us: now.wire_micros(),
@@ -421,7 +420,7 @@ impl Session {
         } else {
             slot.tx.prev_delta(global)
         };
-        let data = DataRepr {
+        let mut data = DataRepr {
             global_seq: global,
             prev_delta,
             payload,
@@ -429,6 +428,11 @@ impl Session {
         };
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
+        // docs/protocol.md#data-frame: a packet of the largest size has room for a 1-byte
+        // `prev_delta` only; a wider one would not fit, so it names no predecessor.
+        if data.encoded_len() > w.remaining() {
+            data.prev_delta = 0;
+        }
         let room = w.remaining().checked_sub(data.encoded_len())?;
         let unordered = ExtensionRepr {
             frame_type: crate::wire::frame_type::UNORDERED,

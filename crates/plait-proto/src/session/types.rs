@@ -82,14 +82,6 @@ pub enum RecvError {
     /// It did not decode.
     #[error("malformed datagram: {0}")]
     Decode(#[from] DecodeError),
-    /// Its header names another session.
-    #[error("datagram for session {got:#010x}, this is {ours:#010x}")]
-    WrongSession {
-        /// Session id in the header.
-        got: u32,
-        /// This session's id.
-        ours: u32,
-    },
     /// Its header's path id differs from the path the driver received it on.
     #[error("datagram says {header} but arrived on {arrived}")]
     PathMismatch {

@@ -161,7 +161,6 @@ mod tests {
     #[test]
     fn data_datagram_test_vector() {
         let header = Header {
-            session_id: 0x0102_0304,
             path: PathId(1),
             path_seq: 5,
             timestamp_us: 6,
@@ -178,7 +177,7 @@ mod tests {
         });
         #[rustfmt::skip]
         let vector = [
-            0x10, 0x01, 0x02, 0x03, 0x04, 0x01, 0, 0, 0, 5, 0, 0, 0, 6, // header
+            0x21, 0, 0, 0, 5, 0, 0, 0, 6,                               // header
             0x01, 0x00, 0x00, 0x00, 0x07, 0x03, b'h', b'i',             // DATA to end
         ];
         assert_eq!(bytes, vector);

@@ -153,18 +153,27 @@ mod tests {
 
     #[test]
     fn a_full_size_symbol_fits_a_datagram() {
-        // The largest inner packet plus its 2-byte length, rounded up to even.
-        let config = crate::Config::default();
-        let symbol_len = (config.max_inner_packet() + 2).next_multiple_of(2);
-        let symbol = vec![0u8; symbol_len];
-        let repr = FecRepairRepr {
-            first: 0,
-            mask: 1,
-            repair_count: 1,
-            index: 0,
-            symbol: &symbol,
-        };
-        assert!(crate::wire::HEADER_LEN + repr.encoded_len() <= config.max_datagram_size);
+        for size in [1280, 1400, 1451, 9000, 65_535] {
+            let mut config = crate::Config {
+                max_datagram_size: size,
+                ..crate::Config::default()
+            };
+            config.fec.policy = crate::fec::FecPolicy::Sparse;
+            // The largest inner packet plus its 2-byte length, rounded up to even.
+            let symbol_len = (config.max_inner_packet() + 2).next_multiple_of(2);
+            let symbol = vec![0u8; symbol_len];
+            let repr = FecRepairRepr {
+                first: 0,
+                mask: 1,
+                repair_count: 1,
+                index: 0,
+                symbol: &symbol,
+            };
+            assert!(
+                crate::wire::HEADER_LEN + repr.encoded_len() <= size,
+                "{size}"
+            );
+        }
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! The 14-byte datagram header (docs/protocol.md#header).
+//! The 9-byte datagram header (docs/protocol.md#header).
 //!
-//! Invariants: [`Header::decode`] accepts only version [`VERSION`], a path id below
-//! [`MAX_PATHS`] and at least one byte of frames after the header; it ignores the reserved
-//! low nibble of the flags byte. [`Header::encode`] writes exactly [`HEADER_LEN`] bytes with
-//! the reserved bits zero, or nothing at all.
+//! Invariants: [`Header::decode`] accepts only version [`VERSION`] and at least one byte of
+//! frames after the header; a path id always fits (it is the first byte's low nibble, and
+//! [`MAX_PATHS`] is 16). [`Header::encode`] writes exactly [`HEADER_LEN`] bytes, or nothing
+//! at all. The first [`CLEAR_PREFIX_LEN`] bytes (version, path, path sequence number) are
+//! the ones the tunnel leaves unencrypted and makes its nonce of
+//! (docs/protocol.md#data-messages); the layout of those bytes is therefore part of the
+//! tunnel's security argument and must not change without a new version.
 
 use super::error::{DecodeError, EncodeError};
 use super::reader::Reader;
@@ -11,16 +14,21 @@ use super::writer::Writer;
 use crate::ids::{MAX_PATHS, PathId};
 
 /// Bytes in the header.
-pub const HEADER_LEN: usize = 14;
+pub const HEADER_LEN: usize = 9;
+
+/// Bytes at the front of the header that name the datagram uniquely within a session:
+/// the version and path byte, then the path sequence number.
+pub const CLEAR_PREFIX_LEN: usize = 5;
 
 /// Protocol version carried in the high nibble of the first byte.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+
+// The path id is the first byte's low nibble.
+const _: () = assert!(MAX_PATHS == 16);
 
 /// The header that starts every datagram (docs/protocol.md#header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Header {
-    /// Session identifier chosen at session setup.
-    pub session_id: u32,
     /// The path this datagram was sent on.
     pub path: PathId,
     /// Per-path sequence number, truncated to 32 bits (docs/protocol.md#sequence-numbers).
@@ -37,15 +45,12 @@ impl Header {
             return Err(DecodeError::Truncated);
         }
         let mut r = Reader::new(buf);
-        let version = r.u8()? >> 4;
+        let first = r.u8()?;
+        let version = first >> 4;
         if version != VERSION {
             return Err(DecodeError::UnsupportedVersion(version));
         }
-        let session_id = r.u32()?;
-        let path = r.u8()?;
-        if usize::from(path) >= MAX_PATHS {
-            return Err(DecodeError::BadPathId(path));
-        }
+        let path = first & 0x0f;
         let path_seq = r.u32()?;
         let timestamp_us = r.u32()?;
         let payload = r.rest();
@@ -53,7 +58,6 @@ impl Header {
             return Err(DecodeError::Empty);
         }
         let header = Header {
-            session_id,
             path: PathId(path),
             path_seq,
             timestamp_us,
@@ -74,9 +78,7 @@ impl Header {
             return Err(EncodeError::BadPathId(self.path.0));
         }
         w.check_room(HEADER_LEN)?;
-        w.put_u8(VERSION << 4)?;
-        w.put_u32(self.session_id)?;
-        w.put_u8(self.path.0)?;
+        w.put_u8(VERSION << 4 | self.path.0)?;
         w.put_u32(self.path_seq)?;
         w.put_u32(self.timestamp_us)
     }
@@ -87,16 +89,13 @@ mod tests {
     use super::*;
 
     const VECTOR: [u8; HEADER_LEN] = [
-        0x10, // version 1, reserved 0
-        0xde, 0xad, 0xbe, 0xef, // session id
-        0x03, // path 3
+        0x23, // version 2, path 3
         0x00, 0x01, 0x02, 0x03, // path seq
         0xff, 0xff, 0xff, 0xfe, // timestamp
     ];
 
     fn sample() -> Header {
         Header {
-            session_id: 0xdead_beef,
             path: PathId(3),
             path_seq: 0x0001_0203,
             timestamp_us: 0xffff_fffe,
@@ -105,7 +104,7 @@ mod tests {
 
     #[test]
     fn encodes_to_the_test_vector() {
-        let mut buf = [0xaau8; 20];
+        let mut buf = [0xaau8; 15];
         assert_eq!(sample().encode(&mut buf), Ok(HEADER_LEN));
         assert_eq!(buf[..HEADER_LEN], VECTOR);
         assert_eq!(buf[HEADER_LEN..], [0xaa; 6]);
@@ -121,29 +120,35 @@ mod tests {
     }
 
     #[test]
-    fn reserved_bits_are_ignored() {
-        let mut dgram = VECTOR.to_vec();
-        dgram[0] = 0x1f;
-        dgram.push(0);
-        assert_eq!(Header::decode(&dgram).unwrap().0, sample());
+    fn every_path_id_fits_the_nibble() {
+        for p in 0..MAX_PATHS as u8 {
+            let h = Header {
+                path: PathId(p),
+                ..sample()
+            };
+            let mut dgram = [0u8; HEADER_LEN + 1];
+            assert_eq!(h.encode(&mut dgram), Ok(HEADER_LEN));
+            assert_eq!(dgram[0], 0x20 | p);
+            assert_eq!(Header::decode(&dgram).unwrap().0, h);
+        }
     }
 
     #[test]
     fn rejects_bad_headers() {
         let mut dgram = VECTOR.to_vec();
         assert_eq!(Header::decode(&dgram), Err(DecodeError::Empty));
-        assert_eq!(Header::decode(&dgram[..13]), Err(DecodeError::Truncated));
+        assert_eq!(
+            Header::decode(&dgram[..HEADER_LEN - 1]),
+            Err(DecodeError::Truncated)
+        );
         assert_eq!(Header::decode(&[]), Err(DecodeError::Truncated));
         dgram.push(0);
-        dgram[5] = 16;
-        assert_eq!(Header::decode(&dgram), Err(DecodeError::BadPathId(16)));
-        dgram[5] = 0;
-        dgram[0] = 0x20;
+        dgram[0] = 0x13;
         assert_eq!(
             Header::decode(&dgram),
-            Err(DecodeError::UnsupportedVersion(2))
+            Err(DecodeError::UnsupportedVersion(1))
         );
-        dgram[0] = 0x00;
+        dgram[0] = 0x03;
         assert_eq!(
             Header::decode(&dgram),
             Err(DecodeError::UnsupportedVersion(0))
@@ -152,19 +157,22 @@ mod tests {
 
     #[test]
     fn encode_refuses_small_buffers_and_bad_paths() {
-        let mut buf = [0u8; 13];
+        let mut buf = [0u8; HEADER_LEN - 1];
         assert_eq!(
             sample().encode(&mut buf),
             Err(EncodeError::BufferTooSmall {
-                needed: 14,
-                available: 13
+                needed: HEADER_LEN,
+                available: HEADER_LEN - 1
             })
         );
-        assert_eq!(buf, [0; 13]);
+        assert_eq!(buf, [0; HEADER_LEN - 1]);
         let bad = Header {
             path: PathId(16),
             ..sample()
         };
-        assert_eq!(bad.encode(&mut [0u8; 14]), Err(EncodeError::BadPathId(16)));
+        assert_eq!(
+            bad.encode(&mut [0u8; HEADER_LEN]),
+            Err(EncodeError::BadPathId(16))
+        );
     }
 }

@@ -21,7 +21,7 @@
 //!
 //! let mut buf = [0u8; 1500];
 //! let mut w = Writer::new(&mut buf);
-//! let header = Header { session_id: 7, path: PathId(1), path_seq: 42, timestamp_us: 1_000 };
+//! let header = Header { path: PathId(1), path_seq: 42, timestamp_us: 1_000 };
 //! header.write_to(&mut w).unwrap();
 //! DataRepr { global_seq: 9, prev_delta: 2, payload: b"ip packet", to_end: true }
 //!     .encode(&mut w)
@@ -62,7 +62,7 @@ pub use fec_repair::{
     FEC_FIELDS_LEN, FEC_SPAN, FecRepairRepr, MAX_FEC_REPAIR, MAX_FEC_SYMBOL, parse_fec_repair,
 };
 pub use frame::{CloseFrame, DataFrame, Frame, ProbeAckFrame, ProbeFrame};
-pub use header::{HEADER_LEN, Header, VERSION};
+pub use header::{CLEAR_PREFIX_LEN, HEADER_LEN, Header, VERSION};
 pub use repair_request::{MAX_REPAIR_SEQS, RepairRequestRepr, parse_repair_request};
 pub use repr::{CloseRepr, DataRepr, ExtensionRepr, ProbeAckRepr, ProbeRepr, encode_padding};
 pub use stream::{
@@ -73,7 +73,7 @@ pub use varint::{VARINT_MAX, varint_len, zigzag_decode, zigzag_encode};
 pub use writer::Writer;
 
 /// Per-packet overhead of plait's engine datagram in the common case: the header plus a
-/// DATA frame running to the end with a 1-byte `prev_delta` (14 + 1 + 4 + 1 bytes;
+/// DATA frame running to the end with a 1-byte `prev_delta` (9 + 1 + 4 + 1 bytes;
 /// docs/protocol.md#overhead). The tunnel's encryption envelope and IP/UDP come on top.
 pub const DATA_OVERHEAD: usize = HEADER_LEN + 1 + 4 + 1;
 

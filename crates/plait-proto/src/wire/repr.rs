@@ -299,6 +299,6 @@ mod tests {
             crate::wire::HEADER_LEN + data.encoded_len(),
             crate::wire::DATA_OVERHEAD
         );
-        assert_eq!(crate::wire::DATA_OVERHEAD, 20);
+        assert_eq!(crate::wire::DATA_OVERHEAD, 15);
     }
 }

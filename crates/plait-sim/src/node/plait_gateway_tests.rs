@@ -19,7 +19,7 @@ const PATHS: u8 = 2;
 
 /// A session as the tunnel builds it (`Config::for_session` on the shipped defaults).
 fn session(seed: u64) -> Session {
-    let config = Config::for_session(7, seed, 1400, &EngineSettings::default());
+    let config = Config::for_session(seed, 1400, &EngineSettings::default());
     let mut s = Session::new(config).expect("the shipped configuration is valid");
     for i in 0..PATHS {
         s.add_path(Time::ZERO, PathId(i), PathHints::default())

@@ -1,16 +1,23 @@
 //! Per-direction ChaCha20-Poly1305 keys (ring), sealing and opening in place.
 //!
-//! It owns one direction's transport key and, on the sending side, the message counter
-//! that forms the nonce.
+//! It owns one direction's transport key and, on the sending side, the path-control
+//! message counter.
 //!
-//! Nonce layout: 4 zero bytes, then the 64-bit counter little-endian. This is Noise's
-//! ChaChaPoly nonce (Noise spec §12.3, "32 bits of zeros followed by little-endian encoding
-//! of n") and WireGuard's transport nonce.
+//! Two disjoint nonce families share a key (docs/protocol.md#data-messages), told apart by
+//! the first byte ([`MessageNonce`]):
+//! - path control: 4 zero bytes, then the 64-bit counter little-endian. This is Noise's
+//!   ChaChaPoly nonce (Noise spec §12.3, "32 bits of zeros followed by little-endian
+//!   encoding of n") and WireGuard's transport nonce;
+//! - data: the byte 1, the engine datagram's 5-byte clear prefix (version and path, then
+//!   the path sequence number), then 6 zero bytes. The engine never repeats a path
+//!   sequence number within a session, and `Keypair` refuses to seal one that does not
+//!   move forward, so these never repeat under one key either.
 //!
 //! Invariants:
 //! - A [`SendKey`] hands out each counter at most once, strictly increasing from 0, and
 //!   never one at or above [`REJECT_AFTER_MESSAGES`] (the receiver's window rejects those),
-//!   so a (key, nonce) pair is never reused. [`SendKey::seal`] refuses such counters too.
+//!   so a (key, counter nonce) pair is never reused. [`SendKey::seal`] refuses such
+//!   counters too.
 //! - No input makes these functions panic: buffer lengths are checked first and reported
 //!   as [`AeadError::BufferTooSmall`].
 //! - Key bytes never appear in `Debug` output.
@@ -21,6 +28,8 @@
 use std::fmt;
 
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+
+use plait_proto::wire::CLEAR_PREFIX_LEN;
 
 use crate::crypto::replay::REJECT_AFTER_MESSAGES;
 
@@ -40,6 +49,11 @@ pub enum AeadError {
     /// one nonce (RFC 8439 §2.8: about 256 GiB), which no datagram comes near.
     #[error("nonce counter exhausted: rekey required")]
     Exhausted,
+    /// A data message's path sequence number is not ahead of the last one sealed on its
+    /// path under this key: sealing it could repeat a nonce, so it is refused (a bug in
+    /// the caller, never an input).
+    #[error("path sequence number not ahead of the last one sealed on its path")]
+    NotAhead,
     /// The buffer cannot hold what the operation needs.
     #[error("buffer too small: need {need} bytes, have {have}")]
     BufferTooSmall {
@@ -55,12 +69,31 @@ pub enum AeadError {
 
 /// Where the counter sits in the nonce: after 4 zero bytes, in the last 8.
 const NONCE_COUNTER_OFFSET: usize = NONCE_LEN - 8;
+/// First byte of a data message's nonce; a counter nonce's is 0.
+const DATA_NONCE_TAG: u8 = 1;
 
-/// The nonce for message `counter`: 4 zero bytes, then the counter little-endian.
-fn nonce_bytes(counter: u64) -> [u8; NONCE_LEN] {
-    let mut n = [0u8; NONCE_LEN];
-    n[NONCE_COUNTER_OFFSET..].copy_from_slice(&counter.to_le_bytes());
-    n
+/// The nonce of one sealed message (see the module docs for the two families).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageNonce {
+    /// A path-control message's counter.
+    Counter(u64),
+    /// A data message: the engine datagram's clear prefix.
+    Data([u8; CLEAR_PREFIX_LEN]),
+}
+
+impl MessageNonce {
+    /// The 12 nonce bytes.
+    pub fn bytes(self) -> [u8; NONCE_LEN] {
+        let mut n = [0u8; NONCE_LEN];
+        match self {
+            MessageNonce::Counter(c) => n[NONCE_COUNTER_OFFSET..].copy_from_slice(&c.to_le_bytes()),
+            MessageNonce::Data(prefix) => {
+                n[0] = DATA_NONCE_TAG;
+                n[1..1 + CLEAR_PREFIX_LEN].copy_from_slice(&prefix);
+            }
+        }
+        n
+    }
 }
 
 fn less_safe_key(key: &[u8; KEY_LEN]) -> LessSafeKey {
@@ -155,19 +188,22 @@ impl SendKey {
     /// Seals in place: `in_out[..len]` is the plaintext; the tag is written at
     /// `in_out[len..len + TAG_LEN]`. `aad` is authenticated, not encrypted. Returns len + TAG_LEN.
     ///
-    /// `counter` must come from [`SendKey::next_counter`]; a counter at or above
+    /// A counter nonce must come from [`SendKey::next_counter`]; one at or above
     /// [`REJECT_AFTER_MESSAGES`] gives `Err(Exhausted)` since no receiver would accept it.
+    /// A data nonce's uniqueness is the caller's to keep (`Keypair` does).
     pub fn seal(
         &self,
-        counter: u64,
+        nonce: MessageNonce,
         aad: &[u8],
         in_out: &mut [u8],
         len: usize,
     ) -> Result<usize, AeadError> {
-        if counter >= REJECT_AFTER_MESSAGES {
+        if let MessageNonce::Counter(counter) = nonce
+            && counter >= REJECT_AFTER_MESSAGES
+        {
             return Err(AeadError::Exhausted);
         }
-        seal_with_nonce(&self.key, nonce_bytes(counter), aad, in_out, len)
+        seal_with_nonce(&self.key, nonce.bytes(), aad, in_out, len)
     }
 
     /// Test hook: makes the next counter `next`, to reach the exhaustion limit quickly.
@@ -204,8 +240,13 @@ impl RecvKey {
     ///
     /// On `AuthFailed` the contents of `in_out` are unspecified (ring zeroes the plaintext
     /// part) and must be discarded.
-    pub fn open(&self, counter: u64, aad: &[u8], in_out: &mut [u8]) -> Result<usize, AeadError> {
-        open_with_nonce(&self.key, nonce_bytes(counter), aad, in_out)
+    pub fn open(
+        &self,
+        nonce: MessageNonce,
+        aad: &[u8],
+        in_out: &mut [u8],
+    ) -> Result<usize, AeadError> {
+        open_with_nonce(&self.key, nonce.bytes(), aad, in_out)
     }
 }
 
@@ -218,6 +259,7 @@ impl fmt::Debug for RecvKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use MessageNonce::Counter as C;
 
     const KEY: [u8; KEY_LEN] = [0x42; KEY_LEN];
 
@@ -234,7 +276,7 @@ mod tests {
         let mut buf = msg.to_vec();
         buf.resize(msg.len() + TAG_LEN, 0);
         assert_eq!(
-            k.seal(counter, aad, &mut buf, msg.len()),
+            k.seal(C(counter), aad, &mut buf, msg.len()),
             Ok(msg.len() + TAG_LEN)
         );
         buf
@@ -255,12 +297,12 @@ mod tests {
             let c = s.next_counter().unwrap();
             let mut buf = vec![0u8; msg.len() + TAG_LEN + 7];
             buf[..msg.len()].copy_from_slice(msg);
-            let n = s.seal(c, b"header", &mut buf, msg.len()).unwrap();
+            let n = s.seal(C(c), b"header", &mut buf, msg.len()).unwrap();
             assert_eq!(n, msg.len() + TAG_LEN);
             if !msg.is_empty() {
                 assert_ne!(&buf[..msg.len()], msg, "encrypted");
             }
-            let m = r.open(c, b"header", &mut buf[..n]).unwrap();
+            let m = r.open(C(c), b"header", &mut buf[..n]).unwrap();
             assert_eq!(&buf[..m], msg);
         }
     }
@@ -268,7 +310,7 @@ mod tests {
     #[test]
     fn nonce_layout_is_zeros_then_counter_le() {
         assert_eq!(
-            nonce_bytes(0x0102_0304_0506_0708),
+            MessageNonce::Counter(0x0102_0304_0506_0708).bytes(),
             [0, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1]
         );
         // SendKey::seal uses exactly that nonce.
@@ -287,16 +329,16 @@ mod tests {
         let good = sealed(5, b"aad", b"payload bytes");
 
         let mut buf = good.clone();
-        assert_eq!(r.open(6, b"aad", &mut buf), Err(AeadError::AuthFailed));
+        assert_eq!(r.open(C(6), b"aad", &mut buf), Err(AeadError::AuthFailed));
 
         let mut buf = good.clone();
-        assert_eq!(r.open(5, b"aaD", &mut buf), Err(AeadError::AuthFailed));
+        assert_eq!(r.open(C(5), b"aaD", &mut buf), Err(AeadError::AuthFailed));
 
         for bit in 0..good.len() * 8 {
             let mut buf = good.clone();
             buf[bit / 8] ^= 1 << (bit % 8);
             assert_eq!(
-                r.open(5, b"aad", &mut buf),
+                r.open(C(5), b"aad", &mut buf),
                 Err(AeadError::AuthFailed),
                 "bit {bit}"
             );
@@ -304,16 +346,19 @@ mod tests {
 
         let mut buf = good.clone();
         assert_eq!(
-            r.open(5, b"aad", &mut buf[..good.len() - 1]),
+            r.open(C(5), b"aad", &mut buf[..good.len() - 1]),
             Err(AeadError::AuthFailed)
         );
 
         let other = RecvKey::new(&[0x43; KEY_LEN]);
         let mut buf = good.clone();
-        assert_eq!(other.open(5, b"aad", &mut buf), Err(AeadError::AuthFailed));
+        assert_eq!(
+            other.open(C(5), b"aad", &mut buf),
+            Err(AeadError::AuthFailed)
+        );
 
         let mut buf = good;
-        assert_eq!(r.open(5, b"aad", &mut buf), Ok(13));
+        assert_eq!(r.open(C(5), b"aad", &mut buf), Ok(13));
     }
 
     #[test]
@@ -322,7 +367,7 @@ mod tests {
         for len in 0..TAG_LEN {
             let mut buf = vec![0u8; len];
             assert_eq!(
-                r.open(0, b"", &mut buf),
+                r.open(C(0), b"", &mut buf),
                 Err(AeadError::BufferTooSmall {
                     need: TAG_LEN,
                     have: len
@@ -331,31 +376,31 @@ mod tests {
         }
         // Exactly a tag: an empty message, which here fails authentication.
         assert_eq!(
-            r.open(0, b"", &mut [0u8; TAG_LEN]),
+            r.open(C(0), b"", &mut [0u8; TAG_LEN]),
             Err(AeadError::AuthFailed)
         );
 
         let s = SendKey::new(&KEY);
         let mut buf = [0u8; 20];
         assert_eq!(
-            s.seal(0, b"", &mut buf, 5),
+            s.seal(C(0), b"", &mut buf, 5),
             Err(AeadError::BufferTooSmall { need: 21, have: 20 })
         );
         assert_eq!(
-            s.seal(0, b"", &mut buf, 100),
+            s.seal(C(0), b"", &mut buf, 100),
             Err(AeadError::BufferTooSmall {
                 need: 116,
                 have: 20
             })
         );
         assert_eq!(
-            s.seal(0, b"", &mut buf, usize::MAX),
+            s.seal(C(0), b"", &mut buf, usize::MAX),
             Err(AeadError::BufferTooSmall {
                 need: usize::MAX,
                 have: 20
             })
         );
-        assert_eq!(s.seal(0, b"", &mut buf, 4), Ok(20));
+        assert_eq!(s.seal(C(0), b"", &mut buf, 4), Ok(20));
     }
 
     #[test]
@@ -384,20 +429,20 @@ mod tests {
 
         let mut buf = [0u8; TAG_LEN];
         assert_eq!(
-            s.seal(REJECT_AFTER_MESSAGES, b"", &mut buf, 0),
+            s.seal(C(REJECT_AFTER_MESSAGES), b"", &mut buf, 0),
             Err(AeadError::Exhausted)
         );
         assert_eq!(
-            s.seal(u64::MAX, b"", &mut buf, 0),
+            s.seal(C(u64::MAX), b"", &mut buf, 0),
             Err(AeadError::Exhausted)
         );
         // The last valid counter still seals and opens.
         assert_eq!(
-            s.seal(REJECT_AFTER_MESSAGES - 1, b"", &mut buf, 0),
+            s.seal(C(REJECT_AFTER_MESSAGES - 1), b"", &mut buf, 0),
             Ok(TAG_LEN)
         );
         assert_eq!(
-            RecvKey::new(&KEY).open(REJECT_AFTER_MESSAGES - 1, b"", &mut buf),
+            RecvKey::new(&KEY).open(C(REJECT_AFTER_MESSAGES - 1), b"", &mut buf),
             Ok(0)
         );
     }
@@ -442,5 +487,38 @@ mod tests {
 
         let m = open_with_nonce(&k, nonce, &aad, &mut buf).unwrap();
         assert_eq!(&buf[..m], plaintext);
+    }
+
+    #[test]
+    fn data_nonces_are_tagged_and_never_meet_counter_nonces() {
+        let prefix = [0x23, 0x00, 0x01, 0x02, 0x03];
+        assert_eq!(
+            MessageNonce::Data(prefix).bytes(),
+            [1, 0x23, 0x00, 0x01, 0x02, 0x03, 0, 0, 0, 0, 0, 0]
+        );
+        // Counter nonces start with four zero bytes, data nonces with 1.
+        for c in [0, 1, u64::MAX] {
+            assert_eq!(MessageNonce::Counter(c).bytes()[..4], [0; 4]);
+        }
+        let s = SendKey::new(&KEY);
+        let r = RecvKey::new(&KEY);
+        let mut buf = b"engine datagram".to_vec();
+        buf.resize(15 + TAG_LEN, 0);
+        let n = s
+            .seal(MessageNonce::Data(prefix), b"ad", &mut buf, 15)
+            .unwrap();
+        let mut other = buf.clone();
+        assert_eq!(
+            r.open(
+                MessageNonce::Data([0x23, 0, 1, 2, 4]),
+                b"ad",
+                &mut other[..n]
+            ),
+            Err(AeadError::AuthFailed)
+        );
+        assert_eq!(
+            r.open(MessageNonce::Data(prefix), b"ad", &mut buf[..n]),
+            Ok(15)
+        );
     }
 }

@@ -5,10 +5,11 @@
 //! them. The hint is bound instead to two things the client can check:
 //! - the data message it answers: it echoes that message's receiver index (a random 32-bit
 //!   value, the server's index of the client's current keys, seen only on the path) and
-//!   its counter (which the client must have used), so only someone who saw the client's
-//!   traffic can make one the client accepts, and only for the keys it saw;
+//!   its clear prefix (a path and path sequence number the client must have sealed under
+//!   those keys), so only someone who saw the client's traffic can make one the client
+//!   accepts, and only for the keys it saw;
 //! - the server's static public key, as mac1 is: `mac = MAC(HASH("plait unknown-index
-//!   v1" || Spub_server), hint[..16])`. Anyone who knows that key can make the MAC (the
+//!   v1" || Spub_server), hint[..10])`. Anyone who knows that key can make the MAC (the
 //!   server's private key is not needed, and a restarted server could not prove more), so
 //!   this only keeps out an observer who does not know which server the client talks to,
 //!   as mac1 does for initiations.
@@ -25,7 +26,7 @@ use subtle::ConstantTimeEq as _;
 use super::cookie::{Mac, hash, mac};
 use crate::keys::Key;
 use crate::message::{
-    UNKNOWN_INDEX_LEN, UNKNOWN_INDEX_MAC_OFFSET, write_at, write_unknown_index_header,
+    DataId, UNKNOWN_INDEX_LEN, UNKNOWN_INDEX_MAC_OFFSET, write_at, write_unknown_index_header,
 };
 
 /// Hashed with the server's public key into the hint's MAC key.
@@ -47,11 +48,11 @@ impl HintKey {
         HintKey(hash(LABEL_UNKNOWN_INDEX, server_public))
     }
 
-    /// The whole hint answering a data message with `receiver` and `counter`.
-    pub fn hint(&self, receiver: u32, counter: u64) -> [u8; UNKNOWN_INDEX_LEN] {
+    /// The whole hint answering a data message with `receiver` and clear prefix `id`.
+    pub fn hint(&self, receiver: u32, id: DataId) -> [u8; UNKNOWN_INDEX_LEN] {
         let mut out = [0u8; UNKNOWN_INDEX_LEN];
         let mut covered = [0u8; UNKNOWN_INDEX_MAC_OFFSET];
-        write_unknown_index_header(&mut covered, receiver, counter);
+        write_unknown_index_header(&mut covered, receiver, id);
         write_at(&mut out, 0, &covered);
         write_at(&mut out, UNKNOWN_INDEX_MAC_OFFSET, &mac(&self.0, &covered));
         out
@@ -79,7 +80,7 @@ mod tests {
 
     /// Test vector, derived independently with Python's hashlib (docs/protocol.md#unknown-index):
     /// `k = blake2s(b"plait unknown-index v1" + bytes(range(32))).digest()`;
-    /// `covered = bytes([5,0,0,0]) + (0x01020304).to_bytes(4, "little") + (7).to_bytes(8, "little")`;
+    /// `covered = bytes([5]) + (0x01020304).to_bytes(4, "little") + bytes([0x21, 0, 0, 0, 7])`;
     /// `mac = blake2s(covered, key=k, digest_size=16).digest()`.
     #[test]
     fn vector() {
@@ -89,24 +90,19 @@ mod tests {
             hex(&key.0),
             "5348c6ef912e29c4ad8f5d78f087155fed111d31a4a2614fcd8fa29f1afc930e"
         );
-        let h = key.hint(0x0102_0304, 7);
+        let h = key.hint(0x0102_0304, DataId([0x21, 0, 0, 0, 7]));
         assert_eq!(
             hex(&h),
-            "05000000040302010700000000000000a32052588651b0f08d1b65e42e422058"
+            "0504030201210000000781b18e07283777d940a663b6db0a7305"
         );
     }
 
     #[test]
     fn round_trip_and_refusals() {
         let key = HintKey::new(&Key::generate().unwrap().public());
-        let h = key.hint(42, 9);
-        assert_eq!(
-            parse(&h),
-            Ok(Message::UnknownIndex {
-                receiver: 42,
-                counter: 9
-            })
-        );
+        let id = DataId([0x20, 0, 0, 0, 9]);
+        let h = key.hint(42, id);
+        assert_eq!(parse(&h), Ok(Message::UnknownIndex { receiver: 42, id }));
         assert!(key.check(&h));
         for i in 0..h.len() {
             let mut bad = h;

@@ -1,11 +1,14 @@
-//! The anti-replay window of one receiving key, shared by every path of a session.
+//! An anti-replay window: which sequence numbers of one nonce family have been accepted
+//! under one receiving key.
 //!
-//! It owns the record of which message counters have been accepted under one key. Every
-//! path of a session decrypts with the same key, so there is one window per key, not per
-//! path: a counter replayed on another path is still a replay.
+//! A key has one window per path for data messages (their nonces are made of the path and
+//! its sequence number, so a number replayed on another path is a different nonce and
+//! fails authentication) and one for path-control counters (docs/protocol.md#data-messages).
+//! Within one path datagrams leave in order, so a path's window only has to absorb the
+//! network's own reordering, not the skew between paths.
 //!
 //! Algorithm: RFC 6479's sliding bitmap, laid out as in WireGuard
-//! (drivers/net/wireguard/receive.c `counter_validate`): a ring of [`WINDOW_BITS`] bits kept
+//! (drivers/net/wireguard/receive.c `counter_validate`): a ring of `WORDS * 64` bits kept
 //! as 64-bit words, indexed by `counter + 1` (so that "nothing accepted yet" is the value 0
 //! and counter 0 is an ordinary first packet). Moving the highest counter forward zeroes
 //! the words it passes over, one word at a time; the word holding the oldest bits is
@@ -14,45 +17,38 @@
 //! Acceptance rule (exact; the tests' model uses the same one): a counter `c` is accepted
 //! iff `c < REJECT_AFTER_MESSAGES`, `c` has not been accepted before, and either nothing has
 //! been accepted yet, `c` is above the highest accepted counter `h`, or
-//! `h - c <= WINDOW_SIZE` (`WINDOW_SIZE = WINDOW_BITS - 64 = 16320`). So a packet may trail
-//! the newest one by up to 16320 counters. Multipath skew is why the window is this big: at
-//! 1 Gbit/s with 1400-byte packets, 50 ms of skew between paths is about 4500 packets, and
-//! the requirement is at least 8192; WireGuard's 8192-bit ring (8128 usable) is too tight.
+//! `h - c <= SIZE` (`SIZE = BITS - 64`). A path's window ([`PathWindow`]) is WireGuard's
+//! 8192-bit ring (8128 usable): a datagram may trail the newest one of its path by 8128,
+//! 9 ms at 1 Gbit/s of 1400-byte packets on that one path. Path control is rare
+//! ([`ControlWindow`], 256 bits).
 //!
 //! Invariants:
 //! - Every counter in `h - WINDOW_SIZE ..= h` that was accepted has its bit set; no other
 //!   counter in that range does. Counters below the range are rejected without looking at
 //!   the bitmap, so stale bits of recycled words never matter.
 //! - The state is a fixed-size array: no allocation after [`ReplayWindow::new`], and every
-//!   operation is O(1) apart from zeroing at most `WINDOW_BITS / 64` words on a jump.
+//!   operation is O(1) apart from zeroing at most `WORDS` words on a jump.
 //! - Only authenticated packets may change the state ([`ReplayWindow::accept`]); the cheap
 //!   pre-check [`ReplayWindow::may_accept`] is read-only, so forged packets cannot move the
 //!   window.
 
 use std::fmt;
 
-/// Size of the bitmap ring in bits. A power of two, and a multiple of 64.
-pub const WINDOW_BITS: u64 = 16384;
-
-/// How far behind the highest accepted counter a counter may be and still be accepted:
-/// `WINDOW_BITS` minus one 64-bit word, the word being recycled as the window slides
-/// (RFC 6479 §2: the block holding the oldest bits is cleared as a whole).
-pub const WINDOW_SIZE: u64 = WINDOW_BITS - WORD_BITS;
+/// The window of one path's data messages under one key (8192 bits, 1 KiB).
+pub type PathWindow = ReplayWindow<128>;
+/// The window of path-control counters under one key (256 bits).
+pub type ControlWindow = ReplayWindow<4>;
 
 /// Counters at or above this are never accepted (the sender rekeys long before).
 // WireGuard: drivers/net/wireguard/messages.h REJECT_AFTER_MESSAGES.
 pub const REJECT_AFTER_MESSAGES: u64 = u64::MAX - (1 << 13);
 
 const WORD_BITS: u64 = u64::BITS as u64;
-const WORDS: usize = (WINDOW_BITS / WORD_BITS) as usize;
-// The ring index is taken with a mask, so the word count must be a power of two.
-const _: () = assert!(WORDS.is_power_of_two() && WINDOW_BITS.is_multiple_of(WORD_BITS));
-const WORD_MASK: u64 = WORDS as u64 - 1;
 
-/// RFC 6479 sliding anti-replay window over message counters (see the module docs for the
-/// exact acceptance rule).
+/// RFC 6479 sliding anti-replay window over `WORDS * 64` bits (see the module docs for the
+/// exact acceptance rule). `WORDS` is a power of two.
 #[derive(Clone)]
-pub struct ReplayWindow {
+pub struct ReplayWindow<const WORDS: usize> {
     /// Highest accepted counter plus one; 0 means nothing accepted yet. Never exceeds
     /// `REJECT_AFTER_MESSAGES`, so the `+ 1` cannot overflow.
     next: u64,
@@ -60,9 +56,21 @@ pub struct ReplayWindow {
     bitmap: [u64; WORDS],
 }
 
-impl ReplayWindow {
+impl<const WORDS: usize> ReplayWindow<WORDS> {
+    /// Size of the bitmap ring in bits.
+    pub const BITS: u64 = WORDS as u64 * WORD_BITS;
+    /// How far behind the highest accepted counter a counter may be and still be accepted:
+    /// [`Self::BITS`] minus one 64-bit word, the word being recycled as the window slides
+    /// (RFC 6479 §2: the block holding the oldest bits is cleared as a whole).
+    pub const SIZE: u64 = Self::BITS - WORD_BITS;
+    // The ring index is taken with a mask, so the word count must be a power of two.
+    const WORDS_OK: () = assert!(WORDS.is_power_of_two() && WORDS >= 2);
+    const WORD_MASK: u64 = WORDS as u64 - 1;
+
     /// An empty window: any counter below [`REJECT_AFTER_MESSAGES`] is acceptable.
-    pub fn new() -> ReplayWindow {
+    pub fn new() -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::WORDS_OK;
         ReplayWindow {
             next: 0,
             bitmap: [0; WORDS],
@@ -101,15 +109,21 @@ impl ReplayWindow {
                 let new_word = shifted / WORD_BITS;
                 let clear = (new_word - current_word).min(WORDS as u64);
                 for i in 1..=clear {
-                    self.bitmap[ring_index(current_word + i)] = 0;
+                    self.bitmap[Self::ring_index(current_word + i)] = 0;
                 }
                 self.next = shifted;
                 // The bit is fresh: its word was either just cleared or is the current
                 // word, whose bits above the old highest were cleared when it was entered.
-                self.bitmap[ring_index(new_word)] |= bit_mask(shifted);
+                self.bitmap[Self::ring_index(new_word)] |= bit_mask(shifted);
                 true
             }
         }
+    }
+
+    /// Index in the ring of absolute word number `word`.
+    fn ring_index(word: u64) -> usize {
+        // Masked to < WORDS before the cast, so nothing is truncated on any platform.
+        (word & Self::WORD_MASK) as usize
     }
 
     /// Highest counter accepted so far.
@@ -130,11 +144,11 @@ impl ReplayWindow {
         // Here shifted <= next, so the subtraction cannot underflow. Written as a
         // difference rather than WireGuard's `WINDOW_SIZE + c < next` because with our
         // larger window that sum could overflow near REJECT_AFTER_MESSAGES.
-        if self.next - shifted > WINDOW_SIZE {
+        if self.next - shifted > Self::SIZE {
             return Position::Reject;
         }
         Position::Inside {
-            word: ring_index(shifted / WORD_BITS),
+            word: Self::ring_index(shifted / WORD_BITS),
             mask: bit_mask(shifted),
         }
     }
@@ -150,29 +164,23 @@ enum Position {
     Inside { word: usize, mask: u64 },
 }
 
-/// Index in the ring of absolute word number `word`.
-fn ring_index(word: u64) -> usize {
-    // Masked to < WORDS (256) before the cast, so nothing is truncated on any platform.
-    (word & WORD_MASK) as usize
-}
-
 /// The bit of shifted counter `shifted` within its word.
 fn bit_mask(shifted: u64) -> u64 {
     1 << (shifted % WORD_BITS)
 }
 
-impl Default for ReplayWindow {
-    fn default() -> ReplayWindow {
+impl<const WORDS: usize> Default for ReplayWindow<WORDS> {
+    fn default() -> Self {
         ReplayWindow::new()
     }
 }
 
-impl fmt::Debug for ReplayWindow {
-    // The 2 KiB bitmap is noise in logs; the highest counter is what a reader needs.
+impl<const WORDS: usize> fmt::Debug for ReplayWindow<WORDS> {
+    // The bitmap is noise in logs; the highest counter is what a reader needs.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReplayWindow")
             .field("highest", &self.highest())
-            .field("window", &WINDOW_SIZE)
+            .field("window", &Self::SIZE)
             .finish_non_exhaustive()
     }
 }
@@ -180,6 +188,10 @@ impl fmt::Debug for ReplayWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type ReplayWindow = PathWindow;
+    const WINDOW_BITS: u64 = PathWindow::BITS;
+    const WINDOW_SIZE: u64 = PathWindow::SIZE;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
@@ -223,8 +235,8 @@ mod tests {
     // Ported from the Linux kernel's WireGuard counter selftest
     // (drivers/net/wireguard/selftest/counter.c, wg_packet_counter_selftest), looked up via
     // the code search, with COUNTER_WINDOW_SIZE replaced by our WINDOW_SIZE. The kernel's
-    // window is 8192 - 64 = 8128 and ours is 16384 - 64 = 16320; the cases are relative to
-    // the window, so they carry over unchanged.
+    // window is 8192 - 64 = 8128, as is a path's here; the cases are relative to the
+    // window, so they carry over unchanged to any size.
     const T_LIM: u64 = WINDOW_SIZE + 1;
     const R: u64 = REJECT_AFTER_MESSAGES;
 
@@ -328,8 +340,8 @@ mod tests {
     #[test]
     fn window_meets_the_multipath_requirement() {
         // docs: at least 8192 packets of reordering must be tolerated.
-        const { assert!(WINDOW_SIZE >= 8192) };
-        assert_eq!(WINDOW_SIZE, 16320);
+        assert_eq!(WINDOW_SIZE, 8128);
+        assert_eq!(ControlWindow::SIZE, 192);
     }
 
     #[test]

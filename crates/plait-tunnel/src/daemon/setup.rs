@@ -46,8 +46,9 @@ fn tun_mtu(tun: &TunConfig, engine: &EngineParams, why: &str) -> Result<u16, Dae
     let mtu = tun.mtu.map_or(fits, usize::from);
     if mtu > fits || fits < 576 {
         return Err(DaemonError::Mtu(format!(
-            "TUN MTU {mtu} does not fit: {why} leaves {fits} bytes for inner packets (plait adds {} bytes of data header and tag and up to 31 bytes of engine framing)",
-            crate::message::DATA_OVERHEAD
+            "TUN MTU {mtu} does not fit: {why} leaves {fits} bytes for inner packets (plait adds {} bytes of data header and tag and {} bytes of engine framing)",
+            crate::message::DATA_OVERHEAD,
+            engine.max_datagram_size.saturating_sub(fits)
         )));
     }
     u16::try_from(mtu).map_err(|_| DaemonError::Mtu(format!("TUN MTU {mtu} is too large")))

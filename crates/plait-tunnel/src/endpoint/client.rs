@@ -57,9 +57,11 @@ use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload
 use crate::crypto::hint::HintKey;
 #[cfg(doc)]
 use crate::crypto::keypair::REKEY_AFTER_TIME;
-use crate::crypto::keypair::{Keypair, REKEY_TIMEOUT};
+use crate::crypto::keypair::{Keypair, REKEY_TIMEOUT, SealedId};
 use crate::keys::Key;
-use crate::message::{INITIATION_LEN, Message, RESPONSE_HEADER_LEN, RESPONSE_MAC1_OFFSET, parse};
+use crate::message::{
+    DataId, INITIATION_LEN, Message, RESPONSE_HEADER_LEN, RESPONSE_MAC1_OFFSET, parse,
+};
 use crate::ratelimit::LogLimiter;
 
 /// After a cookie reply to an initiation copy without mac2, the initiation is repeated
@@ -221,8 +223,11 @@ impl ClientEndpoint {
             Message::CookieReply { receiver } => {
                 self.handle_cookie_reply(now.mono, path, receiver, datagram, from)
             }
-            Message::Data { receiver, counter } => {
-                match self.link.open(now.mono, receiver, counter, datagram) {
+            Message::Data { receiver, id } => {
+                match self
+                    .link
+                    .open(now.mono, receiver, SealedId::Data(id), datagram)
+                {
                     Ok(opened) => {
                         self.schedule.authenticated(now.mono, true);
                         let Ok(id) = u8::try_from(path) else { return };
@@ -233,7 +238,10 @@ impl ClientEndpoint {
             }
             Message::PathControl { receiver, counter } => {
                 // docs/protocol.md#path-validation: answer a challenge on its path.
-                match self.link.open(now.mono, receiver, counter, datagram) {
+                match self
+                    .link
+                    .open(now.mono, receiver, SealedId::Control(counter), datagram)
+                {
                     Ok(opened) => {
                         self.schedule.authenticated(now.mono, true);
                         let Ok(id) = u8::try_from(path) else { return };
@@ -247,8 +255,8 @@ impl ClientEndpoint {
                     Err(e) => self.count_data_drop(now.mono, e, from),
                 }
             }
-            Message::UnknownIndex { receiver, counter } => {
-                self.handle_unknown_index(now, receiver, counter, datagram, from, out)
+            Message::UnknownIndex { receiver, id } => {
+                self.handle_unknown_index(now, receiver, id, datagram, from, out)
             }
             Message::Initiation { .. } => {
                 // Servers never initiate; a client answers nothing it did not ask for.
@@ -259,14 +267,14 @@ impl ClientEndpoint {
 
     /// An unknown-index hint (docs/protocol.md#unknown-index): the server says it has no
     /// keys for a data message we sent. Acted on (a handshake now, the keys kept until it
-    /// completes) only if its MAC is right, it names the current keys' index and a counter
-    /// they sealed, and no hint started a handshake that is still in flight, nor any
+    /// completes) only if its MAC is right, it names the current keys' index and a data
+    /// message they sealed, and no hint started a handshake that is still in flight, nor any
     /// initiation went out in the last [`HINT_MIN_INTERVAL`].
     fn handle_unknown_index(
         &mut self,
         now: Now,
         receiver: u32,
-        counter: u64,
+        id: DataId,
         msg: &[u8],
         from: SocketAddr,
         out: &mut impl Outputs,
@@ -279,7 +287,7 @@ impl ClientEndpoint {
         let ours = self
             .link
             .current_keys()
-            .is_some_and(|k| k.remote_index == receiver && counter < k.messages_sent());
+            .is_some_and(|k| k.remote_index == receiver && k.sealed_data(id));
         let busy = !self
             .schedule
             .hint_welcome(now.mono, self.handshake.as_ref().map(|h| h.cause));
@@ -386,11 +394,10 @@ impl ClientEndpoint {
     }
 
     fn start_session(&mut self, now: Time, fresh: FreshSession) {
-        let config = self.params.engine.session_config(
-            fresh.session_id(),
-            self.random.next_u64(),
-            plait_proto::Side::Client,
-        );
+        let config = self
+            .params
+            .engine
+            .session_config(self.random.next_u64(), plait_proto::Side::Client);
         let mut session = match Session::new(config) {
             Ok(s) => s,
             Err(e) => {

@@ -8,12 +8,12 @@
 //! else.
 //!
 //! Invariants: a data message is opened only with the keys whose index it names; its
-//! counter is recorded in that keypair's replay window only after it authenticated
+//! nonce is recorded in that keypair's replay window only after it authenticated
 //! ([`Keypair::open`]); `next_session` is `None` whenever `next` is.
 
 use plait_proto::Time;
 
-use crate::crypto::keypair::{Keypair, OpenError, REJECT_AFTER_TIME};
+use crate::crypto::keypair::{Keypair, OpenError, REJECT_AFTER_TIME, SealedId};
 
 /// Why a data message was dropped (for the drop counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub enum DataDrop {
 /// A data message that opened under one of the ring's keypairs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeysOpened {
-    /// The engine datagram's length (at `msg[DATA_HEADER_LEN..]`).
+    /// The opened payload's length (at `msg[id.payload_offset()..]`).
     pub len: usize,
     /// Index of the keys that fell off the end when `next` became current.
     pub dropped: Option<u32>,
@@ -122,7 +122,7 @@ impl KeyRing {
         &mut self,
         now: Time,
         receiver: u32,
-        counter: u64,
+        id: SealedId,
         msg: &mut [u8],
     ) -> Result<KeysOpened, DataDrop> {
         let slot = [
@@ -140,7 +140,7 @@ impl KeyRing {
             Slot::Next => self.next.as_mut(),
         }
         .ok_or(DataDrop::UnknownIndex)?;
-        let len = keys.open(now, counter, msg).map_err(|e| match e {
+        let len = keys.open(now, id, msg).map_err(|e| match e {
             OpenError::Auth => DataDrop::Auth,
             OpenError::Expired | OpenError::Replayed => DataDrop::Replayed,
         })?;
@@ -179,8 +179,10 @@ impl KeyRing {
 mod tests {
     use super::*;
     use crate::crypto::handshake::SessionKeys;
-    use crate::message::DATA_HEADER_LEN;
-    use crate::message::DATA_OVERHEAD;
+    use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD};
+
+    /// Bytes of the engine datagrams the tests seal.
+    const LEN: usize = 9;
 
     /// The initiator's and the responder's halves of one handshake's keys.
     fn pair(initiator_index: u32, responder_index: u32, seed: u8) -> (Keypair, Keypair) {
@@ -198,17 +200,20 @@ mod tests {
         )
     }
 
-    /// A data message sealed by `keys`, with its counter.
-    fn sealed(keys: &mut Keypair) -> (Vec<u8>, u64) {
-        let mut buf = vec![0u8; DATA_OVERHEAD + 4];
-        let n = keys.seal(Time::ZERO, &mut buf, 4).unwrap();
+    /// A data message sealed by `keys` (path 0, the next path sequence number), with its
+    /// identity.
+    fn sealed(keys: &mut Keypair) -> (Vec<u8>, SealedId) {
+        let mut buf = vec![0u8; DATA_OVERHEAD + LEN];
+        let seq = keys.messages_sent() as u32;
+        buf[DATA_HEADER_LEN] = 0x20;
+        buf[DATA_HEADER_LEN + 1..DATA_HEADER_LEN + 5].copy_from_slice(&seq.to_be_bytes());
+        let n = keys.seal(Time::ZERO, &mut buf, LEN).unwrap();
         buf.truncate(n);
-        let counter = match crate::message::parse(&buf) {
-            Ok(crate::message::Message::Data { counter, .. }) => counter,
+        let id = match crate::message::parse(&buf) {
+            Ok(crate::message::Message::Data { id, .. }) => SealedId::Data(id),
             other => panic!("{other:?}"),
         };
-        assert!(buf.len() > DATA_HEADER_LEN);
-        (buf, counter)
+        (buf, id)
     }
 
     #[test]
@@ -227,7 +232,7 @@ mod tests {
         );
         let (mut msg, counter) = sealed(&mut c2);
         let opened = server.open(Time::ZERO, 12, counter, &mut msg).unwrap();
-        assert_eq!((opened.len, opened.fresh_session), (4, None));
+        assert_eq!((opened.len, opened.fresh_session), (LEN, None));
         assert_eq!(server.current().map(|k| k.local_index), Some(12));
         assert_eq!(server.installed(), 1);
 
@@ -242,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn a_forged_message_neither_confirms_nor_burns_a_counter() {
+    fn a_forged_message_neither_confirms_nor_burns_a_nonce() {
         let mut server = KeyRing::default();
         let (mut c, s) = pair(1, 11, 1);
         server.stage_next(s, Some(7));

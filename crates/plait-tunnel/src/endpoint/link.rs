@@ -34,10 +34,10 @@ pub use super::validation::PathEndpoint;
 use super::validation::{Challenge, PathAddress, Unsendable};
 use super::{Outputs, Random};
 use crate::control::{PathStatus, SessionStatus};
-use crate::crypto::keypair::Keypair;
+use crate::crypto::keypair::{Keypair, SealedId};
 use crate::message::{
-    BINDING_ACK, DATA_HEADER_LEN, DATA_OVERHEAD, PATH_CHALLENGE, PATH_FRAME_LEN, PATH_RESPONSE,
-    PATH_RESTORE, PATH_TOKEN_LEN, PATH_WITHDRAW, PathFrame, TYPE_PATH_CONTROL,
+    BINDING_ACK, CONTROL_HEADER_LEN, DATA_HEADER_LEN, DATA_OVERHEAD, PATH_CHALLENGE,
+    PATH_FRAME_LEN, PATH_RESPONSE, PATH_RESTORE, PATH_TOKEN_LEN, PATH_WITHDRAW, PathFrame,
 };
 use crate::ratelimit::LogLimiter;
 
@@ -323,11 +323,10 @@ impl Link {
         })
     }
 
-    /// Runs `session` (made with [`FreshSession::session_id`]) from now on, replacing any
-    /// other; a server forgets the client's path endpoints, to learn them anew. Returns
-    /// whether a session was replaced.
+    /// Runs `session` (the engine session [`FreshSession::session_id`] names) from now on,
+    /// replacing any other; a server forgets the client's path endpoints, to learn them
+    /// anew. Returns whether a session was replaced.
     pub fn start_session(&mut self, fresh: FreshSession, session: Session) -> bool {
-        debug_assert_eq!(session.config().session_id, fresh.session_id);
         self.leave_session(&fresh);
         self.end_generation();
         self.session.replace(session).is_some()
@@ -367,15 +366,14 @@ impl Link {
         &mut self,
         now: Time,
         receiver: u32,
-        counter: u64,
+        id: SealedId,
         msg: &'m mut [u8],
     ) -> Result<Opened<'m>, DataDrop> {
         let wire_len = msg.len();
-        let opened = self.keys.open(now, receiver, counter, msg)?;
+        let opened = self.keys.open(now, receiver, id, msg)?;
         let msg: &'m [u8] = msg;
-        let datagram = msg
-            .get(DATA_HEADER_LEN..DATA_HEADER_LEN + opened.len)
-            .ok_or(DataDrop::Auth)?;
+        let start = id.payload_offset();
+        let datagram = msg.get(start..start + opened.len).ok_or(DataDrop::Auth)?;
         Ok(Opened {
             datagram,
             wire_len,
@@ -563,12 +561,12 @@ impl Link {
         };
         let Some(body) = self
             .scratch
-            .get_mut(DATA_HEADER_LEN..DATA_HEADER_LEN + PATH_FRAME_LEN)
+            .get_mut(CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + PATH_FRAME_LEN)
         else {
             return;
         };
         body.copy_from_slice(&frame.encode());
-        match keys.seal_as(now, TYPE_PATH_CONTROL, &mut self.scratch, PATH_FRAME_LEN) {
+        match keys.seal_control(now, &mut self.scratch) {
             Ok(n) => {
                 self.counters.path_frames_sent += 1;
                 out.send_udp(to.socket, to.remote, &self.scratch[..n]);
@@ -583,10 +581,9 @@ impl Link {
     pub(crate) fn seal_path_frame(&mut self, now: Time, frame: &PathFrame) -> Option<Vec<u8>> {
         let keys = self.keys.current_mut()?;
         let mut buf = vec![0u8; crate::message::PATH_CONTROL_LEN];
-        buf[DATA_HEADER_LEN..DATA_HEADER_LEN + PATH_FRAME_LEN].copy_from_slice(&frame.encode());
-        let n = keys
-            .seal_as(now, TYPE_PATH_CONTROL, &mut buf, PATH_FRAME_LEN)
-            .ok()?;
+        buf[CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + PATH_FRAME_LEN]
+            .copy_from_slice(&frame.encode());
+        let n = keys.seal_control(now, &mut buf).ok()?;
         buf.truncate(n);
         Some(buf)
     }
@@ -1048,7 +1045,12 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
         body.copy_from_slice(datagram);
         match keys.seal(now, self.tx, len) {
             Ok(n) => self.out.send_udp(ep.socket, ep.remote, &self.tx[..n]),
-            Err(_) => self.counters.unsent += 1,
+            Err(e) => {
+                // NotAhead would be an engine bug (path sequence numbers never repeat
+                // within a session); the datagram is dropped rather than risk a nonce.
+                debug_assert_ne!(e, crate::crypto::aead::AeadError::NotAhead);
+                self.counters.unsent += 1;
+            }
         }
     }
 

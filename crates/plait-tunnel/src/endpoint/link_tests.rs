@@ -10,7 +10,7 @@ use plait_proto::{Config, PathId, Session, Time};
 use super::link::{Link, ReceiveDrop};
 use super::{Outputs, Random};
 use crate::crypto::handshake::SessionKeys;
-use crate::crypto::keypair::Keypair;
+use crate::crypto::keypair::{Keypair, SealedId};
 use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD, Message, parse};
 
 struct Discard;
@@ -36,12 +36,11 @@ fn pair(client_index: u32, server_index: u32, seed: u8) -> (Keypair, Keypair) {
     )
 }
 
-/// An engine datagram for `session_id` on path 0; `frames` false leaves it header-only.
-fn engine_datagram(session_id: u32, path_seq: u32, frames: bool) -> Vec<u8> {
+/// An engine datagram on path 0; `frames` false leaves it header-only.
+fn engine_datagram(path_seq: u32, frames: bool) -> Vec<u8> {
     let mut buf = vec![0u8; 256];
     let mut w = Writer::new(&mut buf);
     Header {
-        session_id,
         path: PathId(0),
         path_seq,
         timestamp_us: 0,
@@ -63,24 +62,20 @@ fn engine_datagram(session_id: u32, path_seq: u32, frames: bool) -> Vec<u8> {
     buf
 }
 
-/// `datagram` sealed by `keys` into a data message, with the index and counter it names.
-fn sealed(keys: &mut Keypair, datagram: &[u8]) -> (Vec<u8>, u32, u64) {
+/// `datagram` sealed by `keys` into a data message, with the index and identity it names.
+fn sealed(keys: &mut Keypair, datagram: &[u8]) -> (Vec<u8>, u32, SealedId) {
     let mut buf = vec![0u8; DATA_OVERHEAD + datagram.len()];
     buf[DATA_HEADER_LEN..DATA_HEADER_LEN + datagram.len()].copy_from_slice(datagram);
     let n = keys.seal(Time::ZERO, &mut buf, datagram.len()).unwrap();
     buf.truncate(n);
-    let Ok(Message::Data { receiver, counter }) = parse(&buf) else {
+    let Ok(Message::Data { receiver, id }) = parse(&buf) else {
         panic!("not a data message");
     };
-    (buf, receiver, counter)
+    (buf, receiver, SealedId::Data(id))
 }
 
-fn session(session_id: u32) -> Session {
-    Session::new(Config {
-        session_id,
-        ..Config::default()
-    })
-    .unwrap()
+fn session() -> Session {
+    Session::new(Config::default()).unwrap()
 }
 
 const FROM: &str = "198.51.100.7:4000";
@@ -96,14 +91,14 @@ fn a_fresh_session_starts_only_with_the_confirming_message() {
     assert!(!link.has_session(), "answered, not yet confirmed");
     assert!(link.current_keys().is_none());
 
-    let (mut msg, receiver, counter) = sealed(&mut c1, &engine_datagram(7, 0, true));
-    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let (mut msg, receiver, id) = sealed(&mut c1, &engine_datagram(0, true));
+    let mut opened = link.open(now, receiver, id, &mut msg).unwrap();
     let fresh = opened
         .take_fresh_session()
         .expect("the handshake asked for one");
     assert_eq!(fresh.session_id(), 7);
     assert!(
-        !link.start_session(fresh, session(7)),
+        !link.start_session(fresh, session()),
         "no session to replace"
     );
     assert_eq!(
@@ -123,8 +118,8 @@ fn a_fresh_session_starts_only_with_the_confirming_message() {
     // A rekey naming the same session asks for nothing fresh.
     let (mut c2, s2) = pair(2, 12, 2);
     link.stage_handshake(s2, 7);
-    let (mut msg, receiver, counter) = sealed(&mut c2, &engine_datagram(7, 1, true));
-    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let (mut msg, receiver, id) = sealed(&mut c2, &engine_datagram(1, true));
+    let mut opened = link.open(now, receiver, id, &mut msg).unwrap();
     assert_eq!(opened.take_fresh_session(), None);
     assert_eq!(
         link.receive_and_learn(
@@ -147,10 +142,10 @@ fn a_fresh_session_left_in_the_message_is_abandoned() {
     let mut link = Link::responder(Vec::new());
     let (mut c1, s1) = pair(1, 11, 1);
     link.stage_handshake(s1, 7);
-    let (mut msg, receiver, counter) = sealed(&mut c1, &engine_datagram(7, 0, true));
-    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let (mut msg, receiver, id) = sealed(&mut c1, &engine_datagram(0, true));
+    let mut opened = link.open(now, receiver, id, &mut msg).unwrap();
     let fresh = opened.take_fresh_session().unwrap();
-    link.start_session(fresh, session(7));
+    link.start_session(fresh, session());
     link.receive_and_learn(
         now,
         opened,
@@ -165,8 +160,8 @@ fn a_fresh_session_left_in_the_message_is_abandoned() {
     let (mut c2, s2) = pair(2, 12, 2);
     link.stage_handshake(s2, 8);
     assert_eq!(link.session_id(), 7, "nothing changes before confirmation");
-    let (mut msg, receiver, counter) = sealed(&mut c2, &engine_datagram(8, 0, true));
-    let opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let (mut msg, receiver, id) = sealed(&mut c2, &engine_datagram(0, true));
+    let opened = link.open(now, receiver, id, &mut msg).unwrap();
     assert!(link.has_session(), "opening alone changes no session");
     let _ = link.receive_and_learn(
         now,
@@ -187,10 +182,10 @@ fn a_header_only_datagram_is_malformed_and_learns_nothing() {
     let mut link = Link::responder(Vec::new());
     let (mut c1, s1) = pair(1, 11, 1);
     link.stage_handshake(s1, 7);
-    let (mut msg, receiver, counter) = sealed(&mut c1, &engine_datagram(7, 0, false));
-    let mut opened = link.open(now, receiver, counter, &mut msg).unwrap();
+    let (mut msg, receiver, id) = sealed(&mut c1, &engine_datagram(0, false));
+    let mut opened = link.open(now, receiver, id, &mut msg).unwrap();
     let fresh = opened.take_fresh_session().unwrap();
-    link.start_session(fresh, session(7));
+    link.start_session(fresh, session());
     assert_eq!(
         link.receive_and_learn(
             now,

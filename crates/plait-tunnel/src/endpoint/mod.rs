@@ -123,27 +123,17 @@ impl EngineParams {
     /// The engine configuration for one session at `side` (the client started the
     /// session; the side decides the parity of the stream ids each end opens). The
     /// simulator builds its sessions the same way, `plait_proto::Config::for_session`.
-    pub fn session_config(
-        &self,
-        session_id: u32,
-        seed: u64,
-        side: plait_proto::Side,
-    ) -> plait_proto::Config {
+    pub fn session_config(&self, seed: u64, side: plait_proto::Side) -> plait_proto::Config {
         plait_proto::Config {
             side,
             streams: self.streams.clone(),
-            ..plait_proto::Config::for_session(
-                session_id,
-                seed,
-                self.max_datagram_size,
-                &self.settings,
-            )
+            ..plait_proto::Config::for_session(seed, self.max_datagram_size, &self.settings)
         }
     }
 
     /// The largest inner packet (the TUN device's MTU).
     pub fn tun_mtu(&self) -> usize {
-        self.session_config(0, 0, plait_proto::Side::Client)
+        self.session_config(0, plait_proto::Side::Client)
             .max_inner_packet()
     }
 }

@@ -19,7 +19,7 @@ use crate::control::HandshakeCauses;
 use crate::crypto::hint::HintKey;
 use crate::keys::Key;
 use crate::message::{
-    DATA_HEADER_LEN, INITIATION_HEADER_LEN, TYPE_DATA, UNKNOWN_INDEX_LEN, write_data_header,
+    DATA_HEADER_LEN, DataId, INITIATION_HEADER_LEN, TYPE_DATA, UNKNOWN_INDEX_LEN, write_data_header,
 };
 
 /// The bound: a restarted server's clients handshake again within this.
@@ -160,9 +160,9 @@ fn forged_hints_cost_at_most_one_handshake_per_interval_and_never_interrupt_traf
         w.server_sends(&packet([10, 0, 0, 1], [10, 77, 0, 2], sent));
         sent += 1;
         if sent.is_multiple_of(10)
-            && let Some((receiver, counter)) = w.last_client_data
+            && let Some((receiver, id)) = w.last_client_data
         {
-            let mut hint = forger.hint(receiver, counter);
+            let mut hint = forger.hint(receiver, id);
             let mut cap = Capture::default();
             w.client
                 .handle_udp(w.stamp(), 0, addr(SERVER), &mut hint, &mut cap);
@@ -215,7 +215,7 @@ fn forged_hints_cost_at_most_one_handshake_per_interval_and_never_interrupt_traf
 }
 
 /// Hints the client must not act on: a wrong MAC (made without the server's public key),
-/// an index that is not its current keys', a counter it never used, and a genuine hint
+/// an index that is not its current keys', a data message it never sealed, and a genuine hint
 /// replayed after the handshake it caused. None starts a handshake; each is counted.
 #[test]
 fn off_path_and_replayed_hints_are_ignored() {
@@ -229,15 +229,20 @@ fn off_path_and_replayed_hints_are_ignored() {
         .1
         .clone();
     let key = HintKey::new(&k.server.public());
-    let (receiver, counter) = w.last_client_data.expect("client data seen");
-    let mut bad_mac = key.hint(receiver, counter);
+    let (receiver, id) = w.last_client_data.expect("client data seen");
+    let mut bad_mac = key.hint(receiver, id);
     bad_mac[UNKNOWN_INDEX_LEN - 1] ^= 1;
-    let wrong_key = HintKey::new(&Key::generate().unwrap().public()).hint(receiver, counter);
+    let wrong_key = HintKey::new(&Key::generate().unwrap().public()).hint(receiver, id);
+    // Path 15, which the client never had, and a number far ahead on the path it used.
+    let never_path = DataId([id.0[0] | 0x0f, id.0[1], id.0[2], id.0[3], id.0[4]]);
+    let ahead = id.seq().wrapping_add(1 << 30).to_be_bytes();
+    let never_seq = DataId([id.0[0], ahead[0], ahead[1], ahead[2], ahead[3]]);
     let candidates = [
         bad_mac.to_vec(),
         wrong_key.to_vec(),
-        key.hint(receiver ^ 1, counter).to_vec(),
-        key.hint(receiver, u64::MAX).to_vec(),
+        key.hint(receiver ^ 1, id).to_vec(),
+        key.hint(receiver, never_path).to_vec(),
+        key.hint(receiver, never_seq).to_vec(),
         genuine,
     ];
     // Well past the interval, so only the checks can refuse them.
@@ -263,11 +268,12 @@ fn off_path_and_replayed_hints_are_ignored() {
     assert_traffic_flows(&mut w, 1000);
 }
 
-/// A data message of `len` bytes (at least the header) with receiver index `receiver`.
-fn data_message(receiver: u32, counter: u64, len: usize) -> Vec<u8> {
+/// A data message of `len` bytes (at least the header) with receiver index `receiver`,
+/// the rest 0xa5.
+fn data_message(receiver: u32, len: usize) -> Vec<u8> {
     let mut m = vec![0xa5; len];
     let mut h = [0u8; DATA_HEADER_LEN];
-    write_data_header(&mut h, receiver, counter);
+    write_data_header(&mut h, receiver);
     m[..DATA_HEADER_LEN].copy_from_slice(&h);
     m
 }
@@ -280,7 +286,7 @@ fn at(ms: u64) -> Now {
 }
 
 /// A restarted server's answers to data messages with unknown indices: a hint only for one
-/// long enough to hold an engine header, of 32 bytes (never more than the message), to
+/// long enough to hold an engine header, of 26 bytes (never more than the message), to
 /// its source, with the MAC of the server's key; nothing at all for anything else.
 #[test]
 fn server_hints_only_well_formed_data_and_never_with_more_bytes() {
@@ -293,7 +299,7 @@ fn server_hints_only_well_formed_data_and_never_with_more_bytes() {
         t += 10;
         let from = SocketAddr::from(([10, (len >> 8) as u8, len as u8, 1], 4000));
         let mut m = if len >= DATA_HEADER_LEN {
-            data_message(0x1234_5678, 9, len)
+            data_message(0x1234_5678, len)
         } else {
             let mut m = vec![0u8; len];
             if let Some(b) = m.first_mut() {
@@ -313,19 +319,22 @@ fn server_hints_only_well_formed_data_and_never_with_more_bytes() {
         assert!(hint.len() <= len, "{} bytes answered {len}", hint.len());
         assert_eq!(hint.len(), UNKNOWN_INDEX_LEN);
         assert!(key.check(hint));
-        assert_eq!(hint[4..16], m[4..16], "the index and counter are echoed");
+        assert_eq!(
+            hint[1..10],
+            m[1..10],
+            "the index and clear prefix are echoed"
+        );
     }
-    // Junk: every other type byte, nonzero reserved bytes, hints sent to the server, and
-    // handshake-sized junk, from one more source: never any answer.
+    // Junk: every other type byte (with and without reserved bytes), hints sent to the
+    // server, and handshake-sized junk, from one more source: never any answer. (A data
+    // message of any content with an unknown index is answered as above, by design.)
     let from: SocketAddr = "198.18.9.9:4000".parse().unwrap();
     let mut answered = 0;
-    for kind in 0..=255u8 {
-        for len in [1, 4, 31, 32, 46, 64, 81, 152, 200, 1400] {
+    for kind in (0..=255u8).filter(|k| *k != TYPE_DATA) {
+        for len in [1, 4, 26, 31, 32, 39, 46, 64, 81, 152, 200, 1400] {
             t += 1;
             let mut m = vec![kind; len];
-            if kind == TYPE_DATA {
-                m[1..4.min(len)].fill(1); // reserved bytes must be zero
-            } else if len > 4 {
+            if len > 4 && kind % 2 == 0 {
                 m[1..4].fill(0);
             }
             let mut cap = Capture::default();
@@ -333,7 +342,7 @@ fn server_hints_only_well_formed_data_and_never_with_more_bytes() {
             answered += cap.udp.len();
         }
     }
-    let mut hint = key.hint(1, 1);
+    let mut hint = key.hint(1, DataId([0x20, 0, 0, 0, 1]));
     let mut cap = Capture::default();
     s.handle_udp(at(t), 0, from, &mut hint, &mut cap);
     answered += cap.udp.len();
@@ -349,7 +358,7 @@ fn server_hints_within_per_source_and_global_budgets() {
     let hints = |s: &mut ServerEndpoint, ms: u64, from: SocketAddr, n: usize| {
         let mut cap = Capture::default();
         for i in 0..n {
-            let mut m = data_message(i as u32, 0, 100);
+            let mut m = data_message(i as u32, 100);
             s.handle_udp(at(ms), 0, from, &mut m, &mut cap);
         }
         cap.udp.len()

@@ -243,11 +243,14 @@ mod tests {
         // Nothing sealed yet: no clock.
         s.sealed(ms(20), Some(&k));
         assert_eq!(s.next(Some(&k), None), ms(10) + REHANDSHAKE_AFTER_SILENCE);
+        // Engine datagrams of 10 bytes on path 0, numbered 0 and 1 (the clear prefix).
         let mut buf = [0u8; 64];
-        k.seal(ms(1000), &mut buf, 4).unwrap();
+        buf[crate::message::DATA_HEADER_LEN] = 0x20;
+        k.seal(ms(1000), &mut buf, 10).unwrap();
         s.sealed(ms(1000), Some(&k));
         // More sends do not move the clock.
-        k.seal(ms(2000), &mut buf, 4).unwrap();
+        buf[crate::message::DATA_HEADER_LEN..][..5].copy_from_slice(&[0x20, 0, 0, 0, 1]);
+        k.seal(ms(2000), &mut buf, 10).unwrap();
         s.sealed(ms(2000), Some(&k));
         let first = ms(1000) + UNANSWERED_REHANDSHAKE;
         assert_eq!(s.next(Some(&k), None), first);
@@ -262,7 +265,8 @@ mod tests {
         // Authenticated data stops the clock and resets the backoff.
         s.authenticated(ms(8000), true);
         assert_eq!(s.next(Some(&k), None), ms(8000) + REHANDSHAKE_AFTER_SILENCE);
-        k.seal(ms(9000), &mut buf, 4).unwrap();
+        buf[crate::message::DATA_HEADER_LEN..][..5].copy_from_slice(&[0x20, 0, 0, 0, 2]);
+        k.seal(ms(9000), &mut buf, 10).unwrap();
         s.sealed(ms(9000), Some(&k));
         assert_eq!(s.next(Some(&k), None), ms(9000) + UNANSWERED_REHANDSHAKE);
         assert_eq!(s.causes().unanswered, 1);

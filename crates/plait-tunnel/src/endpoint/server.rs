@@ -52,8 +52,11 @@ use crate::crypto::cookie::CookieChecker;
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, ReceivedInitiation};
 use crate::crypto::hint::HintKey;
 use crate::crypto::keypair::Keypair;
+use crate::crypto::keypair::SealedId;
 use crate::keys::Key;
-use crate::message::{DATA_OVERHEAD, INITIATION_MAC2_OFFSET, Message, RESPONSE_LEN, parse};
+use crate::message::{
+    DATA_MIN_HONEST_LEN, DataId, INITIATION_MAC2_OFFSET, Message, RESPONSE_LEN, parse,
+};
 use crate::ratelimit::{LogLimiter, SourceLimiter, TokenBucket};
 
 /// Handshake initiations processed per second, all clients together (each costs several
@@ -91,10 +94,10 @@ pub const HINT_SOURCE_RATE: (f64, f64) = (2.0, 4.0);
 /// Per source prefix (IPv4 /24, IPv6 /48), the same.
 pub const HINT_PREFIX_RATE: (f64, f64) = (20.0, 20.0);
 /// Unknown-index hints per second, all sources together, and their burst: the last line
-/// (one BLAKE2s and a 32-byte datagram each).
+/// (one BLAKE2s and a 26-byte datagram each).
 pub const HINT_RATE: (f64, f64) = (500.0, 100.0);
 /// The shortest data message that may earn a hint: one that can hold an engine header.
-pub const HINTED_DATA_MIN_LEN: usize = DATA_OVERHEAD + plait_proto::wire::HEADER_LEN;
+pub const HINTED_DATA_MIN_LEN: usize = DATA_MIN_HONEST_LEN;
 /// Random key indices tried before a handshake is given up (a collision among 2^32 is
 /// rare; only a broken random source makes every try collide).
 const INDEX_TRIES: usize = 8;
@@ -240,11 +243,12 @@ impl ServerEndpoint {
             Ok(Message::Initiation { sender }) => {
                 self.handle_initiation(now, socket, from, sender, datagram, out)
             }
-            Ok(Message::Data { receiver, counter }) => {
-                self.handle_data(now.mono, socket, from, receiver, counter, datagram, out)
+            Ok(Message::Data { receiver, id }) => {
+                self.handle_data(now.mono, socket, from, receiver, id, datagram, out)
             }
             Ok(Message::PathControl { receiver, counter }) => {
-                self.handle_path_control(now.mono, socket, from, receiver, counter, datagram, out)
+                let id = SealedId::Control(counter);
+                self.handle_path_control(now.mono, socket, from, receiver, id, datagram, out)
             }
             Ok(
                 Message::Response { .. }
@@ -424,8 +428,7 @@ impl ServerEndpoint {
         fresh: FreshSession,
     ) {
         let session_id = fresh.session_id();
-        let config =
-            engine.session_config(session_id, random.next_u64(), plait_proto::Side::Server);
+        let config = engine.session_config(random.next_u64(), plait_proto::Side::Server);
         match Session::new(config) {
             Ok(s) => {
                 if peer.link.start_session(fresh, s) {
@@ -448,11 +451,11 @@ impl ServerEndpoint {
         now: Time,
         p: usize,
         receiver: u32,
-        counter: u64,
+        id: SealedId,
         msg: &'m mut [u8],
     ) -> Option<Opened<'m>> {
         let peer = &mut self.peers[p];
-        let mut opened = match peer.link.open(now, receiver, counter, msg) {
+        let mut opened = match peer.link.open(now, receiver, id, msg) {
             Ok(opened) => opened,
             Err(e) => {
                 match e {
@@ -479,16 +482,16 @@ impl ServerEndpoint {
         socket: usize,
         from: SocketAddr,
         receiver: u32,
-        counter: u64,
+        id: DataId,
         msg: &mut [u8],
         out: &mut impl Outputs,
     ) {
         let Some(&p) = self.indices.get(&receiver) else {
             self.drops.unknown_index += 1;
-            self.hint_unknown_index(now, socket, from, receiver, counter, msg.len(), out);
+            self.hint_unknown_index(now, socket, from, receiver, id, msg.len(), out);
             return;
         };
-        let Some(opened) = self.open_for(now, p, receiver, counter, msg) else {
+        let Some(opened) = self.open_for(now, p, receiver, SealedId::Data(id), msg) else {
             return;
         };
         let peer = &mut self.peers[p];
@@ -506,8 +509,8 @@ impl ServerEndpoint {
     }
 
     /// A path-control message (docs/protocol.md#path-validation): opened like data (same
-    /// keys, counters and replay window); a PATH_RESPONSE may validate the address it came
-    /// from. No hint for an unknown index: only data messages earn one.
+    /// keys; its own counters and replay window); a PATH_RESPONSE may validate the address
+    /// it came from. No hint for an unknown index: only data messages earn one.
     #[allow(clippy::too_many_arguments)]
     fn handle_path_control(
         &mut self,
@@ -515,7 +518,7 @@ impl ServerEndpoint {
         socket: usize,
         from: SocketAddr,
         receiver: u32,
-        counter: u64,
+        id: SealedId,
         msg: &mut [u8],
         out: &mut impl Outputs,
     ) {
@@ -523,7 +526,7 @@ impl ServerEndpoint {
             self.drops.unknown_index += 1;
             return;
         };
-        let Some(opened) = self.open_for(now, p, receiver, counter, msg) else {
+        let Some(opened) = self.open_for(now, p, receiver, id, msg) else {
             return;
         };
         let peer = &mut self.peers[p];
@@ -542,7 +545,7 @@ impl ServerEndpoint {
         socket: usize,
         from: SocketAddr,
         receiver: u32,
-        counter: u64,
+        id: DataId,
         len: usize,
         out: &mut impl Outputs,
     ) {
@@ -552,7 +555,7 @@ impl ServerEndpoint {
         {
             return;
         }
-        let hint = self.hint_key.hint(receiver, counter);
+        let hint = self.hint_key.hint(receiver, id);
         debug_assert!(hint.len() <= len, "no amplification");
         self.drops.hinted += 1;
         if let Some(suppressed) = self.log_drop.check(now) {

@@ -88,7 +88,7 @@ pub(crate) struct World {
     pub(crate) drop_hints: bool,
     /// Receiver index and counter of the client's latest data message on the wire (what an
     /// on-path observer sees).
-    pub(crate) last_client_data: Option<(u32, u64)>,
+    pub(crate) last_client_data: Option<(u32, crate::message::DataId)>,
     /// Drop this many server-to-client responses.
     drop_responses: usize,
     /// An on-path attacker answers every initiation with a forged response first.
@@ -236,10 +236,10 @@ impl World {
         }
         let kind = bytes.first().copied();
         if to_server
-            && let Ok(crate::message::Message::Data { receiver, counter }) =
+            && let Ok(crate::message::Message::Data { receiver, id }) =
                 crate::message::parse(&bytes)
         {
-            self.last_client_data = Some((receiver, counter));
+            self.last_client_data = Some((receiver, id));
         }
         if !to_server && kind == Some(crate::message::TYPE_UNKNOWN_INDEX) {
             self.hints.push((self.now, bytes.clone()));

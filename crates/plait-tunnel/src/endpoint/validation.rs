@@ -303,10 +303,11 @@ mod tests {
             .unwrap();
         assert_eq!(c.to, ep(A));
         assert_eq!(p.budget(ep(A)), Some((100, PATH_CONTROL_LEN as u64)));
-        // 300 - 42 = 258 bytes of room.
+        // 300 - 39 = 261 bytes of room.
+        let left = 300 - 200 - PATH_CONTROL_LEN;
         assert_eq!(p.destination(200), Ok(ep(A)));
         assert_eq!(p.destination(100), Err(Unsendable::AmplificationLimit));
-        assert_eq!(p.destination(58), Ok(ep(A)));
+        assert_eq!(p.destination(left), Ok(ep(A)));
         assert_eq!(p.destination(1), Err(Unsendable::AmplificationLimit));
         // More from A: more room.
         assert_eq!(p.on_authenticated(t(1), ep(A), 10, None, || [9; 8]), None);

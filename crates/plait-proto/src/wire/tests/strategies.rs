@@ -393,14 +393,11 @@ fn last_frame() -> impl Strategy<Value = OwnedFrame> {
 }
 
 pub(super) fn header() -> impl Strategy<Value = Header> {
-    (any::<u32>(), 0u8..16, any::<u32>(), any::<u32>()).prop_map(
-        |(session_id, path, path_seq, timestamp_us)| Header {
-            session_id,
-            path: PathId(path),
-            path_seq,
-            timestamp_us,
-        },
-    )
+    (0u8..16, any::<u32>(), any::<u32>()).prop_map(|(path, path_seq, timestamp_us)| Header {
+        path: PathId(path),
+        path_seq,
+        timestamp_us,
+    })
 }
 
 pub(super) fn datagram() -> impl Strategy<Value = (Header, Vec<OwnedFrame>)> {
