@@ -25,6 +25,7 @@ pub mod endpoint;
 pub mod io;
 pub mod keys;
 pub mod message;
+pub mod mobility;
 pub mod netcfg;
 pub mod ratelimit;
 pub mod relay;

@@ -70,9 +70,9 @@ impl Doc<'_> {
                 return Err(self.at(&format!("path[{i}]"), &p, message));
             }
             let p = p.into_inner();
-            let server = p.server.0;
-            let bind = match p.bind {
-                Some(v) if v.get_ref().0.is_ipv4() != server.is_ipv4() => {
+            let server = p.server.get_ref().0.clone();
+            let bind = match (p.bind, server.ip()) {
+                (Some(v), Some(server)) if v.get_ref().0.is_ipv4() != server.is_ipv4() => {
                     let bind = v.get_ref().0;
                     let message = format!(
                         "is an {} address but `server` ({server}) is {}; \
@@ -82,8 +82,18 @@ impl Doc<'_> {
                     );
                     return Err(self.at(&format!("path[{i}].bind"), &v, message));
                 }
-                v => v.map(|v| v.into_inner().0),
+                (Some(v), _) if p.devices.is_some() => {
+                    let message = "cannot be used with `devices`: each interface a pattern \
+                                   opens a path on binds to that interface and its own address";
+                    return Err(self.at(&format!("path[{i}].bind"), &v, message));
+                }
+                (v, _) => v.map(|v| v.into_inner().0),
             };
+            if let (Some(d), Some(_)) = (&p.device, &p.devices) {
+                let message = "give either `device` (one interface) or `devices` (a pattern), \
+                               not both";
+                return Err(self.at(&format!("path[{i}].device"), d, message));
+            }
             let name = p.name.get_ref().0.clone();
             if let Some(j) = paths.iter().position(|q| q.name == name) {
                 let message = format!("`{name}` is already the name of path[{j}]");
@@ -93,7 +103,8 @@ impl Doc<'_> {
                 name,
                 server,
                 bind,
-                device: p.device.map(|d| d.0),
+                device: p.device.map(|d| d.into_inner().0),
+                devices: p.devices.map(|d| d.into_inner().0),
                 mtu: p.mtu.0,
                 rate_mbit: p.rate_mbit.map(|r| r.0),
                 backup: p.backup.unwrap_or(false),

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, BufferMib, CongestionName, ConnectSecs, Dscp, FecName, FileName, FlowActionName,
-    FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, MAX_NAME, PathMtu, Port, PortAddr,
-    RateMbit, ReorderName, SchedulerName, SeccompName, ServerAddr, Socks5Password, Socks5Username,
-    StreamCount, TunMtu, UnorderedKbps,
+    BindAddr, BufferMib, CongestionName, ConnectSecs, DevicesValue, Dscp, FecName, FileName,
+    FlowActionName, FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, MAX_NAME, PathMtu,
+    Port, PortAddr, RateMbit, ReorderName, SchedulerName, SeccompName, ServerAddr, Socks5Password,
+    Socks5Username, StreamCount, TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -77,9 +77,10 @@ pub(super) struct ClientStreamsFile {
 #[serde(deny_unknown_fields)]
 pub(super) struct PathFile {
     pub(super) name: S<Label>,
-    pub(super) server: ServerAddr,
+    pub(super) server: S<ServerAddr>,
     pub(super) bind: Option<S<BindAddr>>,
-    pub(super) device: Option<IfName>,
+    pub(super) device: Option<S<IfName>>,
+    pub(super) devices: Option<S<DevicesValue>>,
     #[serde(default = "default_path_mtu")]
     pub(super) mtu: PathMtu,
     pub(super) rate_mbit: Option<RateMbit>,

@@ -117,7 +117,8 @@ pub struct ClientConfig {
     pub security: SecurityConfig,
     /// Prefixes to route into the tunnel (`--route`); empty = none.
     pub route: Vec<IpNet>,
-    /// The paths, in path-id order (path id = index). 1..=16.
+    /// The `[[path]]` tables, in file order (1..=16). Fixed paths (no `devices`) take
+    /// path ids 0, 1, … in this order; pattern paths take free ids as they open.
     pub paths: Vec<PathConfig>,
     /// Stream mode (`[streams]`); `None` = packet mode only.
     pub streams: Option<ClientStreams>,
@@ -126,14 +127,19 @@ pub struct ClientConfig {
 /// One `[[path]]` of a client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathConfig {
-    /// A name for logs and `plait status` (unique).
+    /// A name for logs and `plait status` (unique). A pattern path's paths are named
+    /// `NAME:INTERFACE`.
     pub name: String,
-    /// The server's address for this path.
-    pub server: SocketAddr,
+    /// The server's address for this path, or a name resolved by the daemon.
+    pub server: ServerAddr,
     /// Local address to bind (port 0 = any); `None` = the wildcard of the server's family.
+    /// Never set with `devices`.
     pub bind: Option<SocketAddr>,
-    /// Interface to bind to (SO_BINDTODEVICE).
+    /// Interface to bind to (SO_BINDTODEVICE). Never set with `devices`.
     pub device: Option<String>,
+    /// A pattern path: one path for each interface this matches while it has a route to
+    /// the server, opened and closed as interfaces come and go (`crate::mobility`).
+    pub devices: Option<crate::mobility::DevicePattern>,
     /// Path MTU for outer packets, bytes (default 1500).
     pub mtu: u16,
     /// Optional capacity hint, Mbit/s (the engine measures; a hint only seeds it).
@@ -141,6 +147,48 @@ pub struct PathConfig {
     /// A backup path: carries nothing while another path is usable
     /// (docs/protocol.md#backup).
     pub backup: bool,
+}
+
+/// A path's `server`: an address, or a DNS name the daemon resolves at start and again
+/// when the path's server stops answering (docs/tunnel-config.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerAddr {
+    /// An IP address and port.
+    Ip(SocketAddr),
+    /// A DNS name (without a trailing dot) and port.
+    Name {
+        /// The name, e.g. `vpn.example.net`.
+        host: String,
+        /// The port (7744 unless written).
+        port: u16,
+    },
+}
+
+impl ServerAddr {
+    /// The port.
+    pub fn port(&self) -> u16 {
+        match self {
+            ServerAddr::Ip(a) => a.port(),
+            ServerAddr::Name { port, .. } => *port,
+        }
+    }
+
+    /// The address, if it is one (not a name).
+    pub fn ip(&self) -> Option<SocketAddr> {
+        match self {
+            ServerAddr::Ip(a) => Some(*a),
+            ServerAddr::Name { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ServerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerAddr::Ip(a) => a.fmt(f),
+            ServerAddr::Name { host, port } => write!(f, "{host}:{port}"),
+        }
+    }
 }
 
 /// `plait server --config FILE`.

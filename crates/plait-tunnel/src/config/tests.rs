@@ -160,7 +160,10 @@ fn client_example_parses() {
     assert_eq!(c.paths.len(), 2);
     assert_eq!(c.paths[0].name, "fibre");
     assert_eq!(c.paths[0].device.as_deref(), Some("eth0"));
-    assert_eq!(c.paths[1].server, "198.51.100.1:7744".parse().unwrap());
+    assert_eq!(
+        c.paths[1].server,
+        ServerAddr::Ip("198.51.100.1:7744".parse().unwrap())
+    );
     assert_eq!(c.paths[1].bind, Some("0.0.0.0:0".parse().unwrap()));
     assert_eq!(c.tun.addresses.len(), 2);
     assert_eq!(c.engine, EngineSettings::default());
@@ -235,9 +238,10 @@ fn minimal_client_gets_defaults() {
         c.paths,
         vec![PathConfig {
             name: "a".into(),
-            server: "198.51.100.1:7744".parse().unwrap(),
+            server: ServerAddr::Ip("198.51.100.1:7744".parse().unwrap()),
             bind: None,
             device: None,
+            devices: None,
             mtu: 1500,
             rate_mbit: None,
             backup: false,
@@ -319,7 +323,10 @@ backup = true
     assert_eq!(c.control.metrics, Some("[::1]:9477".parse().unwrap()));
     let p = &c.paths[0];
     assert_eq!(p.name, "x_1.y-2");
-    assert_eq!(p.server, "[2001:db8::1]:7744".parse().unwrap());
+    assert_eq!(
+        p.server,
+        ServerAddr::Ip("[2001:db8::1]:7744".parse().unwrap())
+    );
     assert_eq!(p.bind, Some("[2001:db8::10]:0".parse().unwrap()));
     assert_eq!(p.device.as_deref(), Some("wlan0"));
     assert_eq!(p.mtu, 9000);
@@ -619,14 +626,11 @@ fn path_server_is_checked() {
     ));
     assert_eq!(c.paths[0].server.port(), DEFAULT_PORT);
     let c = client_ok(&replaced(&min_client(), "198.51.100.1:7744", "2001:db8::1"));
-    assert_eq!(c.paths[0].server, "[2001:db8::1]:7744".parse().unwrap());
-    for bad in [
-        "198.51.100.1:0",
-        "vpn.example.com:7744",
-        "198.51.100.1:99999",
-        "0.0.0.0:7744",
-        "",
-    ] {
+    assert_eq!(
+        c.paths[0].server,
+        ServerAddr::Ip("[2001:db8::1]:7744".parse().unwrap())
+    );
+    for bad in ["198.51.100.1:0", "198.51.100.1:99999", "0.0.0.0:7744", ""] {
         let m = client_edit_fails(
             "server = \"198.51.100.1:7744\"",
             &format!("server = \"{bad}\""),
@@ -636,6 +640,102 @@ fn path_server_is_checked() {
     }
     let text = replaced(&min_client(), "server = \"198.51.100.1:7744\"\n", "");
     client_fails(&text, "path[0].server", "[[path]]");
+}
+
+#[test]
+fn path_server_may_be_a_dns_name() {
+    let name = |host: &str, port: u16| ServerAddr::Name {
+        host: host.into(),
+        port,
+    };
+    for (text, want) in [
+        ("vpn.example.net:7744", name("vpn.example.net", 7744)),
+        ("vpn.example.net", name("vpn.example.net", DEFAULT_PORT)),
+        ("VPN.Example.NET.:443", name("VPN.Example.NET", 443)),
+        ("localhost", name("localhost", DEFAULT_PORT)),
+        ("xn--bcher-kva.example:1", name("xn--bcher-kva.example", 1)),
+        ("a1-b2.c3", name("a1-b2.c3", DEFAULT_PORT)),
+    ] {
+        let c = client_ok(&replaced(&min_client(), "198.51.100.1:7744", text));
+        assert_eq!(c.paths[0].server, want, "{text}");
+        assert_eq!(c.paths[0].server.port(), want.port());
+    }
+    assert_eq!(
+        name("vpn.example.net", 7744).to_string(),
+        "vpn.example.net:7744"
+    );
+    let long_label = format!("{}.example", "a".repeat(64));
+    let long_name = format!("{}.example", vec!["a".repeat(63); 4].join("."));
+    for (bad, says) in [
+        ("vpn.example.net:0", "must not be 0"),
+        ("vpn.example.net:99999", "is not a port"),
+        ("vpn.example.net:", "is not a port"),
+        ("vpn..example.net", "1 to 63 bytes"),
+        (".example.net", "1 to 63 bytes"),
+        ("-vpn.example.net", "not first or last"),
+        ("vpn-.example.net", "not first or last"),
+        ("vpn_1.example.net", "A-Z a-z 0-9"),
+        ("vpn example.net", "A-Z a-z 0-9"),
+        ("vpn.exämple.net", "A-Z a-z 0-9"),
+        ("198.51.100", "mistyped IP address"),
+        ("198.51.100.300:7744", "mistyped IP address"),
+        ("2001:db8::1::7744", "is not an IP address or a DNS name"),
+        (
+            "[vpn.example.net]:7744",
+            "is not an IP address or a DNS name",
+        ),
+        (long_label.as_str(), "1 to 63 bytes"),
+        (long_name.as_str(), "at most 253"),
+        (".", "the name is empty"),
+    ] {
+        let m = client_edit_fails(
+            "server = \"198.51.100.1:7744\"",
+            &format!("server = \"{bad}\""),
+            "path[0].server",
+        );
+        assert!(m.contains(says), "{bad}: {m}");
+    }
+    // A name has no family yet: any `bind` is accepted (the address of its family is
+    // chosen when the name is resolved).
+    let text = format!(
+        "{}bind = \"[2001:db8::10]:5000\"\n",
+        replaced(&min_client(), "198.51.100.1:7744", "vpn.example.net")
+    );
+    client_ok(&text);
+}
+
+#[test]
+fn path_devices_is_a_pattern_or_default_route() {
+    use crate::mobility::DevicePattern;
+    for (text, want) in [
+        ("wlan*", DevicePattern::Glob("wlan*".into())),
+        ("wwan?", DevicePattern::Glob("wwan?".into())),
+        ("eth0", DevicePattern::Glob("eth0".into())),
+        ("*", DevicePattern::Glob("*".into())),
+        ("default-route", DevicePattern::DefaultRoute),
+    ] {
+        let c = client_ok(&format!("{}devices = \"{text}\"\n", min_client()));
+        assert_eq!(c.paths[0].devices, Some(want), "{text}");
+        assert_eq!(c.paths[0].device, None);
+    }
+    for bad in ["", "wlan 0", "wlan/*", "wlan:*", &"w*".repeat(16)] {
+        let text = format!("{}devices = \"{bad}\"\n", min_client());
+        let m = client_fails(&text, "path[0].devices", "devices");
+        assert!(m.contains("pattern"), "{bad}: {m}");
+    }
+    let text = format!("{}device = \"eth0\"\ndevices = \"wlan*\"\n", min_client());
+    let m = client_fails(&text, "path[0].device", "device =");
+    assert!(m.contains("not both"), "{m}");
+    let text = format!(
+        "{}bind = \"0.0.0.0:5000\"\ndevices = \"wlan*\"\n",
+        min_client()
+    );
+    let m = client_fails(&text, "path[0].bind", "bind");
+    assert!(m.contains("cannot be used with `devices`"), "{m}");
+    // Pattern paths count among the 16 tables, and a client may have only pattern paths.
+    let text = format!("{}devices = \"wwan*\"\nbackup = true\n", min_client());
+    let c = client_ok(&text);
+    assert!(c.paths[0].backup);
 }
 
 #[test]

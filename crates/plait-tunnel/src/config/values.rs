@@ -278,13 +278,106 @@ value! {
 }
 
 value! {
-    /// A path's server: a [`PeerAddr`] that is not the unspecified address.
-    ServerAddr(SocketAddr) from String = |text| {
-        let PeerAddr(addr) = PeerAddr::try_from(text)?;
-        if addr.ip().is_unspecified() {
-            return Err("must be the server's address, not the unspecified address".to_owned());
+    /// A path's server: an IP address (as a [`PeerAddr`], not the unspecified address) or
+    /// a DNS name, each with an optional port (7744 when left out).
+    ServerAddr(super::ServerAddr) from String = |text| {
+        if let Ok(PeerAddr(addr)) = PeerAddr::try_from(text.clone()) {
+            if addr.ip().is_unspecified() {
+                return Err("must be the server's address, not the unspecified address".to_owned());
+            }
+            return Ok(super::ServerAddr::Ip(addr));
         }
-        Ok(addr)
+        server_name(&text)
+    }
+}
+
+/// `host` or `host:port` where `host` is a DNS name (RFC 1123 labels).
+fn server_name(text: &str) -> Result<super::ServerAddr, String> {
+    let example = "an IP address or a DNS name, with or without a port: \"198.51.100.1:7744\", \
+                   \"[2001:db8::1]:7744\", \"vpn.example.net:7744\" or \"vpn.example.net\"";
+    let (host, port) = match text.rsplit_once(':') {
+        // More than one colon and no brackets: a mistyped IPv6 address, not a name.
+        Some((h, _)) if h.contains(':') || h.contains('[') => {
+            return Err(format!("`{text}` is not {example}"));
+        }
+        Some((h, p)) => match p.parse::<u16>() {
+            Ok(0) => return Err(format!("`{text}`: the port must not be 0")),
+            Ok(port) => (h, port),
+            Err(_) => return Err(format!("`{text}`: `{p}` is not a port (1 to 65535)")),
+        },
+        None => (text, DEFAULT_PORT),
+    };
+    check_host_name(host).map_err(|why| format!("`{text}` is not {example}: {why}"))?;
+    Ok(super::ServerAddr::Name {
+        host: host.trim_end_matches('.').to_owned(),
+        port,
+    })
+}
+
+/// Longest DNS name (RFC 1035, without the trailing dot).
+const MAX_HOST_NAME: usize = 253;
+
+/// A DNS host name: labels of 1 to 63 of A-Z a-z 0-9 `-` (not first or last), separated
+/// by dots, at most 253 bytes, an optional final dot; the last label not all digits (so
+/// that a mistyped IPv4 address is not looked up as a name).
+fn check_host_name(host: &str) -> Result<(), String> {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.is_empty() {
+        return Err("the name is empty".to_owned());
+    }
+    if name.len() > MAX_HOST_NAME {
+        return Err(format!(
+            "the name is {} bytes; at most {MAX_HOST_NAME}",
+            name.len()
+        ));
+    }
+    for label in name.split('.') {
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '-';
+        if label.is_empty() || label.len() > 63 {
+            return Err(format!(
+                "`{label}`: each dot-separated label is 1 to 63 bytes"
+            ));
+        }
+        if !label.chars().all(ok) || label.starts_with('-') || label.ends_with('-') {
+            return Err(format!(
+                "`{label}`: a label has only A-Z a-z 0-9 and `-`, not first or last"
+            ));
+        }
+    }
+    if name
+        .rsplit('.')
+        .next()
+        .is_some_and(|l| l.chars().all(|c| c.is_ascii_digit()))
+    {
+        return Err("the last label is all digits: a mistyped IP address?".to_owned());
+    }
+    Ok(())
+}
+
+/// Longest `devices` pattern.
+pub(super) const MAX_DEVICE_PATTERN: usize = 31;
+
+value! {
+    /// `path[].devices`: `"default-route"`, or a glob over interface names (`*`, `?`), 1
+    /// to [`MAX_DEVICE_PATTERN`] bytes, no `/`, `:` or whitespace.
+    DevicesValue(crate::mobility::DevicePattern) from String = |text| {
+        if text == crate::mobility::DEFAULT_ROUTE {
+            return Ok(crate::mobility::DevicePattern::DefaultRoute);
+        }
+        let bad_char = |c: char| c == '/' || c == ':' || c.is_whitespace() || c.is_control();
+        if text.is_empty() || text.len() > MAX_DEVICE_PATTERN {
+            return Err(format!(
+                "must be \"default-route\" or an interface name pattern of 1 to \
+                 {MAX_DEVICE_PATTERN} bytes, e.g. \"wlan*\" or \"wwan?\", got `{text}`"
+            ));
+        }
+        if text.chars().any(bad_char) {
+            return Err(format!(
+                "`{text}` is not an interface name pattern (no `/`, `:` or whitespace; \
+                 `*` matches any run of characters, `?` one)"
+            ));
+        }
+        Ok(crate::mobility::DevicePattern::Glob(text))
     }
 }
 

@@ -14,7 +14,7 @@
 //! | `plait_session_handshakes_total`, `_delivered_total`, `_queue_full_total` | counter | `peer` |
 //! | `plait_session_handshakes_started_total` (client) | counter | `peer`, `cause` |
 //! | `plait_session_send_queue_dropped_total` | counter | `peer`, `reason` (`codel_dropped`, `ce_marked`, `overflow_dropped`) |
-//! | `plait_session_path_events_total` | counter | `peer`, `event` (`validated`, `validations_abandoned`, `withdrawn`, `restored`, `withdrawn_ignored`) |
+//! | `plait_session_path_events_total` | counter | `peer`, `event` (`validated`, `validations_abandoned`, `withdrawn`, `restored`, `withdrawn_ignored`, `opened`, `closed`, `refused`) |
 //! | `plait_path_state`, `plait_path_up` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
@@ -782,6 +782,7 @@ mod tests {
                     withdrawn: 1,
                     ..Default::default()
                 },
+                path_changes: Vec::new(),
                 paths: vec![
                     PathStatus {
                         id: 0,

@@ -114,6 +114,23 @@ fn render_session(out: &mut String, session: &SessionStatus) {
     render_handshake_causes(out, session);
     render_counts(out, "send queue", &queue_drops(&session.send_queue_drops));
     render_counts(out, "paths", &path_events(&session.path_events));
+    render_path_changes(out, session);
+}
+
+/// The client's latest path changes, one line each, newest last.
+fn render_path_changes(out: &mut String, session: &SessionStatus) {
+    if session.path_changes.is_empty() {
+        return;
+    }
+    out.push_str("path changes:\n");
+    for c in &session.path_changes {
+        let id = c.id.map_or(String::new(), |i| format!(" (id {i})"));
+        let _ = writeln!(
+            out,
+            "  at {:.1} s: {}{id} {}: {}",
+            c.at_s, c.path, c.event, c.why
+        );
+    }
 }
 
 /// `label: name n, name n` for the counts that are not zero; nothing if all are.
@@ -138,13 +155,16 @@ pub fn queue_drops(q: &QueueDrops) -> [(&'static str, u64); 3] {
 }
 
 /// Path events, named as in the metrics' `event` label.
-pub fn path_events(p: &PathEvents) -> [(&'static str, u64); 5] {
+pub fn path_events(p: &PathEvents) -> [(&'static str, u64); 8] {
     [
         ("validated", p.validated),
         ("validations_abandoned", p.validations_abandoned),
         ("withdrawn", p.withdrawn),
         ("restored", p.restored),
         ("withdrawn_ignored", p.withdrawn_ignored),
+        ("opened", p.opened),
+        ("closed", p.closed),
+        ("refused", p.refused),
     ]
 }
 
@@ -369,6 +389,7 @@ mod tests {
                     overflow_dropped: 0,
                 },
                 path_events: Default::default(),
+                path_changes: Vec::new(),
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -436,6 +457,37 @@ mod tests {
         let out = render_table(&s);
         assert!(
             out.contains("peer server: handshaking  key age -  session 0000beef"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn path_changes_are_listed_with_counts() {
+        let mut s = sample();
+        s.sessions[0].path_events.opened = 1;
+        s.sessions[0].path_events.closed = 1;
+        s.sessions[0].path_changes = vec![
+            crate::control::snapshot::PathChange {
+                at_s: 12.34,
+                id: Some(2),
+                path: "lte:wwan0".into(),
+                event: "opened".into(),
+                why: "wwan0 is up with a route to 198.51.100.1".into(),
+            },
+            crate::control::snapshot::PathChange {
+                at_s: 80.0,
+                id: Some(2),
+                path: "lte:wwan0".into(),
+                event: "closed".into(),
+                why: "wwan0: interface gone".into(),
+            },
+        ];
+        let out = render_table(&s);
+        assert!(out.contains("\npaths: opened 1, closed 1\n"), "{out}");
+        assert!(
+            out.contains(
+                "\npath changes:\n  at 12.3 s: lte:wwan0 (id 2) opened: wwan0 is up with a route to 198.51.100.1\n  at 80.0 s: lte:wwan0 (id 2) closed: wwan0: interface gone\n"
+            ),
             "{out}"
         );
     }

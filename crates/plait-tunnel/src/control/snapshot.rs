@@ -104,6 +104,9 @@ pub struct SessionStatus {
     /// docs/protocol.md#binding).
     #[serde(default)]
     pub path_events: PathEvents,
+    /// Client: the latest changes of the path set, oldest first.
+    #[serde(default)]
+    pub path_changes: Vec<PathChange>,
     /// One row per path.
     pub paths: Vec<PathStatus>,
 }
@@ -132,7 +135,36 @@ pub struct PathEvents {
     pub restored: u64,
     /// Server: datagrams that arrived on a withdrawn path, ignored.
     pub withdrawn_ignored: u64,
+    /// Client: pattern paths opened (an interface matching `devices` appeared with a
+    /// route to the server).
+    #[serde(default)]
+    pub opened: u64,
+    /// Client: pattern paths closed (their interface, its carrier or its route went).
+    #[serde(default)]
+    pub closed: u64,
+    /// Client: interfaces a pattern matched that got no path (every path id in use).
+    #[serde(default)]
+    pub refused: u64,
 }
+
+/// One change of the client's path set, for `plait status` (the latest
+/// [`MAX_PATH_CHANGES`] are kept).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathChange {
+    /// When, seconds since the daemon started.
+    pub at_s: f64,
+    /// The path's id (none for a refused interface).
+    pub id: Option<u8>,
+    /// The path's name (`NAME:INTERFACE` for a pattern path).
+    pub path: String,
+    /// `opened`, `closed`, `refused`, `link gone` or `link back`.
+    pub event: String,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// Path changes a client keeps for `plait status`.
+pub const MAX_PATH_CHANGES: usize = 16;
 
 /// Handshakes a client started, by cause (docs/protocol.md#rekeying,
 /// docs/protocol.md#unknown-index). A repeat of an unanswered initiation is `retry`, not

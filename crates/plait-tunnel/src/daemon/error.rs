@@ -49,6 +49,20 @@ pub enum DaemonError {
     /// Capabilities, no_new_privs or the seccomp filter could not be applied.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
+    /// A path's server name did not resolve at start.
+    #[error(
+        "path {path}: cannot resolve the server name `{name}`: {why} (check the name and \
+         the resolver; at boot, start plait after the network is online, or let the service \
+         manager restart it)"
+    )]
+    Resolve {
+        /// The path's name.
+        path: String,
+        /// The name, with its port.
+        name: String,
+        /// The resolver's answer.
+        why: String,
+    },
     /// The event loop failed.
     #[error("event loop: {0}")]
     Loop(std::io::Error),

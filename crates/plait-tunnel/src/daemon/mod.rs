@@ -14,6 +14,7 @@
 //! API does not change for either.
 
 mod error;
+mod links;
 mod setup;
 mod stream_setup;
 
@@ -36,8 +37,7 @@ use plait_proto::Time;
 use tracing::{info, warn};
 
 use crate::control::{DropCounters, SessionStatus, SharedSnapshot, StatusSnapshot};
-use crate::endpoint::{ClientEndpoint, Now, Outputs, ServerEndpoint, StreamHost};
-use crate::io::netwatch::NetWatch;
+use crate::endpoint::{ClientEndpoint, ClientPath, Now, Outputs, ServerEndpoint, StreamHost};
 use crate::io::tun::Tun;
 use crate::io::udp::{RecvBuffers, SendBatch, UdpPath};
 use crate::relay::{ClientRelayParams, Relay, ServerRelayParams};
@@ -90,6 +90,26 @@ pub trait Driven: StreamHost {
         _out: &mut impl Outputs,
     ) {
     }
+    /// See [`ClientEndpoint::open_path`]; a server opens no paths.
+    fn open_path(
+        &mut self,
+        _now: Now,
+        _id: usize,
+        _path: ClientPath,
+        _why: &str,
+        _out: &mut impl Outputs,
+    ) {
+    }
+    /// See [`ClientEndpoint::close_path`].
+    fn close_path(&mut self, _now: Now, _id: usize, _why: &str, _out: &mut impl Outputs) {}
+    /// See [`ClientEndpoint::note_refused`].
+    fn note_refused(&mut self, _now: Now, _name: &str, _why: &str) {}
+    /// See [`ClientEndpoint::set_path_server`].
+    fn set_path_server(&mut self, _now: Now, _id: usize, _server: SocketAddr) {}
+    /// See [`ClientEndpoint::server_unanswering`].
+    fn server_unanswering(&self) -> bool {
+        false
+    }
 }
 
 impl Driven for ClientEndpoint {
@@ -126,6 +146,28 @@ impl Driven for ClientEndpoint {
         out: &mut impl Outputs,
     ) {
         ClientEndpoint::set_path_available(self, now, path, available, out)
+    }
+    fn open_path(
+        &mut self,
+        now: Now,
+        id: usize,
+        path: ClientPath,
+        why: &str,
+        out: &mut impl Outputs,
+    ) {
+        ClientEndpoint::open_path(self, now, id, path, why, out)
+    }
+    fn close_path(&mut self, now: Now, id: usize, why: &str, out: &mut impl Outputs) {
+        ClientEndpoint::close_path(self, now, id, why, out)
+    }
+    fn note_refused(&mut self, now: Now, name: &str, why: &str) {
+        ClientEndpoint::note_refused(self, now, name, why)
+    }
+    fn set_path_server(&mut self, now: Now, id: usize, server: SocketAddr) {
+        ClientEndpoint::set_path_server(self, now, id, server)
+    }
+    fn server_unanswering(&self) -> bool {
+        ClientEndpoint::server_unanswering(self)
     }
 }
 
@@ -177,7 +219,7 @@ impl Clock {
 
 /// Outputs into the real sockets and TUN device.
 struct RealOut<'a> {
-    sockets: &'a mut [UdpPath],
+    sockets: &'a mut [Option<UdpPath>],
     batches: &'a mut [SendBatch],
     tun: &'a Tun,
     tun_write_errors: &'a mut u64,
@@ -185,7 +227,9 @@ struct RealOut<'a> {
 
 impl Outputs for RealOut<'_> {
     fn send_udp(&mut self, socket: usize, to: SocketAddr, datagram: &[u8]) {
-        if let (Some(s), Some(b)) = (self.sockets.get_mut(socket), self.batches.get_mut(socket)) {
+        if let (Some(Some(s)), Some(b)) =
+            (self.sockets.get_mut(socket), self.batches.get_mut(socket))
+        {
             b.push(s, to, datagram);
         }
     }
@@ -200,7 +244,9 @@ impl Outputs for RealOut<'_> {
 impl RealOut<'_> {
     fn flush(&mut self) {
         for (s, b) in self.sockets.iter_mut().zip(self.batches.iter_mut()) {
-            b.flush(s);
+            if let Some(s) = s {
+                b.flush(s);
+            }
         }
     }
 }
@@ -274,17 +320,19 @@ pub(crate) struct Watched {
     /// data socket it stands beside: what it reads reaches the endpoint under that index,
     /// and nothing is sent through it.
     pub(crate) handshake: Vec<(usize, UdpPath)>,
-    /// A client's view of its links (crate::io::netwatch): each change of a path's link
-    /// goes to [`Driven::set_path_available`].
-    pub(crate) netwatch: Option<NetWatch>,
+    /// A client's links (crate::io::netwatch, crate::mobility): each change of a fixed
+    /// path's link goes to [`Driven::set_path_available`], pattern paths open and close
+    /// with their sockets, server names are resolved again ([`links`]).
+    pub(crate) links: Option<links::ClientLinks>,
 }
 
 /// Runs `endpoint` until SIGINT/SIGTERM (or `stop` is set). Sockets are indexed as the
-/// endpoint's socket numbers.
+/// endpoint's socket numbers; a client's free path ids are `None` until a pattern path
+/// opens a socket there.
 pub(crate) fn run_loop(
     endpoint: &mut impl Driven,
     tun: &Tun,
-    sockets: &mut [UdpPath],
+    sockets: &mut [Option<UdpPath>],
     watched: Watched,
     relay: RelaySetup,
     snapshot: &SharedSnapshot,
@@ -312,6 +360,7 @@ pub(crate) fn run_loop(
         Interest::READABLE,
     )?;
     for (i, s) in sockets.iter().enumerate() {
+        let Some(s) = s else { continue };
         poll.registry().register(
             &mut SourceFd(&s.as_raw_fd()),
             Token(FIRST_SOCKET + i),
@@ -320,14 +369,15 @@ pub(crate) fn run_loop(
     }
     let Watched {
         handshake,
-        mut netwatch,
+        mut links,
     } = watched;
-    if let Some(w) = &netwatch {
+    if let Some(fd) = links.as_ref().and_then(links::ClientLinks::event_fd) {
         poll.registry()
-            .register(&mut SourceFd(&w.event_fd()), NETWATCH, Interest::READABLE)?;
+            .register(&mut SourceFd(&fd), NETWATCH, Interest::READABLE)?;
     }
-    // The links as they are at start (a path whose link is down leaves at once).
-    let mut links_changed = netwatch.is_some();
+    // The links as they are at start (a path whose link is down leaves at once, pattern
+    // paths open for the interfaces already there).
+    let mut links_changed = links.as_ref().is_some_and(links::ClientLinks::watching);
     let first_handshake = FIRST_SOCKET + sockets.len();
     for (i, (_, s)) in handshake.iter().enumerate() {
         poll.registry().register(
@@ -338,12 +388,14 @@ pub(crate) fn run_loop(
     }
     let mut batches: Vec<SendBatch> = sockets
         .iter()
-        .map(|s| SendBatch::new(s.max_gso_segments()))
+        .map(|s| SendBatch::new(s.as_ref().map_or(1, UdpPath::max_gso_segments)))
         .collect();
-    let mut recv: Vec<RecvBuffers> = sockets.iter().map(|_| RecvBuffers::default()).collect();
+    // One set of receive buffers for every path socket: each batch is handed to the
+    // endpoint before the next socket is read.
+    let mut recv = RecvBuffers::default();
     let mut handshake_recv = RecvBuffers::default();
     let mut tun_buf = vec![0u8; 65_536];
-    let mut socket_ready = vec![true; sockets.len()];
+    let mut socket_ready: Vec<bool> = sockets.iter().map(Option::is_some).collect();
     let mut handshake_ready = vec![true; handshake.len()];
     let mut tun_ready = true;
     let mut tun_write_errors = 0u64;
@@ -382,8 +434,8 @@ pub(crate) fn run_loop(
                 TUN => tun_ready = true,
                 TIMER => timer.clear(),
                 NETWATCH => {
-                    if let Some(w) = netwatch.as_mut() {
-                        links_changed |= w.drain();
+                    if let Some(l) = links.as_mut() {
+                        links_changed |= l.drain();
                     }
                 }
                 SIGNAL => stop.store(true, Ordering::Relaxed),
@@ -409,6 +461,22 @@ pub(crate) fn run_loop(
             }
         }
         let now = clock.now();
+        if let Some(l) = links.as_mut() {
+            links_changed |= links::resolve_again(l, endpoint, now);
+            if links_changed {
+                links_changed = false;
+                let mut s = links::Sockets {
+                    sockets: &mut *sockets,
+                    batches: &mut batches[..],
+                    ready: &mut socket_ready[..],
+                    registry: poll.registry(),
+                    first_token: FIRST_SOCKET,
+                    tun,
+                    tun_write_errors: &mut tun_write_errors,
+                };
+                links::look(l, endpoint, now, &mut s);
+            }
+        }
         let (socks, batches_ref) = (&mut *sockets, &mut batches[..]);
         let mut out = RealOut {
             sockets: socks,
@@ -416,17 +484,16 @@ pub(crate) fn run_loop(
             tun,
             tun_write_errors: &mut tun_write_errors,
         };
-        for i in 0..socket_ready.len() {
+        for (i, ready) in socket_ready.iter_mut().enumerate() {
             for _ in 0..SOCKET_BATCHES_PER_ROUND {
-                if !socket_ready[i] {
+                let (true, Some(Some(socket))) = (*ready, out.sockets.get(i)) else {
                     break;
-                }
-                let Some(n) = recv_batch(&out.sockets[i], &mut recv[i], &mut socket_ready[i])
-                else {
+                };
+                let Some(n) = recv_batch(socket, &mut recv, ready) else {
                     break;
                 };
                 for m in 0..n {
-                    let (from, kernel_ts, datagrams) = recv[i].datagrams(m);
+                    let (from, kernel_ts, datagrams) = recv.datagrams(m);
                     let at = now.at_kernel_time(kernel_ts);
                     for d in datagrams {
                         endpoint.handle_udp(at, i, from, d, &mut out);
@@ -449,15 +516,6 @@ pub(crate) fn run_loop(
                     for d in datagrams {
                         endpoint.handle_udp(at, *index, from, d, &mut out);
                     }
-                }
-            }
-        }
-        if links_changed {
-            links_changed = false;
-            if let Some(w) = netwatch.as_mut() {
-                // The endpoint acts only on changes (`Bindings::set_available`).
-                for (path, works) in w.evaluate().into_iter().enumerate() {
-                    endpoint.set_path_available(now, path, works, &mut out);
                 }
             }
         }

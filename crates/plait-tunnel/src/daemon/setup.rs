@@ -15,9 +15,12 @@ use std::sync::{Arc, Mutex};
 use tracing::{info, warn};
 
 use super::error::DaemonError;
+use super::links::{ClientLinks, resolve_at_start};
 use super::stream_setup::{client_relay, server_relay};
 use super::{RelaySetup, Watched, run_loop};
-use crate::config::{ClientConfig, ControlConfig, SecurityConfig, ServerConfig, TunConfig};
+use crate::config::{
+    ClientConfig, ControlConfig, PathConfig, SecurityConfig, ServerConfig, TunConfig,
+};
 use crate::control::metrics::MetricsServer;
 use crate::control::status::StatusServer;
 use crate::control::{SharedSnapshot, StatusSnapshot};
@@ -103,18 +106,30 @@ fn lock_down(security: &SecurityConfig, control: &mut Control) -> Result<(), Dae
 
 /// Runs `plait client` until SIGINT/SIGTERM or `stop`.
 pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), DaemonError> {
+    // Server names are resolved now, before the sandbox, and again by the loop when the
+    // server stops answering (`links`).
+    let servers = resolve_at_start(&cfg.paths)?;
     let max_datagram = cfg
         .paths
         .iter()
-        .map(|p| max_datagram_for(p.mtu, &p.server))
+        .zip(&servers)
+        .map(|(p, s)| max_datagram_for(p.mtu, s))
         .min()
         .unwrap_or(0);
     let engine = engine_params(&cfg.engine, max_datagram);
     let mtu = tun_mtu(&cfg.tun, &engine, "the smallest path MTU")?;
     let fwmark = (!cfg.route.is_empty()).then_some(DEFAULT_FWMARK);
-    let mut sockets = Vec::new();
-    for p in &cfg.paths {
-        let bind = p.bind.unwrap_or(match p.server {
+    // Fixed paths: ids 0.. in file order, each with its socket now. Pattern paths open
+    // theirs on the free ids as interfaces come (`crate::mobility`).
+    let fixed: Vec<(&PathConfig, SocketAddr)> = cfg
+        .paths
+        .iter()
+        .zip(servers.iter().copied())
+        .filter(|(p, _)| p.devices.is_none())
+        .collect();
+    let mut sockets: Vec<Option<UdpPath>> = Vec::new();
+    for (p, server) in &fixed {
+        let bind = p.bind.unwrap_or(match server {
             SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
             SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
         });
@@ -128,16 +143,22 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
             addr: bind,
             source,
         })?;
-        info!(path = %p.name, local = %s.local_addr(), server = %p.server, device = p.device.as_deref().unwrap_or("-"), "path socket");
-        sockets.push(s);
+        info!(path = %p.name, local = %s.local_addr(), server = %server, device = p.device.as_deref().unwrap_or("-"), "path socket");
+        sockets.push(Some(s));
+    }
+    sockets.resize_with(plait_proto::MAX_PATHS, || None);
+    if fixed.is_empty() {
+        info!(
+            "no fixed path: the tunnel comes up when an interface matching a pattern path appears"
+        );
     }
     // Links that come and go (docs/protocol.md#binding): without netlink the paths are
     // taken as working, and only the engine's liveness check finds a dead one.
     let netwatch = match NetWatch::new(
-        cfg.paths
+        fixed
             .iter()
-            .map(|p| PathRoute {
-                server: p.server.ip(),
+            .map(|(p, server)| PathRoute {
+                server: server.ip(),
                 device: p.device.clone(),
                 fwmark,
             })
@@ -165,12 +186,11 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         private_key: cfg.private_key.clone(),
         server_public_key: cfg.server_public_key.clone(),
         preshared_key: cfg.preshared_key.clone(),
-        paths: cfg
-            .paths
+        paths: fixed
             .iter()
-            .map(|p| ClientPath {
+            .map(|(p, server)| ClientPath {
                 name: p.name.clone(),
-                server: p.server,
+                server: *server,
                 rate_hint: p.rate_mbit.map(|m| m * 1e6 / 8.0),
                 backup: p.backup,
             })
@@ -181,6 +201,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
     if cfg.streams.is_some() {
         endpoint.enable_streams();
     }
+    let links = ClientLinks::new(&cfg.paths, &servers, netwatch, fwmark, tun.name());
     lock_down(&cfg.security, &mut control)?;
     let result = run_loop(
         &mut endpoint,
@@ -188,7 +209,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         &mut sockets,
         Watched {
             handshake: Vec::new(),
-            netwatch,
+            links: Some(links),
         },
         relay,
         &control.snapshot,
@@ -237,7 +258,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         if let Some(h) = listen.handshake {
             handshake_sockets.push((sockets.len(), h));
         }
-        sockets.push(listen.data);
+        sockets.push(Some(listen.data));
     }
     let tun = Tun::create(&cfg.tun.name, &cfg.tun.addresses, mtu)?;
     info!(tun = %tun.name(), mtu, max_datagram, clients = cfg.clients.len(), scheduler = engine.settings.scheduler.name(), "tunnel device up");
@@ -290,7 +311,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         &mut sockets,
         Watched {
             handshake: handshake_sockets,
-            netwatch: None,
+            links: None,
         },
         relay,
         &control.snapshot,

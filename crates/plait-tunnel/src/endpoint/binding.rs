@@ -30,6 +30,10 @@ pub const BINDING_RETRY: Duration = Duration::from_millis(200);
 
 #[derive(Clone, Copy, Debug)]
 struct PathBinding {
+    /// The path exists (a fixed path, or a pattern path that is open). A path id that
+    /// never had a path, or whose pattern path closed, is not present: it is never
+    /// counted available, and only a closed path's withdrawal is still repeated.
+    present: bool,
     available: bool,
     /// A backup path (configuration): announced with every restoration.
     backup: bool,
@@ -53,23 +57,36 @@ impl Bindings {
     /// (what the configuration promises until the kernel says otherwise). Backup paths
     /// are announced as soon as there is a session ([`Bindings::on_fresh_session`]).
     pub fn new(backup: &[bool]) -> Bindings {
-        Bindings {
-            paths: backup
-                .iter()
-                .map(|&backup| PathBinding {
-                    available: true,
-                    backup,
-                    seq: 0,
-                    acked: 0,
-                    resend_at: None,
-                })
-                .collect(),
+        let mut paths: Vec<PathBinding> = backup
+            .iter()
+            .map(|&backup| PathBinding {
+                present: true,
+                available: true,
+                backup,
+                seq: 0,
+                acked: 0,
+                resend_at: None,
+            })
+            .collect();
+        // The ids no path has yet (pattern paths open on them later).
+        while paths.len() < plait_proto::MAX_PATHS {
+            paths.push(PathBinding {
+                present: false,
+                available: false,
+                backup: false,
+                seq: 0,
+                acked: 0,
+                resend_at: None,
+            });
         }
+        Bindings { paths }
     }
 
     /// Whether `path`'s link works (unknown paths: no).
     pub fn available(&self, path: usize) -> bool {
-        self.paths.get(path).is_some_and(|p| p.available)
+        self.paths
+            .get(path)
+            .is_some_and(|p| p.present && p.available)
     }
 
     /// The paths whose links work.
@@ -77,14 +94,44 @@ impl Bindings {
         self.paths
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.available)
+            .filter(|(_, p)| p.present && p.available)
             .map(|(i, _)| i)
+    }
+
+    /// A pattern path opened on id `path` (free until now): it is announced as restored
+    /// (with its role), with a number above any the id had, so the server lets it in even
+    /// if an earlier path on this id was withdrawn. Returns false if the id is in use.
+    pub fn open(&mut self, now: Time, path: usize, backup: bool) -> bool {
+        let Some(p) = self.paths.get_mut(path).filter(|p| !p.present) else {
+            return false;
+        };
+        p.present = true;
+        p.available = true;
+        p.backup = backup;
+        p.seq += 1;
+        p.resend_at = Some(now);
+        true
+    }
+
+    /// The pattern path on `path` closed: withdrawn (announced until acknowledged), and
+    /// the id free for a later [`Bindings::open`]. Returns false if there was none.
+    pub fn close(&mut self, now: Time, path: usize) -> bool {
+        let Some(p) = self.paths.get_mut(path).filter(|p| p.present) else {
+            return false;
+        };
+        p.present = false;
+        if p.available {
+            p.available = false;
+            p.seq += 1;
+            p.resend_at = Some(now);
+        }
+        true
     }
 
     /// Records that `path`'s link is (or is not) available. Returns whether that is a
     /// change; a change is announced at once (see [`Bindings::due`]).
     pub fn set_available(&mut self, now: Time, path: usize, available: bool) -> bool {
-        let Some(p) = self.paths.get_mut(path) else {
+        let Some(p) = self.paths.get_mut(path).filter(|p| p.present) else {
             return false;
         };
         if p.available == available {
@@ -114,7 +161,8 @@ impl Bindings {
     /// nothing else.
     pub fn on_fresh_session(&mut self, now: Time) {
         for p in &mut self.paths {
-            if p.available && !p.backup {
+            // A closed or never-used id: the fresh session has heard of no path on it.
+            if !p.present || (p.available && !p.backup) {
                 p.resend_at = None;
                 p.acked = p.seq;
             } else {
@@ -264,6 +312,45 @@ mod tests {
             BINDING_FLAG_BACKUP
         )));
         assert!(s.backup && s.withdrawn, "a withdrawal keeps the role");
+    }
+
+    #[test]
+    fn a_pattern_path_opens_closes_and_its_id_is_reused_with_higher_numbers() {
+        let mut b = Bindings::new(&[false]);
+        assert!(!b.available(3), "no path on id 3 yet");
+        assert!(!b.set_available(t(0), 3, true), "an absent id has no link");
+        assert!(b.due(t(0)).is_empty());
+        assert!(b.open(t(0), 3, false));
+        assert!(!b.open(t(0), 3, false), "already open");
+        assert_eq!(b.available_paths().collect::<Vec<_>>(), vec![0, 3]);
+        assert_eq!(b.due(t(0)), vec![PathFrame::binding(PATH_RESTORE, 3, 1, 0)]);
+        b.on_ack(3, 1);
+        assert!(b.close(t(10), 3));
+        assert!(!b.close(t(10), 3));
+        assert!(!b.available(3));
+        assert_eq!(b.available_paths().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(
+            b.due(t(10)),
+            vec![PathFrame::binding(PATH_WITHDRAW, 3, 2, 0)]
+        );
+        // Unacknowledged, the withdrawal is repeated although the path is gone.
+        assert_eq!(b.due(t(210)).len(), 1);
+        // The id is taken again (as a backup this time) before the ack: a newer number.
+        assert!(b.open(t(300), 3, true));
+        assert_eq!(
+            b.due(t(300)),
+            vec![PathFrame::binding(PATH_RESTORE, 3, 3, BINDING_FLAG_BACKUP)]
+        );
+        let mut s = ServerBinding::default();
+        s.apply(&PathFrame::binding(PATH_RESTORE, 3, 1, 0));
+        s.apply(&PathFrame::binding(PATH_WITHDRAW, 3, 2, 0));
+        assert!(s.withdrawn);
+        assert!(s.apply(&PathFrame::binding(PATH_RESTORE, 3, 3, BINDING_FLAG_BACKUP)));
+        assert!(!s.withdrawn && s.backup);
+        // A fresh server session hears nothing of closed ids.
+        b.close(t(400), 3);
+        b.on_fresh_session(t(500));
+        assert!(b.due(t(500)).is_empty());
     }
 
     #[test]

@@ -39,10 +39,11 @@
 //! A handshake never reuses a nonce: each has fresh ephemeral keys and yields fresh
 //! session keys whose counters start at zero, and the old keys keep their own counters.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use plait_proto::path::PathHints;
-use plait_proto::{PathId, Session, Time};
+use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::binding::Bindings;
@@ -51,6 +52,7 @@ use super::schedule::{Cause, Schedule};
 #[cfg(doc)]
 use super::schedule::{HINT_MIN_INTERVAL, REHANDSHAKE_AFTER_SILENCE, UNANSWERED_REHANDSHAKE};
 use super::{EngineParams, Now, Outputs, Random};
+use crate::control::snapshot::{MAX_PATH_CHANGES, PathChange};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::cookie::{self, COOKIE_SECRET_LATENCY, COOKIE_SECRET_MAX_AGE, Mac, Mac1Key};
 use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload};
@@ -105,7 +107,8 @@ pub struct ClientParams {
     pub server_public_key: Key,
     /// Optional pre-shared key.
     pub preshared_key: Option<Key>,
-    /// Paths in id order (1..=16).
+    /// The fixed paths, in id order (0..=16 of them; more pattern paths may open later,
+    /// [`ClientEndpoint::open_path`]).
     pub paths: Vec<ClientPath>,
     /// Engine settings.
     pub engine: EngineParams,
@@ -115,6 +118,12 @@ pub struct ClientParams {
 #[derive(Debug)]
 pub struct ClientEndpoint {
     params: ClientParams,
+    /// Path id → the path on it now: the fixed paths, and pattern paths while open.
+    slots: Vec<Option<ClientPath>>,
+    /// The latest changes of the path set, for `plait status`.
+    changes: VecDeque<PathChange>,
+    /// Pattern paths opened, closed and refused.
+    pattern_events: (u64, u64, u64),
     link: Link,
     random: Random,
     handshake: Option<InFlight>,
@@ -147,10 +156,15 @@ impl ClientEndpoint {
             session_id,
             params.paths.iter().map(|p| (p.name.clone(), p.server)),
         );
+        let mut slots: Vec<Option<ClientPath>> = params.paths.iter().cloned().map(Some).collect();
+        slots.resize(MAX_PATHS.max(slots.len()), None);
         ClientEndpoint {
+            slots,
+            changes: VecDeque::new(),
+            pattern_events: (0, 0, 0),
             mac1_own: Mac1Key::new(&params.private_key.public()),
             cookie_key: cookie::cookie_key(&params.server_public_key),
-            cookies: vec![None; params.paths.len()],
+            cookies: vec![None; MAX_PATHS.max(params.paths.len())],
             bindings: Bindings::new(&params.paths.iter().map(|p| p.backup).collect::<Vec<_>>()),
             hint_key: HintKey::new(&params.server_public_key),
             params,
@@ -406,8 +420,9 @@ impl ClientEndpoint {
                 return;
             }
         };
-        for (i, p) in self.params.paths.iter().enumerate() {
+        for (i, p) in self.slots.iter().enumerate() {
             let Ok(id) = u8::try_from(i) else { break };
+            let Some(p) = p else { continue };
             if !self.bindings.available(i) {
                 continue;
             }
@@ -440,15 +455,20 @@ impl ClientEndpoint {
         if !self.bindings.set_available(t, path, available) {
             return;
         }
-        let (Some(p), Ok(id)) = (self.params.paths.get(path), u8::try_from(path)) else {
+        let (Some(Some(p)), Ok(id)) = (self.slots.get(path), u8::try_from(path)) else {
             return;
         };
         let id = PathId(id);
-        if available {
+        let (event, why) = if available {
             info!(path = %p.name, "link back: the path rejoins");
+            ("link back", "its interface, carrier and route work again")
         } else {
             info!(path = %p.name, "link gone: the path leaves until it is back");
-        }
+            ("link gone", "its interface, carrier or route went away")
+        };
+        let name = p.name.clone();
+        let p = p.clone();
+        self.record(t, Some(id.0), &name, event, why);
         let hints = PathHints {
             rate: p.rate_hint,
             one_way_delay: None,
@@ -466,6 +486,129 @@ impl ClientEndpoint {
         }
         self.send_bindings(t, out);
         self.link.drive(t, out);
+    }
+
+    /// A pattern path opens on the free id `id` (its socket is open): it joins the engine
+    /// session (and starts probing) and is announced to the server as restored
+    /// (docs/protocol.md#binding); the server validates its address as any new one. While
+    /// no handshake has completed, the pending one is repeated at once, so that a first
+    /// path that opens late does not wait for the retry. `why` is for `plait status`.
+    pub fn open_path(
+        &mut self,
+        now: Now,
+        id: usize,
+        path: ClientPath,
+        why: &str,
+        out: &mut impl Outputs,
+    ) {
+        let t = now.mono;
+        let (Some(None), Ok(pid)) = (self.slots.get(id), u8::try_from(id)) else {
+            warn!(id, path = %path.name, "path id already in use: not opened");
+            return;
+        };
+        if !self.bindings.open(t, id, path.backup) {
+            warn!(id, path = %path.name, "path id already in use: not opened");
+            return;
+        }
+        info!(path = %path.name, id, server = %path.server, why, "path opened");
+        self.link
+            .set_client_path(id, Some((path.name.clone(), path.server)));
+        if let Some(c) = self.cookies.get_mut(id) {
+            *c = None;
+        }
+        let hints = PathHints {
+            rate: path.rate_hint,
+            one_way_delay: None,
+            backup: path.backup,
+        };
+        self.record(t, Some(pid), &path.name, "opened", why);
+        self.slots[id] = Some(path);
+        self.pattern_events.0 += 1;
+        if let Some(session) = self.link.session_mut()
+            && let Err(e) = session.add_path(t, PathId(pid), hints)
+        {
+            warn!(id, error = %e, "path not added to the engine session");
+        }
+        if !self.is_established(t)
+            && let Some(h) = self.handshake.as_mut()
+        {
+            h.retry_at = h.retry_at.min(t);
+        }
+        self.send_bindings(t, out);
+        self.link.drive(t, out);
+    }
+
+    /// The pattern path on `id` closes (its interface, carrier or route went; the daemon
+    /// closes its socket after this): it leaves the engine session, the server hears a
+    /// withdrawal on the paths that remain, and the id is free again.
+    pub fn close_path(&mut self, now: Now, id: usize, why: &str, out: &mut impl Outputs) {
+        let t = now.mono;
+        let (Some(slot), Ok(pid)) = (self.slots.get_mut(id), u8::try_from(id)) else {
+            return;
+        };
+        let Some(path) = slot.take() else { return };
+        info!(path = %path.name, id, why, "path closed");
+        self.bindings.close(t, id);
+        self.link.set_client_path(id, None);
+        if let Some(session) = self.link.session_mut() {
+            // Unknown to the session (its link was already down): nothing to remove.
+            let _ = session.remove_path(t, PathId(pid));
+        }
+        self.record(t, Some(pid), &path.name, "closed", why);
+        self.pattern_events.1 += 1;
+        self.send_bindings(t, out);
+        self.link.drive(t, out);
+    }
+
+    /// An interface matched a pattern but got no path (why: no free id), for status.
+    pub fn note_refused(&mut self, now: Now, name: &str, why: &str) {
+        self.record(now.mono, None, name, "refused", why);
+        self.pattern_events.2 += 1;
+    }
+
+    /// Path `id`'s server is now at `server` (its name resolved to a new address): what
+    /// the path sends goes there from now on.
+    pub fn set_path_server(&mut self, now: Now, id: usize, server: SocketAddr) {
+        let Some(Some(p)) = self.slots.get_mut(id) else {
+            return;
+        };
+        if p.server == server {
+            return;
+        }
+        let why = format!(
+            "the server's name now resolves to {server} (was {})",
+            p.server
+        );
+        p.server = server;
+        let name = p.name.clone();
+        self.link.set_client_path(id, Some((name.clone(), server)));
+        self.record(now.mono, u8::try_from(id).ok(), &name, "server moved", &why);
+    }
+
+    /// The path on `id`, if any.
+    pub fn path(&self, id: usize) -> Option<&ClientPath> {
+        self.slots.get(id).and_then(Option::as_ref)
+    }
+
+    /// Whether the server is not answering: at least two handshake initiations in a row
+    /// went unanswered (the first handshake after its retry, 5 s; with keys, a handshake
+    /// that silence started and its retry, about 8 s after the server fell silent). The
+    /// daemon then resolves the server's name again.
+    pub fn server_unanswering(&self) -> bool {
+        self.attempts >= 2
+    }
+
+    fn record(&mut self, now: Time, id: Option<u8>, path: &str, event: &str, why: &str) {
+        if self.changes.len() >= MAX_PATH_CHANGES {
+            self.changes.pop_front();
+        }
+        self.changes.push_back(PathChange {
+            at_s: now.saturating_since(Time::ZERO).as_secs_f64(),
+            id,
+            path: path.to_owned(),
+            event: event.to_owned(),
+            why: why.to_owned(),
+        });
     }
 
     /// When the next withdrawal or restoration is due, if one is unacknowledged (tests).
@@ -547,12 +690,13 @@ impl ClientEndpoint {
             attempt = self.attempts,
             "sending handshake initiation on every path"
         );
-        let mut had_mac2 = Vec::with_capacity(self.params.paths.len());
-        for (i, p) in self.params.paths.iter().enumerate() {
+        let mut had_mac2 = vec![false; self.slots.len()];
+        for (i, p) in self.slots.iter().enumerate() {
+            let Some(p) = p else { continue };
             // mac2 differs per path: each path's cookie is for its own source address.
             let c = self.fresh_cookie(i, now.mono).copied();
             cookie::write_initiation_mac2(&mut msg, c.as_ref());
-            had_mac2.push(c.is_some());
+            had_mac2[i] = c.is_some();
             out.send_udp(i, p.server, &msg);
         }
         self.handshake = Some(InFlight {
@@ -614,13 +758,15 @@ impl ClientEndpoint {
         s.handshake_causes = self.schedule.causes();
         for p in &mut s.paths {
             if p.remote.is_none() {
-                p.remote = self
-                    .params
-                    .paths
-                    .get(usize::from(p.id))
-                    .map(|c| c.server.to_string());
+                p.remote = self.path(usize::from(p.id)).map(|c| c.server.to_string());
             }
         }
+        (
+            s.path_events.opened,
+            s.path_events.closed,
+            s.path_events.refused,
+        ) = self.pattern_events;
+        s.path_changes = self.changes.iter().cloned().collect();
         s
     }
 

@@ -202,6 +202,25 @@ impl Link {
         link
     }
 
+    /// Client side: path `id` is now `path` (a name and the server's address, sent to
+    /// from socket `id`), or no path (`None`: a pattern path closed). The engine session
+    /// is the caller's business.
+    pub fn set_client_path(&mut self, id: usize, path: Option<(String, SocketAddr)>) {
+        let Some(slot) = self.addresses.get_mut(id) else {
+            return;
+        };
+        if self.path_names.len() <= id {
+            self.path_names.resize_with(id + 1, String::new);
+        }
+        match path {
+            Some((name, remote)) => {
+                *slot = PathAddress::fixed(PathEndpoint { socket: id, remote });
+                self.path_names[id] = name;
+            }
+            None => *slot = PathAddress::default(),
+        }
+    }
+
     /// A server's link to one client, which may use `allowed_sources` as inner source
     /// addresses. It has no keys, no session and no endpoints until a handshake is
     /// confirmed and authenticated data arrives.
@@ -929,6 +948,7 @@ impl Link {
             withdrawn: c.paths_withdrawn,
             restored: c.paths_restored,
             withdrawn_ignored: c.withdrawn_ignored,
+            ..Default::default()
         };
         let Some(session) = &self.session else {
             return s;

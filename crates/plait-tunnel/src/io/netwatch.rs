@@ -9,6 +9,10 @@
 //! up with a carrier (`RTM_GETLINK`: `IFF_UP` and `IFF_LOWER_UP`)? No route, a device that
 //! does not exist, an interface down or without carrier: the path's link does not work.
 //!
+//! For pattern paths (`crate::mobility`) it also lists every interface (`RTM_GETLINK`
+//! dump) and every unicast route outside the `local` table (`RTM_GETROUTE` dumps of IPv4
+//! and IPv6): [`NetWatch::kernel`].
+//!
 //! Invariants: both sockets are created before the daemon drops its privileges; the
 //! event socket is non-blocking (the loop polls it); the query socket waits at most
 //! [`QUERY_TIMEOUT`] for an answer, and an answer that does not come or does not parse
@@ -20,11 +24,22 @@ use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+use ipnet::IpNet;
+use netlink_packet_core::{
+    NLM_F_DUMP, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+};
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
-use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+
+use crate::mobility::{Interface, Kernel, Route};
+
+/// Messages read from one dump at most (interfaces or routes of a family): a bound on the
+/// work a huge routing table can cause per look.
+const MAX_DUMP_MESSAGES: usize = 65_536;
+/// The `local` routing table (the host's own and broadcast addresses).
+const RT_TABLE_LOCAL: u32 = 255;
 
 /// How long the daemon waits for the kernel's answer to one question.
 pub const QUERY_TIMEOUT: Duration = Duration::from_millis(100);
@@ -92,6 +107,85 @@ impl NetWatch {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // ENOBUFS: events were lost; look again to be sure.
                 Err(_) => return true,
+            }
+        }
+    }
+
+    /// Path `i`'s server is now `server` (its name resolved anew).
+    pub fn set_server(&mut self, i: usize, server: IpAddr) {
+        if let Some(p) = self.paths.get_mut(i) {
+            p.server = server;
+        }
+    }
+
+    /// Every interface and every unicast route (outside the `local` table), for pattern
+    /// paths. `None` if the kernel's answer did not come or did not parse in time: the
+    /// caller then changes nothing.
+    pub fn kernel(&mut self) -> Option<Kernel> {
+        let mut k = Kernel::default();
+        for m in self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))? {
+            let RouteNetlinkMessage::NewLink(l) = m else {
+                continue;
+            };
+            let name = l.attributes.iter().find_map(|a| match a {
+                LinkAttribute::IfName(n) => Some(n.clone()),
+                _ => None,
+            });
+            let f = l.header.flags;
+            k.interfaces.push(Interface {
+                index: l.header.index,
+                name: name.unwrap_or_default(),
+                up: f.contains(LinkFlags::Up) && f.contains(LinkFlags::LowerUp),
+            });
+        }
+        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+            let mut q = RouteMessage::default();
+            q.header.address_family = family;
+            for m in self.dump(RouteNetlinkMessage::GetRoute(q))? {
+                let RouteNetlinkMessage::NewRoute(r) = m else {
+                    continue;
+                };
+                routes_of(&r, &mut k.routes);
+            }
+        }
+        Some(k)
+    }
+
+    /// Sends one dump request and collects its answers until the kernel says done.
+    fn dump(&mut self, request: RouteNetlinkMessage) -> Option<Vec<RouteNetlinkMessage>> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        header.sequence_number = self.seq;
+        let mut msg = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(request));
+        msg.finalize();
+        let len = msg.buffer_len();
+        msg.serialize(self.buf.get_mut(..len)?);
+        self.query.send(self.buf.get(..len)?, 0).ok()?;
+        let mut found = Vec::new();
+        loop {
+            let n = self.query.recv(&mut &mut self.buf[..], 0).ok()?;
+            let mut at = 0;
+            while let Some(bytes) = self.buf.get(at..n).filter(|b| b.len() >= 16) {
+                let reply = NetlinkMessage::<RouteNetlinkMessage>::deserialize(bytes).ok()?;
+                let size = usize::try_from(reply.header.length).ok()?;
+                if size < 16 {
+                    return None;
+                }
+                at += (size + 3) & !3;
+                if reply.header.sequence_number != self.seq {
+                    // A late answer to an earlier question.
+                    continue;
+                }
+                match reply.payload {
+                    NetlinkPayload::InnerMessage(m) => found.push(m),
+                    NetlinkPayload::Done(_) => return Some(found),
+                    NetlinkPayload::Error(_) => return None,
+                    _ => {}
+                }
+                if found.len() > MAX_DUMP_MESSAGES {
+                    return None;
+                }
             }
         }
     }
@@ -220,6 +314,47 @@ impl NetWatch {
     }
 }
 
+/// The routes in `r` (one per next hop) if it is a unicast route outside `local`.
+fn routes_of(r: &RouteMessage, out: &mut Vec<Route>) {
+    let table = r
+        .attributes
+        .iter()
+        .find_map(|a| match a {
+            RouteAttribute::Table(t) => Some(*t),
+            _ => None,
+        })
+        .unwrap_or(u32::from(r.header.table));
+    if r.header.kind != RouteType::Unicast || table == RT_TABLE_LOCAL {
+        return;
+    }
+    let len = r.header.destination_prefix_length;
+    let dst = r.attributes.iter().find_map(|a| match a {
+        RouteAttribute::Destination(RouteAddress::Inet(v4)) => Some(IpAddr::V4(*v4)),
+        RouteAttribute::Destination(RouteAddress::Inet6(v6)) => Some(IpAddr::V6(*v6)),
+        _ => None,
+    });
+    let dst = match (dst, r.header.address_family) {
+        (Some(a), _) => a,
+        // A default route has no destination attribute.
+        (None, AddressFamily::Inet) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        (None, AddressFamily::Inet6) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        (None, _) => return,
+    };
+    let Ok(dst) = IpNet::new(dst, len) else {
+        return;
+    };
+    for a in &r.attributes {
+        match a {
+            RouteAttribute::Oif(oif) => out.push(Route { dst, oif: *oif }),
+            RouteAttribute::MultiPath(hops) => out.extend(hops.iter().map(|h| Route {
+                dst,
+                oif: h.interface_index,
+            })),
+            _ => {}
+        }
+    }
+}
+
 /// An interface, by index or by name.
 enum LinkQuery<'a> {
     Index(u32),
@@ -259,6 +394,8 @@ mod tests {
         ])
         .expect("netlink sockets");
         assert_eq!(w.evaluate(), vec![true, false, true]);
+        let k = w.kernel().expect("dumps answered");
+        assert!(k.interfaces.iter().any(|f| f.name == "lo" && f.up), "{k:?}");
         // Nothing changed: the event socket has nothing (or only unrelated churn).
         let _ = w.drain();
     }
