@@ -1188,3 +1188,172 @@ fn a_backup_path_carries_data_only_when_the_other_is_gone() {
         w.client_sent
     );
 }
+
+/// Pattern paths (crate::mobility): the client starts with one fixed path; an interface
+/// appears and the daemon opens path 1 on it. The server learns the new path from its
+/// first datagrams, validates its address and both ends stripe over it; the interface
+/// goes and the path closes (withdrawn at the server over path 0, nothing more on it);
+/// another interface takes id 1 again, from another address, and is validated anew.
+#[test]
+fn a_pattern_path_opens_carries_data_closes_and_its_id_is_reused() {
+    let k = keys();
+    let mut w = World::with_scheduler(&k, SchedulerKind::RoundRobin);
+    w.server = ServerEndpoint::new(ServerParams {
+        private_key: k.server.clone(),
+        peers: vec![ServerPeer {
+            name: "router".into(),
+            public_key: k.client.public(),
+            preshared_key: None,
+            allowed_ips: vec!["10.77.0.2/32".parse().unwrap()],
+        }],
+        engine: engine_with(SchedulerKind::RoundRobin),
+    });
+    w.client = ClientEndpoint::new(ClientParams {
+        private_key: k.client.clone(),
+        server_public_key: k.server.public(),
+        preshared_key: None,
+        paths: vec![ClientPath {
+            name: "fibre".into(),
+            server: addr(SERVER),
+            rate_hint: None,
+            backup: false,
+        }],
+        engine: engine_with(SchedulerKind::RoundRobin),
+    });
+    w.run_for(Duration::from_secs(2));
+    w.traffic(50, 0);
+    assert_eq!(w.server_sent[1] + w.client_sent[1], 0, "no path 1 yet");
+
+    let lte = |name: &str| ClientPath {
+        name: name.into(),
+        server: addr(SERVER),
+        rate_hint: None,
+        backup: false,
+    };
+    let mut cap = Capture::default();
+    w.client.open_path(
+        w.stamp(),
+        1,
+        lte("lte:wwan0"),
+        "wwan0 is up with a route to 192.0.2.1",
+        &mut cap,
+    );
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(100, 50);
+    assert_eq!(tags(&w.server_tun), (0..150).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..150).collect::<Vec<_>>());
+    assert!(
+        w.server_sent[1] > 20 && w.client_sent[1] > 20,
+        "both ends use the new path: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
+    let link = w.server.links_mut().next().unwrap();
+    assert_eq!(
+        link.counters().paths_validated,
+        2,
+        "path 0's address and path 1's"
+    );
+
+    // The interface goes: the path closes, and its datagrams would be lost from now on.
+    w.cut = Some(1);
+    let mut cap = Capture::default();
+    w.client
+        .close_path(w.stamp(), 1, "wwan0: interface gone", &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(1));
+    let link = w.server.links_mut().next().unwrap();
+    assert_eq!(link.counters().paths_withdrawn, 1);
+    let ids: Vec<_> = link
+        .session_mut()
+        .unwrap()
+        .path_ids()
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(ids, vec![0]);
+    assert_eq!(w.client.poll_timeout_bindings(), None, "acknowledged");
+    let (server_1, client_1) = (w.server_sent[1], w.client_sent[1]);
+    w.traffic(100, 150);
+    assert_eq!(tags(&w.server_tun), (0..250).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..250).collect::<Vec<_>>());
+    assert_eq!((w.server_sent[1], w.client_sent[1]), (server_1, client_1));
+
+    // Another interface takes id 1, from another address.
+    w.cut = None;
+    w.client_addrs[1] = addr("203.0.113.99:50000");
+    let mut cap = Capture::default();
+    w.client
+        .open_path(w.stamp(), 1, lte("lte:wwan1"), "wwan1 is up", &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(2));
+    w.traffic(100, 250);
+    assert_eq!(tags(&w.server_tun), (0..350).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..350).collect::<Vec<_>>());
+    let link = w.server.links_mut().next().unwrap();
+    assert_eq!(link.counters().paths_validated, 3, "the new address too");
+    assert_eq!(link.counters().paths_restored, 1);
+    assert!(
+        w.server_sent[1] > server_1 + 20,
+        "the server uses the reused id: {:?}",
+        w.server_sent
+    );
+    let s = w.client.status(w.now);
+    let events: Vec<(&str, Option<u8>, &str)> = s
+        .path_changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.id, c.event.as_str()))
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            ("lte:wwan0", Some(1), "opened"),
+            ("lte:wwan0", Some(1), "closed"),
+            ("lte:wwan1", Some(1), "opened"),
+        ]
+    );
+    assert_eq!((s.path_events.opened, s.path_events.closed), (2, 1));
+    assert!(s.paths.iter().any(|p| p.id == 1 && p.name == "lte:wwan1"));
+}
+
+/// A client whose only path is a pattern path starts with no path at all and handshakes
+/// as soon as one opens, without waiting for the 5 s retry.
+#[test]
+fn a_client_with_no_path_yet_handshakes_when_the_first_opens() {
+    let k = keys();
+    let mut w = World::new(&k);
+    w.client = ClientEndpoint::new(ClientParams {
+        private_key: k.client.clone(),
+        server_public_key: k.server.public(),
+        preshared_key: None,
+        paths: Vec::new(),
+        engine: engine(),
+    });
+    w.run_for(Duration::from_secs(1));
+    assert!(!w.client.is_established(w.now));
+    let opened_at = w.now;
+    let mut cap = Capture::default();
+    w.client.open_path(
+        w.stamp(),
+        0,
+        ClientPath {
+            name: "wifi:wlan0".into(),
+            server: addr(SERVER),
+            rate_hint: None,
+            backup: false,
+        },
+        "wlan0 is up",
+        &mut cap,
+    );
+    w.absorb(true, cap);
+    let mut waited = Duration::ZERO;
+    while !w.client.is_established(w.now) {
+        assert!(waited < Duration::from_secs(1), "no handshake within 1 s");
+        w.run_for(Duration::from_millis(10));
+        waited += Duration::from_millis(10);
+    }
+    assert!(w.now.saturating_since(opened_at) < Duration::from_millis(200));
+    w.run_for(Duration::from_secs(1));
+    w.traffic(20, 0);
+    assert_eq!(tags(&w.server_tun), (0..20).collect::<Vec<_>>());
+}
