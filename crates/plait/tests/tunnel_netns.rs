@@ -192,6 +192,10 @@ struct TunnelSpec {
     streams: bool,
     /// Client paths configured `backup = true` (docs/protocol.md#backup).
     backup_paths: &'static [usize],
+    /// Client paths configured as pattern paths, `devices = "p?"` (each topology path's
+    /// client interface is `p{i}`, and only `p{i}` routes to path i's server), instead of
+    /// fixed ones (docs/tunnel-config.md, `devices`).
+    pattern_paths: &'static [usize],
     /// `[[policy]]` tables for both ends (docs/tunnel-config.md#policy).
     policy: &'static str,
 }
@@ -355,10 +359,15 @@ impl Tunnel {
             for path in site.paths() {
                 let _ = writeln!(
                     cfg,
-                    "[[path]]\nname = \"p{}\"\nserver = \"{}\"\nbackup = {}\n",
+                    "[[path]]\nname = \"p{}\"\nserver = \"{}\"\nbackup = {}\n{}",
                     path.index(),
                     SocketAddr::new(path.server_addr(), PORT),
                     spec.backup_paths.contains(&path.index()),
+                    if spec.pattern_paths.contains(&path.index()) {
+                        "devices = \"p?\"\n"
+                    } else {
+                        ""
+                    }
                 );
             }
             let file = tunnel.dir.path().join(format!("{label}.toml"));
@@ -506,6 +515,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
@@ -543,6 +553,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
@@ -628,6 +639,7 @@ fn unknown_client_key_gets_no_reply() {
         clients: false,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
@@ -760,6 +772,7 @@ fn client_connects_during_a_handshake_flood() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -847,6 +860,7 @@ fn ipv6_inner_over_ipv6_path() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let status = t.clients[0].status().expect("client status");
@@ -926,6 +940,7 @@ fn two_clients_share_one_server() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let bytes = 3_000_000;
@@ -1021,6 +1036,7 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let remote = t.topo.remote_host_addr(Family::V4);
@@ -1204,6 +1220,7 @@ fn stream_transfer_survives_a_path_blackholed_midway() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
@@ -1242,6 +1259,7 @@ fn stream_mode_rules_survive_kill_and_restart() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let tun = tun_name('h');
@@ -1322,6 +1340,7 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     const N: usize = 200;
@@ -1452,6 +1471,7 @@ fn stream_mode_10000_idle_connections_memory() {
         clients: true,
         streams: true,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let client_pid = t.clients[0].child.id();
@@ -1574,6 +1594,7 @@ fn server_kill_and_restart_client_recovers_by_hint() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let before = t.clients[0].status().expect("client status").sessions[0].clone();
@@ -1674,6 +1695,7 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -1866,6 +1888,7 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
@@ -1966,6 +1989,7 @@ fn nat_rebinding_moves_the_path_after_validation() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
@@ -2045,6 +2069,7 @@ fn client_readdressed_path_follows_after_validation() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
@@ -2159,6 +2184,7 @@ fn handshake_flood_cpu_at_50k_per_second() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     const RATE: u64 = 50_000;
@@ -2260,6 +2286,7 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -2366,6 +2393,7 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         clients: true,
         streams: false,
         backup_paths: &[1],
+        pattern_paths: &[],
         policy: "",
     });
     let sent_per_path = |t: &Tunnel| -> Vec<u64> {
@@ -2446,6 +2474,7 @@ fn a_duplicated_udp_flow_loses_nothing_when_a_path_fails() {
         clients: true,
         streams: false,
         backup_paths: &[],
+        pattern_paths: &[],
         policy: "[[policy]]\nprotocol = \"udp\"\nports = [5004]\naction = \"duplicate\"\n\n",
     });
     let to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), PORT_CALL);
@@ -2500,5 +2529,161 @@ fn a_duplicated_udp_flow_loses_nothing_when_a_path_fails() {
     );
     assert!(missing.is_empty(), "lost {missing:?}");
     assert_eq!(twice, 0, "delivered twice");
+    t.shutdown();
+}
+
+/// Bytes received on interface `dev` of `ns` so far (`ip -s -j link`).
+fn rx_bytes(ns: &Namespace, dev: &str) -> u64 {
+    let out = ns
+        .ip(["-s", "-j", "link", "show", "dev", dev])
+        .expect("ip -s link");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ip -j output");
+    v[0]["stats64"]["rx"]["bytes"].as_u64().unwrap_or(0)
+}
+
+/// Pattern paths (docs/tunnel-config.md, `devices`; docs/protocol.md#binding): the
+/// client has a fixed path 0 and a pattern path `devices = "p?"` whose server only `p1`
+/// routes to. At start the pattern opens path 1 on `p1`; `p1` is taken down (the path
+/// closes, its socket with it) and a 60 MB download starts over path 0; 1.5 s in, `p1`
+/// comes up with its route again: a path opens on it, is validated and carries data
+/// (the time from the interface's route to the first data arriving on it is measured);
+/// 3 s later `p1` goes down again and the path closes; the download arrives intact.
+#[test]
+fn a_matching_interface_that_appears_mid_download_joins_and_leaves() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'm',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        pattern_paths: &[1],
+        policy: "",
+    });
+    let client_ns = t.topo.clients()[0].client();
+    let dev = t.topo.path(1).expect("path 1").client_dev();
+    let st = t.clients[0].status().expect("client status");
+    let s = &st.sessions[0];
+    eprintln!("at start: path events {:?}", s.path_events);
+    for c in &s.path_changes {
+        eprintln!(
+            "  change at {:.3} s: {} {:?} {}: {}",
+            c.at_s, c.path, c.id, c.event, c.why
+        );
+    }
+    assert_eq!(
+        s.path_events.opened, 1,
+        "the pattern opened path 1 on {dev}"
+    );
+    assert!(
+        s.paths
+            .iter()
+            .any(|p| p.id == 1 && p.name == format!("p1:{dev}")),
+        "{:?}",
+        s.paths
+    );
+    let routes = client_ns
+        .exec_output(["ip", "-4", "route", "show", "dev", &dev])
+        .expect("ip route");
+    let routes: Vec<String> = String::from_utf8_lossy(&routes.stdout)
+        .lines()
+        .filter(|l| !l.contains("proto kernel"))
+        .map(str::to_owned)
+        .collect();
+    assert!(!routes.is_empty(), "no route through {dev}");
+
+    // The interface goes before the download: the path closes.
+    client_ns
+        .ip(["link", "set", &dev, "down"])
+        .expect("link down");
+    t.clients[0].wait_for("path 1 closed", |s| {
+        s.sessions[0].path_events.closed == 1 && s.sessions[0].paths.iter().all(|p| p.id != 1)
+    });
+
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let (got, joined, server_tx_1) = std::thread::scope(|scope| {
+        let events = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            let base = rx_bytes(client_ns, &dev);
+            let link_up = Instant::now();
+            client_ns.ip(["link", "set", &dev, "up"]).expect("link up");
+            for r in &routes {
+                let mut args = vec!["route", "replace"];
+                args.extend(r.split_whitespace());
+                client_ns.ip(args).expect("route back");
+            }
+            let up = Instant::now();
+            eprintln!("{dev} up and its route back in {:?}", up - link_up);
+            // First data on the new path: more than 10 kB (seven full datagrams; probes,
+            // ARP and challenges are far smaller) received on the interface.
+            let mut first_data = None;
+            while up.elapsed() < Duration::from_secs(5) {
+                if rx_bytes(client_ns, &dev) > base + 10_000 {
+                    first_data = Some(up.elapsed());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            // What the server sent on path 1 while it was there.
+            std::thread::sleep(Duration::from_millis(3000));
+            let server_tx_1 = t
+                .server()
+                .status()
+                .ok()
+                .and_then(|st| {
+                    st.sessions
+                        .first()?
+                        .paths
+                        .iter()
+                        .find(|p| p.id == 1)
+                        .map(|p| p.tx_packets)
+                })
+                .unwrap_or(0);
+            client_ns
+                .ip(["link", "set", &dev, "down"])
+                .expect("link down again");
+            (first_data, server_tx_1)
+        });
+        let got = transfer(
+            t.topo.remote_host(),
+            t.topo.lan_host(),
+            dst,
+            60_000_000,
+            49,
+            "60 MB to the client while a matching interface comes and goes",
+        );
+        let (joined, tx) = events.join().expect("link thread");
+        (got, joined, tx)
+    });
+    assert_eq!(got.bytes, 60_000_000);
+    let joined = joined.expect("no data on the new path within 5 s of its interface coming up");
+    eprintln!(
+        "interface {dev} up with its route -> first data on the new path after {joined:?} \
+         (measured from the route's return; the time to bring the link up and restore the \
+         route is printed above); the server sent {server_tx_1} datagrams on it in the 3 s after"
+    );
+    assert!(
+        server_tx_1 > 100,
+        "the server striped the download onto the new path: {server_tx_1}"
+    );
+    let st = t.clients[0].wait_for("path 1 closed again", |s| {
+        s.sessions[0].path_events.closed == 2
+    });
+    let s = &st.sessions[0];
+    for c in &s.path_changes {
+        eprintln!(
+            "  change at {:.3} s: {} {:?} {}: {}",
+            c.at_s, c.path, c.id, c.event, c.why
+        );
+    }
+    assert_eq!(s.path_events.opened, 2);
+    assert!(s.paths.iter().all(|p| p.id != 1));
+    let server = t.server().status().expect("server status");
+    eprintln!("server path events {:?}", server.sessions[0].path_events);
+    assert!(server.sessions[0].path_events.withdrawn >= 2);
     t.shutdown();
 }
