@@ -196,6 +196,9 @@ struct TunnelSpec {
     /// client interface is `p{i}`, and only `p{i}` routes to path i's server), instead of
     /// fixed ones (docs/tunnel-config.md, `devices`).
     pattern_paths: &'static [usize],
+    /// Client paths name their server `plait-p{i}.test` (resolved through the client
+    /// namespace's own hosts file, [`NetnsHosts`]) instead of giving its address.
+    named_servers: bool,
     /// `[[policy]]` tables for both ends (docs/tunnel-config.md#policy).
     policy: &'static str,
 }
@@ -213,6 +216,34 @@ struct Tunnel {
     topo: Topology,
     server_key: Key,
     dir: TempDir,
+    hosts: Vec<NetnsHosts>,
+}
+
+/// `/etc/netns/NAME/hosts`: `ip netns exec NAME` mounts it over `/etc/hosts` for what it
+/// runs, so a daemon in that namespace resolves names from it. Removed on drop.
+struct NetnsHosts {
+    dir: PathBuf,
+}
+
+impl NetnsHosts {
+    fn write(ns: &Namespace, lines: &str) -> NetnsHosts {
+        let dir = Path::new("/etc/netns").join(ns.name());
+        std::fs::create_dir_all(&dir).expect("/etc/netns/NAME");
+        let h = NetnsHosts { dir };
+        h.set(lines);
+        h
+    }
+
+    /// New contents, in place (the daemon's bind mount sees the same file).
+    fn set(&self, lines: &str) {
+        std::fs::write(self.dir.join("hosts"), lines).expect("hosts file");
+    }
+}
+
+impl Drop for NetnsHosts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// `[engine]` table for both daemons, for comparing engine settings against the defaults:
@@ -323,6 +354,7 @@ impl Tunnel {
             topo,
             server_key,
             dir,
+            hosts: Vec::new(),
         };
         if !spec.clients {
             return tunnel;
@@ -356,12 +388,20 @@ impl Tunnel {
                     "[streams]\nsocks5 = \"{SOCKS5}\"\nsocks5_username = \"{SOCKS5_USER}\"\nsocks5_password = \"{SOCKS5_PASSWORD}\"\n"
                 );
             }
+            let mut hosts = String::new();
             for path in site.paths() {
+                let server = if spec.named_servers {
+                    let name = format!("plait-p{}.test", path.index());
+                    let _ = writeln!(hosts, "{} {name}", path.server_addr());
+                    name
+                } else {
+                    SocketAddr::new(path.server_addr(), PORT).to_string()
+                };
                 let _ = writeln!(
                     cfg,
                     "[[path]]\nname = \"p{}\"\nserver = \"{}\"\nbackup = {}\n{}",
                     path.index(),
-                    SocketAddr::new(path.server_addr(), PORT),
+                    server,
                     spec.backup_paths.contains(&path.index()),
                     if spec.pattern_paths.contains(&path.index()) {
                         "devices = \"p?\"\n"
@@ -369,6 +409,9 @@ impl Tunnel {
                         ""
                     }
                 );
+            }
+            if spec.named_servers {
+                tunnel.hosts.push(NetnsHosts::write(site.client(), &hosts));
             }
             let file = tunnel.dir.path().join(format!("{label}.toml"));
             std::fs::write(&file, cfg).expect("client config");
@@ -516,6 +559,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
@@ -554,6 +598,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
@@ -640,6 +685,7 @@ fn unknown_client_key_gets_no_reply() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
@@ -773,6 +819,7 @@ fn client_connects_during_a_handshake_flood() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -861,6 +908,7 @@ fn ipv6_inner_over_ipv6_path() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let status = t.clients[0].status().expect("client status");
@@ -941,6 +989,7 @@ fn two_clients_share_one_server() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let bytes = 3_000_000;
@@ -1037,6 +1086,7 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
         streams: true,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let remote = t.topo.remote_host_addr(Family::V4);
@@ -1221,6 +1271,7 @@ fn stream_transfer_survives_a_path_blackholed_midway() {
         streams: true,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
@@ -1260,6 +1311,7 @@ fn stream_mode_rules_survive_kill_and_restart() {
         streams: true,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let tun = tun_name('h');
@@ -1341,6 +1393,7 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
         streams: true,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     const N: usize = 200;
@@ -1472,6 +1525,7 @@ fn stream_mode_10000_idle_connections_memory() {
         streams: true,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let client_pid = t.clients[0].child.id();
@@ -1595,6 +1649,7 @@ fn server_kill_and_restart_client_recovers_by_hint() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let before = t.clients[0].status().expect("client status").sessions[0].clone();
@@ -1696,6 +1751,7 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -1889,6 +1945,7 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
@@ -1990,6 +2047,7 @@ fn nat_rebinding_moves_the_path_after_validation() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
@@ -2070,6 +2128,7 @@ fn client_readdressed_path_follows_after_validation() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let path = t.topo.path(0).expect("path 0");
@@ -2185,6 +2244,7 @@ fn handshake_flood_cpu_at_50k_per_second() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     const RATE: u64 = 50_000;
@@ -2287,6 +2347,7 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -2394,6 +2455,7 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         streams: false,
         backup_paths: &[1],
         pattern_paths: &[],
+        named_servers: false,
         policy: "",
     });
     let sent_per_path = |t: &Tunnel| -> Vec<u64> {
@@ -2475,6 +2537,7 @@ fn a_duplicated_udp_flow_loses_nothing_when_a_path_fails() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[],
+        named_servers: false,
         policy: "[[policy]]\nprotocol = \"udp\"\nports = [5004]\naction = \"duplicate\"\n\n",
     });
     let to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), PORT_CALL);
@@ -2562,6 +2625,7 @@ fn a_matching_interface_that_appears_mid_download_joins_and_leaves() {
         streams: false,
         backup_paths: &[],
         pattern_paths: &[1],
+        named_servers: false,
         policy: "",
     });
     let client_ns = t.topo.clients()[0].client();
@@ -2685,5 +2749,97 @@ fn a_matching_interface_that_appears_mid_download_joins_and_leaves() {
     let server = t.server().status().expect("server status");
     eprintln!("server path events {:?}", server.sessions[0].path_events);
     assert!(server.sessions[0].path_events.withdrawn >= 2);
+    t.shutdown();
+}
+
+/// Server names (docs/tunnel-config.md, `server`): each client path names its server
+/// (`plait-p{i}.test`, from the client namespace's hosts file), resolved at start. Then,
+/// mid-download, path 1's router blackholes everything and its name now resolves to the
+/// server's address on path 0's network: path 1 goes down, the client resolves the names
+/// again, moves path 1 to the new address (validated by the server as any new address)
+/// and the path is active again; the download arrives intact.
+#[test]
+fn a_server_name_is_resolved_at_start_and_again_when_its_path_fails() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'n',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        pattern_paths: &[],
+        named_servers: true,
+        policy: "",
+    });
+    let p0 = t.topo.path(0).expect("path 0").server_addr();
+    let p1 = t.topo.path(1).expect("path 1").server_addr();
+    let st = t.clients[0].status().expect("client status");
+    let remotes: Vec<Option<String>> = st.sessions[0]
+        .paths
+        .iter()
+        .map(|p| p.remote.clone())
+        .collect();
+    eprintln!("remotes at start: {remotes:?}");
+    assert_eq!(
+        remotes,
+        vec![
+            Some(SocketAddr::new(p0, PORT).to_string()),
+            Some(SocketAddr::new(p1, PORT).to_string())
+        ]
+    );
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    let path1 = t.topo.path(1).expect("path 1");
+    let hosts = &t.hosts[0];
+    let moved = std::thread::scope(|scope| {
+        let events = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            hosts.set(&format!("{p0} plait-p0.test\n{p0} plait-p1.test\n"));
+            path1.blackhole(true).expect("blackhole on");
+            let at = Instant::now();
+            let want = SocketAddr::new(p0, PORT).to_string();
+            while at.elapsed() < Duration::from_secs(25) {
+                if let Ok(st) = t.clients[0].status()
+                    && st.sessions[0].paths.iter().any(|p| {
+                        p.id == 1 && p.state == "active" && p.remote.as_deref() == Some(&want)
+                    })
+                {
+                    return Some(at.elapsed());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            None
+        });
+        transfer(
+            t.topo.remote_host(),
+            t.topo.lan_host(),
+            dst,
+            60_000_000,
+            50,
+            "60 MB to the client while path 1's server moves",
+        );
+        events.join().expect("event thread")
+    });
+    let st = t.clients[0].status().expect("client status");
+    for c in &st.sessions[0].path_changes {
+        eprintln!(
+            "  change at {:.3} s: {} {:?} {}: {}",
+            c.at_s, c.path, c.id, c.event, c.why
+        );
+    }
+    let moved = moved.expect("path 1 never became active at its new address");
+    eprintln!("blackhole and new name -> path 1 active at the new address after {moved:?}");
+    assert!(
+        st.sessions[0]
+            .path_changes
+            .iter()
+            .any(|c| c.id == Some(1) && c.event == "server moved"),
+        "{:?}",
+        st.sessions[0].path_changes
+    );
+    path1.blackhole(false).expect("blackhole off");
     t.shutdown();
 }

@@ -29,6 +29,8 @@ use crate::mobility::{Change, DevicePattern, PatternSpec, Planner};
 
 /// Least time between two lookups of the server names.
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(10);
+/// How often the loop asks whether the server is answering, when it has names.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
 
 /// Resolves `name` to an address, of `family`'s family if given (IPv4 when `Some(true)`).
 /// Blocks (getaddrinfo).
@@ -105,6 +107,7 @@ pub(crate) struct ClientLinks {
     fwmark: Option<u32>,
     lookup: Option<Receiver<Vec<Result<SocketAddr, String>>>>,
     last_lookup: Option<Instant>,
+    last_check: Option<Instant>,
 }
 
 impl ClientLinks {
@@ -186,6 +189,7 @@ impl ClientLinks {
             fwmark,
             lookup: None,
             last_lookup: None,
+            last_check: None,
         }
     }
 
@@ -344,7 +348,7 @@ pub(crate) fn look(
     }
 }
 
-/// Server names: while the server is not answering, looks them up again (on a thread,
+/// Server names: while the server is not answering (on some path), looks them up again (on a thread,
 /// at most one every [`RESOLVE_EVERY`]); a name that now resolves to another address of
 /// the same family moves its paths there. Returns whether anything moved (the links are
 /// then looked at again: a pattern path may need another interface).
@@ -396,11 +400,16 @@ pub(crate) fn resolve_again(links: &mut ClientLinks, endpoint: &mut impl Driven,
         }
         return moved;
     }
-    if !endpoint.server_unanswering()
+    // Asked a few times a second at most (the endpoint looks at every path's state).
+    if links.last_check.is_some_and(|t| t.elapsed() < CHECK_EVERY)
         || links
             .last_lookup
             .is_some_and(|t| t.elapsed() < RESOLVE_EVERY)
     {
+        return false;
+    }
+    links.last_check = Some(Instant::now());
+    if !endpoint.server_unanswering() {
         return false;
     }
     links.last_lookup = Some(Instant::now());
@@ -428,4 +437,38 @@ pub(crate) fn resolve_again(links: &mut ClientLinks, endpoint: &mut impl Driven,
         Err(e) => warn!(error = %e, "cannot start the name lookup"),
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn localhost_resolves_to_the_asked_family() {
+        let a = resolve("localhost", 7744, Some(true)).expect("localhost resolves");
+        assert_eq!(a, "127.0.0.1:7744".parse().unwrap());
+        assert!(resolve("localhost", 7744, None).is_ok());
+    }
+
+    /// RFC 6761: `.invalid` never resolves.
+    #[test]
+    fn a_name_that_does_not_resolve_is_one_clear_error_at_start() {
+        let cfg = crate::config::parse_client(
+            &format!(
+                "private_key = \"{}\"\nserver_public_key = \"{}\"\n[tun]\naddresses = [\"10.77.0.2/24\"]\n\
+                 [[path]]\nname = \"fibre\"\nserver = \"198.51.100.1\"\n\
+                 [[path]]\nname = \"lte\"\nserver = \"plait-test.invalid:7000\"\n",
+                crate::keys::Key::generate().unwrap().to_base64(),
+                crate::keys::Key::generate().unwrap().public().to_base64(),
+            ),
+            std::path::Path::new("/nonexistent/client.toml"),
+        )
+        .expect("config");
+        let e = resolve_at_start(&cfg.paths).expect_err("must not resolve");
+        let m = e.to_string();
+        assert!(
+            m.starts_with("path lte: cannot resolve the server name `plait-test.invalid:7000`"),
+            "{m}"
+        );
+    }
 }

@@ -590,12 +590,12 @@ impl ClientEndpoint {
         self.slots.get(id).and_then(Option::as_ref)
     }
 
-    /// Whether the server is not answering: at least two handshake initiations in a row
-    /// went unanswered (the first handshake after its retry, 5 s; with keys, a handshake
-    /// that silence started and its retry, about 8 s after the server fell silent). The
-    /// daemon then resolves the server's name again.
+    /// Whether the server is not answering on some path: a path of the engine session
+    /// is down (silent beyond the liveness bound), or at least two handshake initiations
+    /// in a row went unanswered (the first handshake after its retry, 5 s). The daemon
+    /// then resolves the server's names again (at most every 10 s).
     pub fn server_unanswering(&self) -> bool {
-        self.attempts >= 2
+        self.attempts >= 2 || self.link.any_path_down()
     }
 
     fn record(&mut self, now: Time, id: Option<u8>, path: &str, event: &str, why: &str) {

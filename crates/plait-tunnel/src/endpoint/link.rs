@@ -293,6 +293,16 @@ impl Link {
         self.addresses.iter().map(PathAddress::validated).collect()
     }
 
+    /// Whether some path of the engine session is down (silent beyond the liveness
+    /// bound, docs/protocol.md#path-states).
+    pub(crate) fn any_path_down(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| {
+            s.path_views()
+                .iter()
+                .any(|v| v.state == plait_proto::path::PathState::Down)
+        })
+    }
+
     /// The engine session (the client adds and removes paths as its links come and go).
     pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
         self.session.as_mut()
