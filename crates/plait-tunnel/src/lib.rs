@@ -9,6 +9,8 @@
 //!   argument, so the same code runs in the unit tests' in-memory network.
 //! - [`crypto`]: Noise IKpsk2 (snow), ChaCha20-Poly1305 (ring), the replay window.
 //! - [`message`]: the outer message formats (docs/protocol.md#tunnel-messages).
+//! - [`mobility`]: which interfaces a client's pattern paths open paths on, and on which
+//!   path ids (sans-IO; docs/tunnel-config.md#pattern-paths).
 //! - [`config`], [`keys`]: TOML configuration and X25519 key encoding.
 //! - [`control`]: the status snapshot, `plait status` over a Unix socket, Prometheus metrics.
 //! - [`netcfg`]: routes, policy rules and NAT set up on request and undone on exit.

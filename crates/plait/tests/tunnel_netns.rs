@@ -243,6 +243,8 @@ impl NetnsHosts {
 impl Drop for NetnsHosts {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        // Only if empty: another user's files there stay.
+        let _ = std::fs::remove_dir("/etc/netns");
     }
 }
 
