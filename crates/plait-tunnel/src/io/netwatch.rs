@@ -372,6 +372,88 @@ enum Answer<T> {
 mod tests {
     use super::*;
 
+    fn route(
+        family: AddressFamily,
+        len: u8,
+        table: u8,
+        attrs: Vec<RouteAttribute>,
+    ) -> RouteMessage {
+        let mut r = RouteMessage::default();
+        r.header.address_family = family;
+        r.header.destination_prefix_length = len;
+        r.header.table = table;
+        r.header.kind = RouteType::Unicast;
+        r.attributes = attrs;
+        r
+    }
+
+    #[test]
+    fn routes_are_read_with_their_interfaces() {
+        let mut out = Vec::new();
+        // A default route has no destination attribute.
+        routes_of(
+            &route(AddressFamily::Inet, 0, 254, vec![RouteAttribute::Oif(3)]),
+            &mut out,
+        );
+        routes_of(
+            &route(
+                AddressFamily::Inet6,
+                64,
+                254,
+                vec![
+                    RouteAttribute::Destination(RouteAddress::Inet6("2001:db8::".parse().unwrap())),
+                    RouteAttribute::Oif(4),
+                ],
+            ),
+            &mut out,
+        );
+        // Multipath: one route per next hop.
+        let mut hop = netlink_packet_route::route::RouteNextHop::default();
+        hop.interface_index = 5;
+        let mut hop2 = hop.clone();
+        hop2.interface_index = 6;
+        routes_of(
+            &route(
+                AddressFamily::Inet,
+                24,
+                100,
+                vec![
+                    RouteAttribute::Destination(RouteAddress::Inet(
+                        "198.51.100.0".parse().unwrap(),
+                    )),
+                    RouteAttribute::MultiPath(vec![hop, hop2]),
+                ],
+            ),
+            &mut out,
+        );
+        // The local table, and routes that are not unicast, are left out.
+        routes_of(
+            &route(
+                AddressFamily::Inet,
+                32,
+                255,
+                vec![
+                    RouteAttribute::Destination(RouteAddress::Inet("192.0.2.1".parse().unwrap())),
+                    RouteAttribute::Oif(3),
+                ],
+            ),
+            &mut out,
+        );
+        let mut blackhole = route(AddressFamily::Inet, 0, 254, vec![RouteAttribute::Oif(3)]);
+        blackhole.header.kind = RouteType::BlackHole;
+        routes_of(&blackhole, &mut out);
+        let got: Vec<(String, u32)> = out.iter().map(|r| (r.dst.to_string(), r.oif)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("0.0.0.0/0".to_owned(), 3),
+                ("2001:db8::/64".to_owned(), 4),
+                ("198.51.100.0/24".to_owned(), 5),
+                ("198.51.100.0/24".to_owned(), 6),
+            ]
+        );
+    }
+
     /// Needs no privilege: loopback exists in every namespace and is up.
     #[test]
     fn loopback_works_and_a_missing_device_does_not() {
@@ -396,6 +478,10 @@ mod tests {
         assert_eq!(w.evaluate(), vec![true, false, true]);
         let k = w.kernel().expect("dumps answered");
         assert!(k.interfaces.iter().any(|f| f.name == "lo" && f.up), "{k:?}");
+        assert!(
+            k.routes.iter().all(|r| !r.dst.addr().is_loopback()),
+            "the local table's routes are left out: {k:?}"
+        );
         // Nothing changed: the event socket has nothing (or only unrelated churn).
         let _ = w.drain();
     }
