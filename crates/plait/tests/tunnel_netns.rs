@@ -2845,3 +2845,116 @@ fn a_server_name_is_resolved_at_start_and_again_when_its_path_fails() {
     path1.blackhole(false).expect("blackhole off");
     t.shutdown();
 }
+
+/// The bound on paths (docs/tunnel-config.md#pattern-paths): path 0 fixed, path 1 the
+/// pattern `devices = "p?"`. Sixteen interfaces `pa` … `pp` (veths) appear, each with a
+/// route to the pattern's server (in a table of its own, so that nothing is routed
+/// through them): the first 14 get paths 2 to 15, the last two are refused (one log line
+/// each) and the daemon runs on. One dummy with a path goes: its path closes and the first
+/// refused interface takes the id. The tunnel still carries a transfer intact. (Their
+/// paths lead nowhere: they stay probing, which costs the tunnel nothing but probes.)
+#[test]
+fn interfaces_beyond_sixteen_paths_are_refused_and_nothing_breaks() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'q',
+        topo: two_paths_at_40(),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        pattern_paths: &[1],
+        named_servers: false,
+        policy: "",
+    });
+    let client_ns = t.topo.clients()[0].client();
+    let server = t.topo.path(1).expect("path 1").server_addr().to_string();
+    let names: Vec<String> = (b'a'..=b'p').map(|c| format!("p{}", c as char)).collect();
+    for (i, n) in names.iter().enumerate() {
+        // A veth pair inside the namespace (the dummy driver may be missing): `pX`
+        // matches the pattern, its peer `xX` does not; both up, so `pX` has a carrier.
+        let peer = n.replacen('p', "x", 1);
+        client_ns
+            .ip([
+                "link",
+                "add",
+                n.as_str(),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                peer.as_str(),
+            ])
+            .expect("veth");
+        client_ns
+            .ip(["link", "set", peer.as_str(), "up"])
+            .expect("up");
+        client_ns.ip(["link", "set", n.as_str(), "up"]).expect("up");
+        let table = (200 + i).to_string();
+        client_ns
+            .ip([
+                "route",
+                "add",
+                &format!("{server}/32"),
+                "dev",
+                n.as_str(),
+                "table",
+                &table,
+            ])
+            .expect("route");
+    }
+    let st = t.clients[0].wait_for("14 more paths and 2 refused", |s| {
+        let e = &s.sessions[0].path_events;
+        e.opened == 15 && e.refused == 2
+    });
+    let s = &st.sessions[0];
+    assert_eq!(s.paths.len(), 16, "{:?}", s.paths);
+    let refused: Vec<&str> = s
+        .path_changes
+        .iter()
+        .filter(|c| c.event == "refused")
+        .map(|c| c.path.as_str())
+        .collect();
+    assert_eq!(refused, vec!["p1:po", "p1:pp"]);
+    for c in s.path_changes.iter().filter(|c| c.event == "refused") {
+        eprintln!("  {} {}: {}", c.path, c.event, c.why);
+    }
+    let log = std::fs::read_to_string(&t.clients[0].log).unwrap_or_default();
+    assert_eq!(
+        log.matches("no path for this interface").count(),
+        2,
+        "one log line per refused interface"
+    );
+    // `pa` (path 2) goes (with its peer): `po` takes id 2.
+    client_ns.ip(["link", "del", "pa"]).expect("del pa");
+    let st = t.clients[0].wait_for("po on path 2", |s| {
+        s.sessions[0]
+            .paths
+            .iter()
+            .any(|p| p.id == 2 && p.name == "p1:po")
+    });
+    assert_eq!(st.sessions[0].path_events.closed, 1);
+    assert_eq!(st.sessions[0].path_events.opened, 16);
+    assert_eq!(st.sessions[0].paths.len(), 16);
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5000);
+    transfer(
+        t.topo.remote_host(),
+        t.topo.lan_host(),
+        dst,
+        10_000_000,
+        51,
+        "10 MB with 16 paths, 14 of them leading nowhere",
+    );
+    for n in &names[1..] {
+        client_ns
+            .ip(["link", "del", n.as_str()])
+            .expect("del dummy");
+    }
+    t.clients[0].wait_for("only the two real paths", |s| {
+        s.sessions[0].paths.len() == 2
+    });
+    t.shutdown();
+}
