@@ -108,6 +108,8 @@ pub(crate) struct ClientLinks {
     lookup: Option<Receiver<Vec<Result<SocketAddr, String>>>>,
     last_lookup: Option<Instant>,
     last_check: Option<Instant>,
+    /// The kernel's view could not be read once: said (later times at debug level).
+    warned_unread: bool,
 }
 
 impl ClientLinks {
@@ -190,6 +192,7 @@ impl ClientLinks {
             lookup: None,
             last_lookup: None,
             last_check: None,
+            warned_unread: false,
         }
     }
 
@@ -264,8 +267,16 @@ pub(crate) fn look(
     if links.planner.is_empty() {
         return;
     }
-    let Some(kernel) = watch.kernel() else {
-        debug!("the kernel's interfaces and routes could not be read: no path changes");
+    let servers: Vec<_> = links.planner.specs().iter().map(|s| s.server).collect();
+    let Some(kernel) = watch.kernel(&servers) else {
+        if links.warned_unread {
+            debug!("the kernel's interfaces and routes could not be read: no path changes");
+        } else {
+            links.warned_unread = true;
+            warn!(
+                "the kernel's interfaces and routes could not be read (netlink timed out or the routing table is too large): pattern paths do not change until they can be"
+            );
+        }
         return;
     };
     for change in links.planner.plan(&kernel) {

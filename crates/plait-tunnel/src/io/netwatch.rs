@@ -36,8 +36,9 @@ use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use crate::mobility::{Interface, Kernel, Route};
 
 /// Messages read from one dump at most (interfaces or routes of a family): a bound on the
-/// work a huge routing table can cause per look.
-const MAX_DUMP_MESSAGES: usize = 65_536;
+/// work a huge routing table can cause per look (a full Internet table is about 1.2
+/// million routes; each is parsed and dropped unless it matters, so memory stays small).
+const MAX_DUMP_MESSAGES: usize = 4 << 20;
 /// The `local` routing table (the host's own and broadcast addresses).
 const RT_TABLE_LOCAL: u32 = 255;
 
@@ -118,14 +119,15 @@ impl NetWatch {
         }
     }
 
-    /// Every interface and every unicast route (outside the `local` table), for pattern
-    /// paths. `None` if the kernel's answer did not come or did not parse in time: the
-    /// caller then changes nothing.
-    pub fn kernel(&mut self) -> Option<Kernel> {
+    /// Every interface, and the unicast routes (outside the `local` table) that are
+    /// default routes or cover one of `servers`: what pattern paths are decided from.
+    /// `None` if the kernel's answer did not come or did not parse in time: the caller
+    /// then changes nothing.
+    pub fn kernel(&mut self, servers: &[IpAddr]) -> Option<Kernel> {
         let mut k = Kernel::default();
-        for m in self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))? {
+        self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()), |m| {
             let RouteNetlinkMessage::NewLink(l) = m else {
-                continue;
+                return;
             };
             let name = l.attributes.iter().find_map(|a| match a {
                 LinkAttribute::IfName(n) => Some(n.clone()),
@@ -137,22 +139,33 @@ impl NetWatch {
                 name: name.unwrap_or_default(),
                 up: f.contains(LinkFlags::Up) && f.contains(LinkFlags::LowerUp),
             });
-        }
+        })?;
         for family in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut q = RouteMessage::default();
             q.header.address_family = family;
-            for m in self.dump(RouteNetlinkMessage::GetRoute(q))? {
+            self.dump(RouteNetlinkMessage::GetRoute(q), |m| {
                 let RouteNetlinkMessage::NewRoute(r) = m else {
-                    continue;
+                    return;
                 };
+                let at = k.routes.len();
                 routes_of(&r, &mut k.routes);
-            }
+                if let Some(dst) = k.routes.get(at).map(|r| r.dst)
+                    && dst.prefix_len() != 0
+                    && !servers.iter().any(|s| dst.contains(s))
+                {
+                    k.routes.truncate(at);
+                }
+            })?;
         }
         Some(k)
     }
 
-    /// Sends one dump request and collects its answers until the kernel says done.
-    fn dump(&mut self, request: RouteNetlinkMessage) -> Option<Vec<RouteNetlinkMessage>> {
+    /// Sends one dump request and hands each answer to `each` until the kernel says done.
+    fn dump(
+        &mut self,
+        request: RouteNetlinkMessage,
+        mut each: impl FnMut(RouteNetlinkMessage),
+    ) -> Option<()> {
         self.seq = self.seq.wrapping_add(1);
         let mut header = NetlinkHeader::default();
         header.flags = NLM_F_REQUEST | NLM_F_DUMP;
@@ -162,7 +175,7 @@ impl NetWatch {
         let len = msg.buffer_len();
         msg.serialize(self.buf.get_mut(..len)?);
         self.query.send(self.buf.get(..len)?, 0).ok()?;
-        let mut found = Vec::new();
+        let mut found = 0usize;
         loop {
             let n = self.query.recv(&mut &mut self.buf[..], 0).ok()?;
             let mut at = 0;
@@ -178,12 +191,15 @@ impl NetWatch {
                     continue;
                 }
                 match reply.payload {
-                    NetlinkPayload::InnerMessage(m) => found.push(m),
-                    NetlinkPayload::Done(_) => return Some(found),
+                    NetlinkPayload::InnerMessage(m) => {
+                        found += 1;
+                        each(m);
+                    }
+                    NetlinkPayload::Done(_) => return Some(()),
                     NetlinkPayload::Error(_) => return None,
                     _ => {}
                 }
-                if found.len() > MAX_DUMP_MESSAGES {
+                if found > MAX_DUMP_MESSAGES {
                     return None;
                 }
             }
@@ -476,7 +492,9 @@ mod tests {
         ])
         .expect("netlink sockets");
         assert_eq!(w.evaluate(), vec![true, false, true]);
-        let k = w.kernel().expect("dumps answered");
+        let k = w
+            .kernel(&["127.0.0.1".parse().unwrap()])
+            .expect("dumps answered");
         assert!(k.interfaces.iter().any(|f| f.name == "lo" && f.up), "{k:?}");
         assert!(
             k.routes.iter().all(|r| !r.dst.addr().is_loopback()),

@@ -70,7 +70,8 @@ pub struct Route {
     pub oif: u32,
 }
 
-/// The kernel's view: every interface and every unicast route (all tables but `local`).
+/// The kernel's view: every interface, and the unicast routes (all tables but `local`)
+/// that matter: default routes and those covering a pattern's server.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Kernel {
     /// The interfaces.
