@@ -6,8 +6,9 @@
 //! - `send_recv_resume_after_receiver_killed`: the receiver is killed (SIGKILL) mid-transfer
 //!   and restarted; the sender carries on, the file completes and is hash-equal, and the
 //!   restarted receiver reports the chunks it already had;
-//! - `measure_send_vs_tcp` (ignored, by hand): the same file with `plait send` through the
-//!   tunnel and with one TCP flow on the best single path, on T1 and T3 (docs/fec.md).
+//! - `measure_send_vs_tcp` (ignored, by hand): the same number of bytes with `plait send`
+//!   through the tunnel, with kernel MPTCP over both paths and with one TCP flow on the
+//!   best single path, on topologies/T1.toml and T3.toml (docs/fec.md).
 //!
 //! The tunnel setup is a small copy of tunnel_netns.rs's (one client, IPv4 only). Every
 //! resource is owned by a guard (daemons → `ChildGuard`, namespaces → `Topology`, files →
@@ -19,8 +20,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use plait_lab::bench::spec::testbed_spec;
 use plait_testbed::emulate::LossModel;
-use plait_testbed::{ChildGuard, Namespace, PathSpec, TcpSink, Topology, TopologySpec, tcp_send};
+use plait_testbed::traffic::TcpOptions;
+use plait_testbed::{
+    ChildGuard, Namespace, PathSpec, SendLimit, SendOptions, StreamProto, TcpSink, Topology,
+    TopologySpec, tcp_send_opts,
+};
+use plait_topology::TopologyFile;
 use plait_tunnel::keys::Key;
 use tempfile::TempDir;
 
@@ -108,7 +115,14 @@ struct Tunnel {
 
 impl Tunnel {
     fn start(paths: Vec<PathSpec>) -> Tunnel {
-        let topo = Topology::build(&TopologySpec::new(PREFIX, paths)).expect("build topology");
+        Tunnel::start_spec(&TopologySpec::new(PREFIX, paths), |_| {})
+    }
+
+    /// Builds `spec`, calls `prepare` on the bare topology (e.g. MPTCP endpoints), then
+    /// starts the daemons.
+    fn start_spec(spec: &TopologySpec, prepare: impl FnOnce(&Topology)) -> Tunnel {
+        let topo = Topology::build(spec).expect("build topology");
+        prepare(&topo);
         let dir = tempfile::tempdir().expect("tempdir");
         let tun = format!("psr{}", std::process::id() % 1_000_000);
         let server_key = Key::generate().expect("key");
@@ -223,6 +237,57 @@ impl Tunnel {
         }
     }
 
+    /// Where datagrams went missing: the client's send queue and paths, the server's
+    /// losses and deliveries, and the server namespace's UDP receive errors (a full socket
+    /// buffer at `plait recv`).
+    fn diagnostics(&self) -> String {
+        let mut out = String::new();
+        for side in ["client", "server"] {
+            let sock = self.dir.path().join(format!("{side}.sock"));
+            match plait_tunnel::control::status::query(&sock) {
+                Ok(st) => {
+                    let s = &st.sessions[0];
+                    let _ = write!(
+                        out,
+                        "{side}: delivered {}, late {}, queue_full {}, send queue drops {:?}, lost {:?}; paths:",
+                        s.delivered, s.late, s.queue_full, s.send_queue_drops, s.lost
+                    );
+                    for p in &s.paths {
+                        let _ = write!(
+                            out,
+                            " {} tx {} rx {} lost {} loss {:.3};",
+                            p.name, p.tx_packets, p.rx_packets, p.lost_packets, p.loss
+                        );
+                    }
+                    out.push('\n');
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "{side}: {e}");
+                }
+            }
+        }
+        let snmp = self
+            .topo
+            .server()
+            .command("cat")
+            .arg("/proc/net/snmp")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
+        if let [names, values] = udp[..] {
+            let pairs: Vec<String> = names
+                .split_whitespace()
+                .zip(values.split_whitespace())
+                .skip(1)
+                .filter(|(n, _)| ["InDatagrams", "InErrors", "RcvbufErrors"].contains(n))
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect();
+            let _ = writeln!(out, "server namespace UDP: {}", pairs.join(", "));
+        }
+        out
+    }
+
     fn shutdown(mut self) {
         for p in [self.client.take(), self.server.take()]
             .into_iter()
@@ -327,7 +392,11 @@ fn run_transfer(t: &Tunnel, file: &Path, out: &Path, label: &str) -> Duration {
     assert!(s.success(), "plait send failed ({s}):\n{}", send.log());
     let r = recv.wait(Duration::from_secs(10));
     assert!(r.success(), "plait recv failed ({r}):\n{}", recv.log());
-    eprintln!("{}", send.log().lines().last().unwrap_or_default());
+    let log = send.log();
+    let lines: Vec<&str> = log.lines().collect();
+    for l in &lines[lines.len().saturating_sub(2)..] {
+        eprintln!("{l}");
+    }
     eprintln!("{}", recv.log().lines().last().unwrap_or_default());
     took
 }
@@ -438,10 +507,50 @@ fn send_recv_resume_after_receiver_killed() {
     t.shutdown();
 }
 
-/// By hand: `sudo -E cargo test -p plait --test send_recv_netns -- --ignored --nocapture`.
-/// The same file with plait send through the tunnel and one TCP flow on path 1 alone, on
-/// T1 (20 Mbit/s 20 ms + 10 Mbit/s 100 ms, 100 ms queues) and T3 (T1 with 10 % loss on
-/// path 2). Prints the numbers for docs/fec.md; asserts only the hashes.
+/// One TCP or MPTCP flow of `bytes` from the client to the server's address on path
+/// `best` (cubic, as `plait bench`); returns its duration from connect to the receiver's
+/// close.
+fn stream_transfer(t: &Tunnel, best: usize, proto: StreamProto, port: u16, bytes: usize) -> f64 {
+    let addr = t.topo.path_server_addr(best).expect("path");
+    // An MPTCP listener takes joins on every server address: bind the unspecified one.
+    let bind = match proto {
+        StreamProto::Mptcp => SocketAddr::from(([0, 0, 0, 0], port)),
+        StreamProto::Tcp => SocketAddr::new(addr, port),
+    };
+    let tcp = TcpOptions {
+        connect_timeout: Duration::from_secs(10),
+        stall_timeout: Duration::from_secs(30),
+        total_timeout: Duration::from_secs(600),
+        ..TcpOptions::default()
+    };
+    let sink = TcpSink::start_proto(t.topo.server(), bind, tcp, proto).expect("sink");
+    let sent = tcp_send_opts(
+        t.topo.clients()[0].client(),
+        SocketAddr::new(addr, port),
+        9,
+        SendOptions {
+            tcp,
+            proto,
+            limit: Some(SendLimit::Bytes(bytes as u64)),
+            congestion: Some("cubic".into()),
+            ..SendOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{proto:?} transfer: {e}"));
+    let got = sink.wait(Duration::from_secs(30)).expect("sink");
+    assert_eq!(got.bytes, bytes as u64, "{proto:?} bytes");
+    assert_eq!(got.sha256, sent.sha256, "{proto:?} SHA-256");
+    sent.duration.as_secs_f64()
+}
+
+/// By hand (as root):
+/// `PLAIT_SEND_BYTES=200000000 cargo test -p plait --test send_recv_netns measure -- --ignored --nocapture`.
+/// On the test bed of topologies/T1.toml and topologies/T3.toml (as `plait bench` builds
+/// them), one after the other on the same links: one TCP flow on the best path, one kernel
+/// MPTCP flow over both paths (set up as `plait bench` does,
+/// `Topology::setup_mptcp`), then `plait send` of a file of the same size through the tunnel.
+/// Prints durations, the ratios and the symbol counters for docs/fec.md; asserts only that
+/// every transfer arrived whole.
 #[test]
 #[ignore = "a throughput measurement: run by hand (see the doc comment)"]
 fn measure_send_vs_tcp() {
@@ -453,42 +562,46 @@ fn measure_send_vs_tcp() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50_000_000);
-    for (name, loss2) in [("T1", 0.0), ("T3", 0.10)] {
-        let mut p2 = PathSpec::v4()
-            .rate(10.0)
-            .delay(Duration::from_millis(50))
-            .queue(125_000);
-        if loss2 > 0.0 {
-            p2 = p2.loss(LossModel::Bernoulli { p: loss2 });
-        }
-        let p1 = PathSpec::v4()
-            .rate(20.0)
-            .delay(Duration::from_millis(10))
-            .queue(250_000);
-        let t = Tunnel::start(vec![p1, p2]);
-        // One TCP flow on the best path (path 1), outside the tunnel.
-        let dst = SocketAddr::new(t.topo.clients()[0].paths()[0].server_addr(), 5301);
-        let sink = TcpSink::start(t.topo.server(), dst).expect("sink");
-        let sent = tcp_send(t.topo.clients()[0].client(), dst, bytes as u64, 9).expect("tcp");
-        let got = sink.wait(Duration::from_secs(30)).expect("sink");
-        assert_eq!(got.bytes, bytes as u64);
-        let tcp_s = sent.duration.as_secs_f64();
-        let file = t.dir.path().join("m.bin");
-        make_file(&file, bytes, 3);
+    let only = std::env::var("PLAIT_SEND_TOPOLOGIES").unwrap_or_else(|_| "T1,T3".into());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../topologies");
+    for name in only.split(',') {
+        let file = TopologyFile::load(&dir.join(format!("{name}.toml"))).expect("topology");
+        let best = file.best_path();
+        let spec = testbed_spec(&file, PREFIX, 1);
+        let t = Tunnel::start_spec(&spec, |topo| {
+            topo.setup_mptcp(best).expect("kernel MPTCP");
+        });
+        // PLAIT_SEND_ONLY=1: plait send alone (while working on it; the ratios then are NaN).
+        let (tcp_s, mptcp_s) = if std::env::var_os("PLAIT_SEND_ONLY").is_some() {
+            (f64::NAN, f64::NAN)
+        } else {
+            (
+                stream_transfer(&t, best, StreamProto::Tcp, 5301, bytes),
+                stream_transfer(&t, best, StreamProto::Mptcp, 5302, bytes),
+            )
+        };
+        let data = t.dir.path().join("m.bin");
+        make_file(&data, bytes, 3);
         let out = t.dir.path().join("out");
         std::fs::create_dir(&out).expect("out dir");
-        let took = run_transfer(&t, &file, &out, name);
-        assert_eq!(sha256(&file), sha256(&out.join("m.bin")));
+        let took = run_transfer(&t, &data, &out, name).as_secs_f64();
+        assert_eq!(sha256(&data), sha256(&out.join("m.bin")));
         let mbit = |s: f64| bytes as f64 * 8.0 / s / 1e6;
         eprintln!(
-            "MEASURE {name}: {bytes} bytes: plait send {:.2} s ({:.1} Mbit/s), one TCP flow on path 1 {:.2} s ({:.1} Mbit/s), ratio {:.2}; {}",
-            took.as_secs_f64(),
-            mbit(took.as_secs_f64()),
-            tcp_s,
+            "MEASURE {name}: {bytes} bytes: plait send {took:.2} s ({:.1} Mbit/s), kernel MPTCP {mptcp_s:.2} s ({:.1} Mbit/s), one TCP flow on path {best} {tcp_s:.2} s ({:.1} Mbit/s); plait send / MPTCP {:.2}, plait send / TCP {:.2}, MPTCP / TCP {:.2}; sum of paths {:.0} Mbit/s: plait send {:.2}, MPTCP {:.2}, TCP {:.2} of it; {}",
+            mbit(took),
+            mbit(mptcp_s),
             mbit(tcp_s),
-            tcp_s / took.as_secs_f64(),
+            mptcp_s / took,
+            tcp_s / took,
+            tcp_s / mptcp_s,
+            file.total_mbit(),
+            mbit(took) / file.total_mbit(),
+            mbit(mptcp_s) / file.total_mbit(),
+            mbit(tcp_s) / file.total_mbit(),
             t.path_counts()
         );
+        eprint!("{}", t.diagnostics());
         t.shutdown();
     }
 }

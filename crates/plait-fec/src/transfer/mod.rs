@@ -18,5 +18,5 @@ pub mod wire;
 mod tests;
 
 pub use receiver::{Receiver, RecvError, RecvEvent};
-pub use sender::{ChunkSource, RateLimits, ReportError, SendError, Sender, Transmit};
+pub use sender::{ChunkSource, RateLimits, ReportError, SendError, SendStats, Sender, Transmit};
 pub use wire::Header;

@@ -107,6 +107,19 @@ pub enum ReportError {
     ChunkOutOfRange { chunk: u32, chunks: u32 },
 }
 
+/// Where the sender's symbols went, for finding waste (`plait send` prints them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendStats {
+    /// Symbols sent within a chunk's budget.
+    pub budget: u64,
+    /// Symbols sent beyond every budget, round robin (tail of the file, full window).
+    pub extra: u64,
+    /// Budget increases after a chunk stayed undecoded.
+    pub top_ups: u64,
+    /// Symbol datagrams the receiver says it received (latest report).
+    pub received: u64,
+}
+
 #[derive(Debug)]
 struct Chunk {
     index: u32,
@@ -139,6 +152,7 @@ pub struct Sender<S> {
     buf: Vec<u8>,
     chunk_buf: Vec<u8>,
     symbols_sent: u64,
+    stats: SendStats,
 }
 
 const SEND_TIMES: usize = 1 << 14;
@@ -175,6 +189,7 @@ impl<S: ChunkSource> Sender<S> {
             buf: Vec::new(),
             chunk_buf: Vec::new(),
             symbols_sent: 0,
+            stats: SendStats::default(),
             header,
             source,
         }
@@ -192,6 +207,11 @@ impl<S: ChunkSource> Sender<S> {
     /// Symbol datagrams sent so far.
     pub fn symbols_sent(&self) -> u64 {
         self.symbols_sent
+    }
+
+    /// Where the symbols went.
+    pub fn stats(&self) -> SendStats {
+        self.stats
     }
 
     /// When the receiver was last heard from.
@@ -272,6 +292,7 @@ impl<S: ChunkSource> Sender<S> {
             _ => {}
         }
         self.last_report = Some((now, r.highest_seq, r.received_total));
+        self.stats.received = self.stats.received.max(r.received_total);
         // Chunk state.
         for i in 0..r.done_below {
             self.mark_done(i);
@@ -304,6 +325,7 @@ impl<S: ChunkSource> Sender<S> {
                 let lacking = (ch.k as u32 + 2).saturating_sub(ch.received).max(1);
                 ch.budget = ch.sent + (lacking as f64 / (1.0 - loss)).ceil() as u32;
                 ch.spent_at = None;
+                self.stats.top_ups += 1;
             }
         }
     }
@@ -382,10 +404,14 @@ impl<S: ChunkSource> Sender<S> {
         }
         // 1. Oldest chunk with budget left; 2. a new chunk; 3. round robin extra symbols.
         let pos = match self.window.iter().position(|c| c.sent < c.budget) {
-            Some(p) => p,
+            Some(p) => {
+                self.stats.budget += 1;
+                p
+            }
             None => match self.next_new_chunk() {
                 Some(i) => {
                     self.open_chunk(i)?;
+                    self.stats.budget += 1;
                     self.window.len() - 1
                 }
                 None => {
@@ -393,6 +419,7 @@ impl<S: ChunkSource> Sender<S> {
                         return Ok(Transmit::Wait(now + REPORT_INTERVAL));
                     }
                     self.rr = (self.rr + 1) % self.window.len();
+                    self.stats.extra += 1;
                     self.rr
                 }
             },

@@ -313,6 +313,17 @@ pub fn send(args: SendArgs) -> Result<()> {
             send_errors,
             bad_reports
         );
+        let st = sender.stats();
+        eprintln!(
+            "plait send: symbols: {} within chunk budgets, {} extra round robin, {} budget top-ups; the receiver reports {} received ({} lost on the way, {:.1} %)",
+            st.budget,
+            st.extra,
+            st.top_ups,
+            st.received,
+            sender.symbols_sent().saturating_sub(st.received),
+            100.0 * sender.symbols_sent().saturating_sub(st.received) as f64
+                / sender.symbols_sent().max(1) as f64
+        );
     }
     Ok(())
 }
@@ -495,7 +506,7 @@ pub fn recv(args: RecvArgs) -> Result<()> {
                             let secs = now.saturating_sub(began);
                             if !args.quiet {
                                 eprintln!(
-                                    "plait recv: {} {} in {:.2} s ({:.1} Mbit/s), {} symbols accepted, {} dropped",
+                                    "plait recv: {} {} in {:.2} s ({:.1} Mbit/s), {} symbols accepted, {} after their chunk decoded, {} dropped",
                                     fin.display(),
                                     if ok {
                                         "written, SHA-256 verified"
@@ -505,6 +516,7 @@ pub fn recv(args: RecvArgs) -> Result<()> {
                                     secs.as_secs_f64(),
                                     mbit(h.file_size, secs),
                                     rx.stats().accepted,
+                                    rx.stats().duplicate_or_done,
                                     rx.stats().dropped
                                 );
                             }
