@@ -346,14 +346,19 @@ fn recv_args(out: &Path) -> Vec<String> {
 }
 
 fn send_args(file: &Path) -> Vec<String> {
-    vec![
+    let mut v: Vec<String> = vec![
         "send".into(),
         file.display().to_string(),
         "--to".into(),
         format!("{SERVER_TUN}:{RECV_PORT}"),
         "--timeout".into(),
         "30".into(),
-    ]
+    ];
+    // By hand: a rate cap (Mbit/s) for experiments with the rate control.
+    if let Ok(cap) = std::env::var("PLAIT_SEND_MAX_RATE") {
+        v.extend(["--max-rate".into(), cap]);
+    }
+    v
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -394,7 +399,7 @@ fn run_transfer(t: &Tunnel, file: &Path, out: &Path, label: &str) -> Duration {
     assert!(r.success(), "plait recv failed ({r}):\n{}", recv.log());
     let log = send.log();
     let lines: Vec<&str> = log.lines().collect();
-    for l in &lines[lines.len().saturating_sub(2)..] {
+    for l in &lines[lines.len().saturating_sub(3)..] {
         eprintln!("{l}");
     }
     eprintln!("{}", recv.log().lines().last().unwrap_or_default());

@@ -25,7 +25,7 @@ use std::io;
 use std::time::Duration;
 
 use super::rate::{RateControl, Sample};
-use super::receiver::REPORT_INTERVAL;
+use super::receiver::{MIN_REPORT_GAP, REPORT_INTERVAL};
 use super::wire::{
     self, Datagram, FLAG_COMPLETE, FLAG_HASH_MISMATCH, FLAG_REJECTED, Header, Report, WINDOW,
     WireError,
@@ -110,11 +110,12 @@ pub enum ReportError {
 /// Where the sender's symbols went, for finding waste (`plait send` prints them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SendStats {
-    /// Symbols sent within a chunk's budget.
-    pub budget: u64,
-    /// Symbols sent beyond every budget, round robin (tail of the file, full window).
+    /// Symbols sent because a chunk's estimate said they were missing.
+    pub needed: u64,
+    /// Symbols sent beyond every estimate (tail of the file or a full window), within the
+    /// tail allowance.
     pub extra: u64,
-    /// Budget increases after a chunk stayed undecoded.
+    /// Times a chunk whose estimate was met needed more again (its symbols were lost).
     pub top_ups: u64,
     /// Symbol datagrams the receiver says it received (latest report).
     pub received: u64,
@@ -125,10 +126,53 @@ struct Chunk {
     index: u32,
     k: usize,
     encoder: RqEncoder,
+    /// Symbols sent (the next ESI).
     sent: u32,
-    budget: u32,
+    /// Distinct symbols the receiver held at its latest report.
     received: u32,
-    spent_at: Option<Duration>,
+    /// Sequence numbers of this chunk's symbols sent after the latest report's highest
+    /// sequence number: in flight, or lost (the next report tells).
+    in_flight: VecDeque<u32>,
+    /// Whether the estimate has been met since the chunk last needed symbols.
+    met: bool,
+}
+
+impl Chunk {
+    /// Symbols the receiver is expected to hold once those in flight arrive, with
+    /// `loss` the fraction of symbols lost on the way.
+    fn expected(&self, loss: f64) -> f64 {
+        self.received as f64 + self.in_flight.len() as f64 * (1.0 - loss)
+    }
+
+    /// What the chunk needs to decode with high probability, in expectation: k plus a
+    /// margin of 2 symbols (RaptorQ fails at k + 2 with probability about 1e-6) and one
+    /// standard deviation of the arrivals of the symbols in flight.
+    fn target(&self, loss: f64) -> f64 {
+        let n = self.in_flight.len() as f64;
+        self.k as f64 + MARGIN + (n * loss * (1.0 - loss)).sqrt()
+    }
+
+    fn needs(&self, loss: f64) -> bool {
+        self.expected(loss) < self.target(loss)
+    }
+
+    /// Tail of the file or a full window: one more symbol allowed while the expectation is
+    /// below the target plus [`TAIL_EXTRA`] of k.
+    fn tail_allows(&self, loss: f64) -> bool {
+        self.expected(loss) < self.target(loss) + self.k as f64 * TAIL_EXTRA + MARGIN
+    }
+}
+
+/// Symbols beyond k a chunk's estimate asks for (plus one standard deviation).
+const MARGIN: f64 = 2.0;
+/// Extra symbols (fraction of k) a chunk may get beyond its estimate when nothing else
+/// can be sent (the last chunks of the file, or a full window): they spare the round trip
+/// a top-up would cost when its estimate was short; past it the sender waits for a report.
+const TAIL_EXTRA: f64 = 0.02;
+
+/// `a` is at or before `b` in sequence-number order (wrapping).
+fn seq_le(a: u32, b: u32) -> bool {
+    b.wrapping_sub(a) < 1 << 31
 }
 
 /// Sending state of one transfer.
@@ -141,7 +185,6 @@ pub struct Sender<S> {
     done_count: u32,
     done_below: u32,
     window: VecDeque<Chunk>,
-    rr: usize,
     seq: u32,
     send_times: Vec<Duration>,
     next_send: Duration,
@@ -178,7 +221,6 @@ impl<S: ChunkSource> Sender<S> {
             done_count: 0,
             done_below: 0,
             window: VecDeque::new(),
-            rr: 0,
             seq: 0,
             send_times: vec![Duration::ZERO; SEND_TIMES],
             next_send: Duration::ZERO,
@@ -293,7 +335,7 @@ impl<S: ChunkSource> Sender<S> {
         }
         self.last_report = Some((now, r.highest_seq, r.received_total));
         self.stats.received = self.stats.received.max(r.received_total);
-        // Chunk state.
+        // Chunk state: what the receiver holds, and which symbols are still in flight.
         for i in 0..r.done_below {
             self.mark_done(i);
         }
@@ -305,29 +347,55 @@ impl<S: ChunkSource> Sender<S> {
                 ch.received = c.received as u32;
             }
         }
-        if resumed {
-            // A (possibly restarted) receiver: what it lacks is what it reports.
-            for ch in self.window.iter_mut() {
+        let covered = r.received_total > 0;
+        // A symbol sent this long ago and not yet covered by the highest sequence number
+        // received is taken as lost (the last symbols of a transfer have no later ones).
+        let lost_after = self.rate.srtt() * 3 / 2 + REPORT_INTERVAL * 2;
+        let send_times = &self.send_times;
+        let seq_now = self.seq;
+        let too_old = |q: u32| {
+            seq_now.wrapping_sub(q) >= SEND_TIMES as u32
+                || now.saturating_sub(send_times[q as usize % SEND_TIMES]) > lost_after
+        };
+        for ch in self.window.iter_mut() {
+            if resumed {
+                // A (possibly restarted) receiver: what it lacks is what it reports, and
+                // what was in flight before the silence is taken as lost.
                 if !r.chunks.iter().any(|c| c.chunk == ch.index) {
                     ch.received = 0;
                 }
-                ch.spent_at = Some(Duration::ZERO);
+                ch.in_flight.clear();
+            } else if covered {
+                // Symbols at or below the highest sequence number received have arrived
+                // (and are in `received`) or were lost: the tunnel delivers in order.
+                while ch
+                    .in_flight
+                    .front()
+                    .is_some_and(|&q| seq_le(q, r.highest_seq))
+                {
+                    ch.in_flight.pop_front();
+                }
+            }
+            while ch.in_flight.front().is_some_and(|&q| too_old(q)) {
+                ch.in_flight.pop_front();
             }
         }
         self.window.retain(|ch| !self.done[ch.index as usize]);
-        // Budgets of chunks that should have decoded by now.
-        let loss = self.rate.loss().min(0.9);
-        let wait = self.rate.srtt() + REPORT_INTERVAL * 2;
+        let loss = self.chunk_loss();
         for ch in self.window.iter_mut() {
-            if let Some(spent) = ch.spent_at
-                && now.saturating_sub(spent) >= wait
-            {
-                let lacking = (ch.k as u32 + 2).saturating_sub(ch.received).max(1);
-                ch.budget = ch.sent + (lacking as f64 / (1.0 - loss)).ceil() as u32;
-                ch.spent_at = None;
+            if ch.met && ch.needs(loss) {
+                ch.met = false;
                 self.stats.top_ups += 1;
             }
         }
+    }
+
+    /// The fraction of symbols lost on the way, for the chunks' estimates: the paths'
+    /// random loss. Congestion losses come in bursts that the rate control removes; a
+    /// chunk short of them gets a top-up one report later, while the pipe carries the
+    /// next chunks.
+    fn chunk_loss(&self) -> f64 {
+        self.rate.base_loss().clamp(0.0, 0.9)
     }
 
     fn mark_done(&mut self, i: u32) {
@@ -351,16 +419,14 @@ impl<S: ChunkSource> Sender<S> {
         self.chunk_buf.resize(k * t, 0);
         self.source.read_at(offset, &mut self.chunk_buf[..len])?;
         let encoder = RqEncoder::new(RqParams::new(k, t), &self.chunk_buf)?;
-        let loss = self.rate.loss().min(0.9);
-        let budget = ((k + 2 + k / 100) as f64 / (1.0 - loss)).ceil() as u32;
         self.window.push_back(Chunk {
             index,
             k,
             encoder,
             sent: 0,
-            budget,
             received: 0,
-            spent_at: None,
+            in_flight: VecDeque::new(),
+            met: false,
         });
         Ok(())
     }
@@ -402,26 +468,27 @@ impl<S: ChunkSource> Sender<S> {
         if now < self.next_send {
             return Ok(Transmit::Wait(self.next_send));
         }
-        // 1. Oldest chunk with budget left; 2. a new chunk; 3. round robin extra symbols.
-        let pos = match self.window.iter().position(|c| c.sent < c.budget) {
+        // 1. The oldest chunk its estimate says lacks symbols; 2. a new chunk; 3. within
+        // the tail allowance, the oldest chunk still below it; otherwise wait for a report.
+        let loss = self.chunk_loss();
+        let pos = match self.window.iter().position(|c| c.needs(loss)) {
             Some(p) => {
-                self.stats.budget += 1;
+                self.stats.needed += 1;
                 p
             }
             None => match self.next_new_chunk() {
                 Some(i) => {
                     self.open_chunk(i)?;
-                    self.stats.budget += 1;
+                    self.stats.needed += 1;
                     self.window.len() - 1
                 }
-                None => {
-                    if self.window.is_empty() {
-                        return Ok(Transmit::Wait(now + REPORT_INTERVAL));
+                None => match self.window.iter().position(|c| c.tail_allows(loss)) {
+                    Some(p) => {
+                        self.stats.extra += 1;
+                        p
                     }
-                    self.rr = (self.rr + 1) % self.window.len();
-                    self.stats.extra += 1;
-                    self.rr
-                }
+                    None => return Ok(Transmit::Wait(now + MIN_REPORT_GAP)),
+                },
             },
         };
         let seq = self.seq;
@@ -429,8 +496,9 @@ impl<S: ChunkSource> Sender<S> {
         let esi = ch.sent;
         ch.encoder.encode_into(esi, &mut self.buf);
         ch.sent += 1;
-        if ch.sent >= ch.budget && ch.spent_at.is_none() {
-            ch.spent_at = Some(now);
+        ch.in_flight.push_back(seq);
+        if !ch.needs(loss) {
+            ch.met = true;
         }
         wire::encode_symbol_header(out, self.header.transfer_id, seq, ch.index);
         out.extend_from_slice(&self.buf);

@@ -21,6 +21,7 @@ struct Link {
     busy_until: Duration,
     inflight: BTreeMap<(Duration, u64), Vec<u8>>,
     n: u64,
+    overflows: u64,
 }
 
 impl Link {
@@ -34,6 +35,7 @@ impl Link {
             busy_until: Duration::ZERO,
             inflight: BTreeMap::new(),
             n: 0,
+            overflows: 0,
         }
     }
 
@@ -47,6 +49,7 @@ impl Link {
         self.n += 1;
         let start = self.busy_until.max(now);
         if start - now > self.max_queue {
+            self.overflows += 1;
             return; // queue overflow
         }
         self.busy_until = start + Duration::from_secs_f64(b.len() as f64 / self.rate);
@@ -101,9 +104,11 @@ struct Outcome {
     out: Vec<u8>,
     elapsed: Duration,
     sent: u64,
+    stats: super::sender::SendStats,
     max_symbols_held: usize,
     max_decoding: usize,
     receiver: Receiver,
+    queue_drops: u64,
 }
 
 /// Runs a transfer; `on_disk` pre-marks chunks (resume), `lose` drops forward datagrams
@@ -159,9 +164,11 @@ fn run(
                         out,
                         elapsed: now,
                         sent: sender.symbols_sent(),
+                        stats: sender.stats(),
                         max_symbols_held: max_held,
                         max_decoding: max_dec,
                         receiver: rx,
+                        queue_drops: fwd.overflows,
                     };
                 }
             }
@@ -393,5 +400,35 @@ proptest::proptest! {
         };
         let o = run(&data, 128, 256, Link::new(2e6, 15, 10, loss), loss / 2.0, &mut lose, None, seed);
         proptest::prop_assert!(o.out == data);
+    }
+}
+
+/// Symbols sent over those needed through a bottleneck like the test bed's T1 (30 Mbit/s,
+/// 60 ms RTT, a 100 ms drop-tail queue), clean and with 3 % random loss: the rate control
+/// must not keep the queue overflowing, and the chunks' estimates must not send much
+/// beyond k. Virtual time; prints the ratio.
+#[test]
+fn few_symbols_wasted_through_a_bottleneck() {
+    let data = file(24_000_000, 9);
+    let symbols = data.len().div_ceil(1280) as f64;
+    for (loss, bound) in [(0.0, 1.05), (0.03, 1.09)] {
+        let mut link = Link::new(3.75e6, 30, 0, loss);
+        link.max_queue = Duration::from_millis(100);
+        let o = run(&data, 1024, 1280, link, 0.0, &mut |_| false, None, 3);
+        assert!(o.out == data, "file differs");
+        let ratio = o.sent as f64 / symbols;
+        eprintln!(
+            "loss {loss}: {} symbols of source, {} sent ({ratio:.3}x) in {:?}; {:?}; {:?}; queue drops {}",
+            symbols,
+            o.sent,
+            o.elapsed,
+            o.stats,
+            o.receiver.stats(),
+            o.queue_drops
+        );
+        assert!(
+            ratio < bound,
+            "loss {loss}: {ratio:.3} symbols sent per symbol needed"
+        );
     }
 }

@@ -315,14 +315,22 @@ pub fn send(args: SendArgs) -> Result<()> {
         );
         let st = sender.stats();
         eprintln!(
-            "plait send: symbols: {} within chunk budgets, {} extra round robin, {} budget top-ups; the receiver reports {} received ({} lost on the way, {:.1} %)",
-            st.budget,
+            "plait send: symbols: {} that chunks' estimates asked for, {} tail extras, {} top-ups; the receiver reported {} received before the end ({} not reported: lost, or still in flight at the end)",
+            st.needed,
             st.extra,
             st.top_ups,
             st.received,
             sender.symbols_sent().saturating_sub(st.received),
-            100.0 * sender.symbols_sent().saturating_sub(st.received) as f64
-                / sender.symbols_sent().max(1) as f64
+        );
+        let rc = sender.rate().counters();
+        eprintln!(
+            "plait send: rate control: {} rounds, congested by excess loss in {}, by queueing in {}; base loss {:.3}, min RTT {:?}, smoothed RTT {:?}",
+            rc.rounds,
+            rc.loss_decreases,
+            rc.queue_decreases,
+            sender.rate().base_loss(),
+            sender.rate().min_rtt(),
+            sender.rate().srtt()
         );
     }
     Ok(())
@@ -364,6 +372,9 @@ impl ResumeState {
     }
 }
 
+/// Receive buffer of `plait recv`'s socket (the kernel caps it at `net.core.rmem_max`).
+const RECV_BUFFER: usize = 4 << 20;
+
 /// `plait recv --listen ADDR --out DIR`: receives one file, then exits.
 pub fn recv(args: RecvArgs) -> Result<()> {
     let dir = &args.out;
@@ -383,6 +394,9 @@ pub fn recv(args: RecvArgs) -> Result<()> {
             anyhow::anyhow!("cannot listen on {}: {e}", args.listen)
         }
     })?;
+    // The tunnel's reorder buffer releases symbols in bursts (everything a slower path held
+    // back) while a chunk decodes: room for a few hundred milliseconds of them.
+    let _ = socket2::SockRef::from(&sock).set_recv_buffer_size(RECV_BUFFER);
     if !args.quiet {
         eprintln!("plait recv: listening on {}", args.listen);
     }
