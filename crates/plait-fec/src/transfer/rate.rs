@@ -2,23 +2,28 @@
 //!
 //! Each report gives the datagrams sent (from the highest sequence number seen) and
 //! received since the previous one, and an RTT (sequence echo minus the receiver's hold
-//! time). Reports are summed into *rounds* of at least one smoothed RTT (and 100 ms), and
-//! the rules apply once per round:
-//! - the loss of a round is `1 - received / sent`; the *base loss* is the lower quartile of
-//!   the last 32 rounds' losses (about 4-6 s), the random loss of the paths that no rate
+//! time). Reports are summed into *rounds* of at least one smoothed RTT, 100 ms and 64
+//! datagrams (16 in slow start), and the rules apply once per round:
+//! - the loss of a round is `1 - received / sent`; the *base loss* is the median of the
+//!   last 32 rounds' losses (a few seconds), the random loss of the paths that no rate
 //!   change avoids; the *excess loss* is the round's loss minus the base loss;
-//! - congestion is an excess loss above `1 % + 2.5 sd`, with `sd` the binomial standard
+//! - congestion is an excess loss above `1.5 % + 3 sd`, with `sd` the binomial standard
 //!   deviation of the base loss over the round's datagrams (so random loss does not look
-//!   like congestion), or an RTT above `min_rtt + 150 ms` (queues filling well beyond the
-//!   paths' delay differences); on congestion the rate becomes
-//!   `max(0.8 * rate, 0.92 * received rate)` (never more than before) and slow start ends;
-//! - otherwise, in slow start the rate grows by half per round, after it by
-//!   `rate / 32 + 16 kB/s` per round (additive increase);
+//!   like congestion), or a round whose smallest RTT is above `min_rtt + 150 ms` (queues
+//!   filling well beyond the paths' delay differences);
+//! - slow start: the rate grows by half per round, but never beyond 1.5 times the highest
+//!   received rate so far; it ends when the received rate has not grown by a quarter in
+//!   two rounds, or after two congested rounds in a row, at the highest received rate;
+//! - after it, on congestion the rate becomes `max(0.8 rate, 0.9 received rate)` (never
+//!   more than before) and the received rate is remembered; otherwise the rate grows by a
+//!   quarter of the gap to that remembered rate per round (back fast, as BIC), and by at
+//!   least `rate / 64 + 8 kB/s` (probing beyond it gently);
 //! - the rate stays within `[min_rate, max_rate]`.
 //!
-//! A first version applied the rules to every report (every 50 ms) with a 5 % excess-loss
-//! threshold and `rate / 32 + 64 kB/s` per report: on the test bed's T1 it overshot the
-//! paths' queues all the time and 8.5 % of the symbols died in them (docs/fec.md).
+//! A first version applied its rules to every report (every 50 ms), with a 5 % excess-loss
+//! threshold, an unbounded slow start and `rate / 32 + 64 kB/s` per report: on the test
+//! bed's T1 it kept overshooting the paths' queues, and 8.5 % of the symbols sent died in
+//! them (docs/fec.md).
 //!
 //! Time is passed in as a `Duration` since the transfer began: no clock is read here.
 
@@ -63,6 +68,8 @@ pub struct RateControl {
     max_received_rate: f64,
     flat_rounds: u32,
     congested_rounds: u32,
+    /// Received rate when congestion was last seen: the increase goes back to it fast.
+    recover_to: f64,
     counters: RateCounters,
 }
 
@@ -112,6 +119,7 @@ impl RateControl {
             max_received_rate: 0.0,
             flat_rounds: 0,
             congested_rounds: 0,
+            recover_to: 0.0,
             counters: RateCounters::default(),
         }
     }
@@ -200,7 +208,7 @@ impl RateControl {
         // binomial count in very few rounds.
         let n = round.sent as f64;
         let q = base.max(1.0 / n);
-        let threshold = 0.01 + 3.0 * (q * (1.0 - q) / n).sqrt();
+        let threshold = 0.015 + 3.0 * (q * (1.0 - q) / n).sqrt();
         let queueing = match (round.low_rtt, self.min_rtt) {
             (Some(rtt), Some(min)) => rtt > min + QUEUE_SLACK,
             _ => false,
@@ -240,9 +248,13 @@ impl RateControl {
                 self.rate = (self.rate * 1.5).min(1.5 * self.max_received_rate);
             }
         } else if congested {
-            self.rate = (0.75 * self.rate).max(0.85 * received_rate).min(self.rate);
+            self.recover_to = received_rate.min(self.rate);
+            self.rate = (0.8 * self.rate).max(0.9 * received_rate).min(self.rate);
         } else {
-            self.rate += self.rate / 64.0 + 8_000.0;
+            // Back quickly to what got through before the last decrease (a quarter of the
+            // gap per round, as BIC), then probe beyond it gently.
+            let probe = self.rate / 64.0 + 8_000.0;
+            self.rate += ((self.recover_to - self.rate) / 4.0).max(probe);
         }
         self.rate = self.rate.clamp(self.min_rate, self.max_rate);
     }

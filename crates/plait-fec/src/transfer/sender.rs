@@ -3,22 +3,31 @@
 //!
 //! Until the first report the sender sends only the header (every 250 ms). Then it keeps a
 //! window of up to [`WINDOW`] undecoded chunks in flight and sends, paced at
-//! [`RateControl`]'s rate:
-//! 1. for the oldest chunk whose budget is not spent, its next symbol (ESIs 0, 1, 2, ...:
-//!    the k source symbols first, then repair symbols). A chunk's first budget is
-//!    `(k + 2 + k/100) / (1 - loss)`, `loss` the smoothed loss of the reports;
-//! 2. otherwise a symbol of a new chunk, if the receiver's window has room;
-//! 3. otherwise (the tail of the file, or a full window) one more symbol for the oldest
-//!    undecoded chunk, round robin: HMTP's "keep sending until decoded".
+//! [`RateControl`]'s rate, symbols (ESIs 0, 1, 2, ...: the k source symbols first, then
+//! repair symbols) chosen from each chunk's *estimate*: the symbols the receiver held at
+//! its latest report plus `(1 - p)` times the chunk's symbols in flight, `p` the paths'
+//! random loss (the rate control's base loss). A chunk *needs* symbols while its estimate
+//! is below its target, `k + 2 + sqrt(n p (1 - p))` (two symbols of margin, RaptorQ
+//! decoding from k + 2 with probability about 1 - 1e-6, and one standard deviation of the
+//! arrivals of its n symbols in flight). Each datagram is:
+//! 1. a symbol of the oldest chunk that needs symbols;
+//! 2. otherwise a symbol of a new chunk, if the receiver's window has room: the pipe is
+//!    filled with the next chunks rather than with symbols a chunk probably does not need;
+//! 3. otherwise (the last chunks of the file, or a full window) a symbol of the oldest
+//!    chunk whose estimate is below its target plus 2 % of k and 2 symbols (spares the
+//!    round trip of a top-up at the tail); past that the sender waits for a report.
 //!
-//! When a chunk has spent its budget and a report comes at least one smoothed RTT plus two
-//! report intervals later without "decoded", its budget grows by what the report says it
-//! lacks (`k + 2 - received`, at least 1), scaled by `1 / (1 - loss)`. Chunks reported
-//! decoded leave the window; nothing is ever retransmitted, every symbol is new.
+//! In flight: symbols sent after the latest report's highest sequence number. A symbol at
+//! or below it has arrived (and is in the count) or was lost, since the tunnel delivers in
+//! order; a symbol older than `1.5 srtt + 100 ms` is taken as lost as well (the last
+//! symbols of a transfer have no later ones). A lost symbol thus leaves the estimate, and
+//! the chunk needs symbols again one report later (a top-up). Chunks reported decoded
+//! leave the window; nothing is ever retransmitted, every symbol is new.
 //!
 //! If no report arrives for `max(1 s, 4 * srtt)` the sender stops sending symbols and goes
 //! back to sending the header, so a restarted receiver learns the transfer again and
-//! reports which chunks it already has on disk (resume).
+//! reports which chunks it already has on disk (resume); what was in flight is then taken
+//! as lost.
 
 use std::collections::VecDeque;
 use std::io;
