@@ -383,6 +383,16 @@ fn run_mode(
         .collect::<Result<_, _>>()?;
     let status = tunnel.as_ref().and_then(|t| t.client().status().ok());
     let server_status = tunnel.as_ref().and_then(|t| t.server().status().ok());
+    // What the engines did about loss (the transfer goes from the client to the server):
+    // packet-mode FEC and the reorder buffer's loss verdicts and repairs, per end.
+    for (end, st) in [("client", &status), ("server", &server_status)] {
+        if let Some(sess) = st.as_ref().and_then(|s| s.sessions.first()) {
+            opts.say(&format!(
+                "  {}: {end} engine: fec {:?}; losses {:?}",
+                file.name, sess.fec, sess.lost
+            ));
+        }
+    }
     // Stream mode's failures are in the daemons' logs: keep their tails for the error.
     let logs = tunnel.as_ref().map(|t| {
         format!(

@@ -15,6 +15,7 @@
 //! | `plait_session_handshakes_started_total` (client) | counter | `peer`, `cause` |
 //! | `plait_session_send_queue_dropped_total` | counter | `peer`, `reason` (`codel_dropped`, `ce_marked`, `overflow_dropped`) |
 //! | `plait_session_path_events_total` | counter | `peer`, `event` (`validated`, `validations_abandoned`, `withdrawn`, `restored`, `withdrawn_ignored`, `opened`, `closed`, `refused`) |
+//! | `plait_session_fec_total` | counter | `peer`, `event` (`blocks`, `symbols_sent`, `symbols_dropped`, `symbols_received`, `symbols_refused`, `recovered`, `unrecovered`) |
 //! | `plait_path_state`, `plait_path_up` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
@@ -54,7 +55,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use super::render::{drop_reasons, handshake_causes, path_events, queue_drops};
+use super::render::{drop_reasons, fec_counts, handshake_causes, path_events, queue_drops};
 use super::{ControlError, SharedSnapshot, StatusSnapshot, clone_snapshot};
 
 /// The `Content-Type` of [`encode_metrics`]' output (prometheus-client's text encoder
@@ -171,6 +172,12 @@ impl Collector for SnapshotCollector {
             labelled(s.sessions.iter(), "reason", &|x| {
                 queue_drops(&x.send_queue_drops).to_vec()
             }),
+        )?;
+        counters(
+            &mut enc,
+            "session_fec",
+            "Packet-mode FEC: blocks, repair symbols and rebuilt packets, by event",
+            labelled(s.sessions.iter(), "event", &|x| fec_counts(&x.fec).to_vec()),
         )?;
         counters(
             &mut enc,
@@ -777,6 +784,12 @@ mod tests {
                     ce_marked: 3,
                     overflow_dropped: 0,
                 },
+                fec: crate::control::snapshot::FecCounters {
+                    blocks: 40,
+                    symbols_sent: 52,
+                    recovered: 11,
+                    ..Default::default()
+                },
                 path_events: crate::control::snapshot::PathEvents {
                     validated: 2,
                     withdrawn: 1,
@@ -840,6 +853,8 @@ mod tests {
             r#"plait_session_handshakes_started_total{peer="alice",cause="silence"} 0"#.to_owned(),
             r#"plait_session_send_queue_dropped_total{peer="alice",reason="codel_dropped"} 7"#
                 .to_owned(),
+            r#"plait_session_fec_total{peer="alice",event="recovered"} 11"#.to_owned(),
+            r#"plait_session_fec_total{peer="alice",event="unrecovered"} 0"#.to_owned(),
             r#"plait_session_send_queue_dropped_total{peer="alice",reason="overflow_dropped"} 0"#
                 .to_owned(),
             r#"plait_session_path_events_total{peer="alice",event="validated"} 2"#.to_owned(),

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use super::snapshot::{PathEvents, QueueDrops};
+use super::snapshot::{FecCounters, PathEvents, QueueDrops};
 use super::{DropCounters, HandshakeCauses, PathStatus, SessionStatus, StatusSnapshot};
 
 /// The path table's column headers, in order.
@@ -114,6 +114,7 @@ fn render_session(out: &mut String, session: &SessionStatus) {
     render_handshake_causes(out, session);
     render_counts(out, "send queue", &queue_drops(&session.send_queue_drops));
     render_counts(out, "paths", &path_events(&session.path_events));
+    render_counts(out, "fec", &fec_counts(&session.fec));
     render_path_changes(out, session);
 }
 
@@ -151,6 +152,19 @@ pub fn queue_drops(q: &QueueDrops) -> [(&'static str, u64); 3] {
         ("codel_dropped", q.codel_dropped),
         ("ce_marked", q.ce_marked),
         ("overflow_dropped", q.overflow_dropped),
+    ]
+}
+
+/// Packet-mode FEC counters, named as in the metrics' `event` label.
+pub fn fec_counts(f: &FecCounters) -> [(&'static str, u64); 7] {
+    [
+        ("blocks", f.blocks),
+        ("symbols_sent", f.symbols_sent),
+        ("symbols_dropped", f.symbols_dropped),
+        ("symbols_received", f.symbols_received),
+        ("symbols_refused", f.symbols_refused),
+        ("recovered", f.recovered),
+        ("unrecovered", f.unrecovered),
     ]
 }
 
@@ -390,6 +404,12 @@ mod tests {
                 },
                 path_events: Default::default(),
                 path_changes: Vec::new(),
+                fec: crate::control::snapshot::FecCounters {
+                    blocks: 40,
+                    symbols_sent: 52,
+                    recovered: 11,
+                    ..Default::default()
+                },
                 paths: vec![
                     PathStatus {
                         id: 0,
@@ -449,6 +469,10 @@ mod tests {
         );
         assert!(
             out.contains("\nsend queue: codel_dropped 7, ce_marked 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\nfec: blocks 40, symbols_sent 52, recovered 11\n"),
             "{out}"
         );
         assert!(!out.contains("\npaths:"), "no path events, no line: {out}");

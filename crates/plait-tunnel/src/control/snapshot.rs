@@ -107,6 +107,9 @@ pub struct SessionStatus {
     /// Client: the latest changes of the path set, oldest first.
     #[serde(default)]
     pub path_changes: Vec<PathChange>,
+    /// Packet-mode FEC counters (all zero with `[engine] fec = "off"`).
+    #[serde(default)]
+    pub fec: FecCounters,
     /// One row per path.
     pub paths: Vec<PathStatus>,
 }
@@ -120,6 +123,25 @@ pub struct QueueDrops {
     pub ce_marked: u64,
     /// Dropped at the queue's byte bound (from the fattest flow).
     pub overflow_dropped: u64,
+}
+
+/// Packet-mode FEC (docs/protocol.md#fec), as this end's engine counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FecCounters {
+    /// Blocks closed with at least one repair symbol.
+    pub blocks: u64,
+    /// Repair symbols sent.
+    pub symbols_sent: u64,
+    /// Repair symbols dropped unsent.
+    pub symbols_dropped: u64,
+    /// Repair symbols received and kept.
+    pub symbols_received: u64,
+    /// Repair frames refused.
+    pub symbols_refused: u64,
+    /// Inner packets rebuilt from repair symbols.
+    pub recovered: u64,
+    /// Blocks forgotten with a packet their symbols could not rebuild.
+    pub unrecovered: u64,
 }
 
 /// Path validation and the client's withdrawals, as this end saw them.

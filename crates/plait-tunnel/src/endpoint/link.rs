@@ -969,6 +969,15 @@ impl Link {
             ce_marked: stats.inner_ce_marked,
             overflow_dropped: stats.inner_overflow_dropped,
         };
+        s.fec = crate::control::snapshot::FecCounters {
+            blocks: stats.fec_blocks,
+            symbols_sent: stats.fec_symbols_sent,
+            symbols_dropped: stats.fec_symbols_dropped,
+            symbols_received: stats.fec_symbols_received,
+            symbols_refused: stats.fec_symbols_refused,
+            recovered: stats.fec_recovered,
+            unrecovered: stats.fec_unrecovered,
+        };
         s.reorder_depth = session.reorder_depth();
         s.send_queue = session.send_queue_len();
         s.delivered = stats.delivered;
