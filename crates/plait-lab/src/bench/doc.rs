@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::mode::{Mode, RunOptions};
-use super::report::{ModeResult, TopologyResult, shares_text};
+use super::report::{self, ModeResult, TopologyResult, shares_text};
 use super::run;
 use plait_topology::TopologyFile;
 
@@ -624,7 +624,7 @@ pub fn markdown(sections: &[Section], svgs: &[(PathBuf, usize)], meta: &Meta) ->
     for (s, (svg, pick)) in sections.iter().zip(svgs) {
         section(&mut o, s, svg, *pick, meta);
     }
-    o.push_str(METHOD);
+    o.push_str(&with_framing(METHOD));
     o.push_str(FORMAT);
     o
 }
@@ -791,10 +791,11 @@ fn limits(sections: &[Section]) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "- **{}**: plait's ceiling (TCP inside the tunnel: 1357 payload bytes per 1514-byte frame) \
+            "- **{}**: plait's ceiling (TCP inside the tunnel: {} payload bytes per 1514-byte frame) \
              is {} of the sum; plait reached {} of that ceiling{}. Path shares {} % against \
              capacity shares {} %.",
             s.file.name,
+            report::DEFAULT_TUN_MTU - report::INNER_HEADERS as usize,
             pct(pceil.median),
             pct(pc.median),
             mc.map_or(String::new(), |x| format!(
@@ -817,42 +818,66 @@ fn limits(sections: &[Section]) -> String {
                 .collect();
             let _ = writeln!(
                 o,
-                "  Stream mode's ceiling (1417 stream payload bytes per 1514-byte frame) is {} \
+                "  Stream mode's ceiling ({} stream payload bytes per 1514-byte frame) is {} \
                  of the sum; it reached {} of that ceiling, path shares {} %.",
+                report::STREAM_PAYLOAD,
                 pct(sceil.median),
                 pct(sc.median),
                 shares_text(&sh)
             );
         }
     }
-    o.push_str(LIMITS_NOTES);
+    o.push_str(&with_framing(LIMITS_NOTES));
     o.push('\n');
     o
 }
 
 /// The analysis that the numbers above support (kept next to the generator so it is
 /// updated with it).
+/// `text` with the framing figures filled in from the tunnel's and the engine's constants
+/// (docs/protocol.md#overhead), so the notes follow the wire format.
+fn with_framing(text: &str) -> String {
+    let tcp_in = report::DEFAULT_TUN_MTU as f64 - report::INNER_HEADERS;
+    let share = |bytes: f64| pct(bytes / report::FRAME);
+    text.replace(
+        "{TUNNEL}",
+        &plait_tunnel::message::DATA_OVERHEAD.to_string(),
+    )
+    .replace("{ENGINE}", &plait_proto::wire::DATA_OVERHEAD.to_string())
+    .replace("{HEADER}", &plait_proto::wire::HEADER_LEN.to_string())
+    .replace("{TCP_IN_PCT}", &share(tcp_in))
+    .replace("{TCP_IN}", &format!("{tcp_in:.0}"))
+    .replace("{STREAM_PCT}", &share(report::STREAM_PAYLOAD))
+    .replace("{STREAM}", &format!("{:.0}", report::STREAM_PAYLOAD))
+    .replace("{GAP_PCT}", &share(report::TCP_PAYLOAD - tcp_in))
+    .replace(
+        "{T2_CEILING}",
+        &format!("{:.1}", 35.0 * tcp_in / report::FRAME),
+    )
+}
+
 const LIMITS_NOTES: &str = "
 Reading the bullets above with the tables below:
 
 - **Encapsulation sets plait's ceiling.** The 95 % goal is stated against the raw sum of the
   path rates. A TCP flow carried in plait's packet mode cannot reach it on 1500-byte paths:
   every inner packet pays the outer IPv4 and UDP headers (28 B), plait's data header and
-  AEAD tag (32 B) and the engine's framing (31 B), so the inner TCP gets 1357 payload bytes
-  of each 1514-byte frame (89.6 %), against 1448 (95.6 %) for a TCP flow on the bare links,
-  MPTCP's subflows included (their DSS options cost them a little more). On T1 the gap to
-  MPTCP is therefore mostly this 6 % framing cost, not scheduling: compare the two \"of own
-  ceiling\" columns. Reaching 95 % of the raw sum needs a larger path MTU (jumbo frames on
+  AEAD tag ({TUNNEL} B) and the engine's framing ({ENGINE} B), so the inner TCP gets
+  {TCP_IN} payload bytes of each 1514-byte frame ({TCP_IN_PCT}), against 1448 (95.6 %) for
+  a TCP flow on the bare links, MPTCP's subflows included (their DSS options cost them a
+  little more). On T1 part of the gap to MPTCP is therefore this {GAP_PCT} framing cost,
+  not scheduling: compare the two \"of own ceiling\" columns. Reaching 95 % of the raw sum needs a larger path MTU (jumbo frames on
   the paths, so the inner MTU stays 1500) or a TCP-terminating mode that carries only
   payload: stream mode, below.
 - **Stream mode's ceiling is plait's own framing.** In the *plait streams* rows the end
   hosts' TCP connections end at the client's relay and start again at the server, both
   over local sockets, so no TCP header crosses a path: each 1514-byte frame carries the
-  outer IPv4 and UDP headers (28 B), plait's data header and AEAD tag (32 B), the engine
-  header (14 B) and one STREAM frame's header (type, stream id, offset, flags, length: 9 B
-  while the offset stays under 1 GiB), leaving 1417 payload bytes (93.6 %) against 1357
-  (89.6 %) for TCP in packet mode and 1448 (95.6 %) for TCP on the bare links. The \"of own
-  ceiling\" column of those rows is against 1417 B per frame. Each path runs the engine's
+  outer IPv4 and UDP headers (28 B), plait's data header and AEAD tag ({TUNNEL} B), the
+  engine header ({HEADER} B) and one STREAM frame's header (type, stream id, offset, flags,
+  length: 9 B while the offset stays under 1 GiB), leaving {STREAM} payload bytes
+  ({STREAM_PCT}) against {TCP_IN} ({TCP_IN_PCT}) for TCP in packet mode and 1448 (95.6 %)
+  for TCP on the bare links. The \"of own ceiling\" column of those rows is against
+  {STREAM} B per frame. Each path runs the engine's
   own congestion controller (`[engine] congestion`, default `newreno`), whatever the
   endpoints' `--cc`: their TCP never meets an emulated link.
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
@@ -866,8 +891,8 @@ Reading the bullets above with the tables below:
   exceed its own ceiling there.
 - **T2: plait uses all three paths (with cubic about in MPTCP's proportions; with bbr the
   300 ms path gets less) and still trails MPTCP.**
-  Its framing ceiling on T2 is 89.6 % of 35 Mbit/s, 31.4 Mbit/s, about what MPTCP
-  reaches, so beating MPTCP would take nearly all of that ceiling. What plait loses below
+  Its framing ceiling on T2 is {TCP_IN_PCT} of 35 Mbit/s, {T2_CEILING} Mbit/s, about what
+  MPTCP reaches, so beating MPTCP would take nearly all of that ceiling. What plait loses below
   its ceiling is the single end-to-end TCP flow: packets on the 150 ms one-way path make
   the receiver hold everything behind them, so the flow sees the slow path's round trip
   and needs a window several times larger, which losses keep it from reaching; MPTCP has a
@@ -942,8 +967,8 @@ const METHOD: &str = "## Method and definitions
 - **goodput**: bytes received ÷ time from the accept to the sender's close; slow start and
   the final drain are included. **of sum**: ÷ the sum of the path rates. **of own
   ceiling**: ÷ the most the mode can carry: rates × TCP payload per 1514-byte frame (1448 B
-  for TCP and MPTCP, MTU − 52 B for TCP inside plait: 1357 B; for stream mode the stream
-  payload per engine datagram, 1417 B), over the paths it may use.
+  for TCP and MPTCP, MTU − 52 B for TCP inside plait: {TCP_IN} B; for stream mode the
+  stream payload per engine datagram, {STREAM} B), over the paths it may use.
 - **shares**: each router's bytes forwarded towards the server ÷ all routers' (same
   counters for every mode; headers, retransmissions and tunnel overhead included).
 - **RTT p50/p99**: UDP probes every 10 ms from the client to the server's path-0 address

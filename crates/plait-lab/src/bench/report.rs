@@ -7,7 +7,7 @@
 //!   **of ceiling**: goodput ÷ what the mode could carry at most: the rates times the TCP
 //!   payload per 1514-byte Ethernet frame (1448 B for plain TCP and MPTCP, MTU − 52 B for
 //!   the TCP inside plait's tunnel, and for stream mode the engine's stream payload per
-//!   datagram, 1417 B, since its end hosts' TCP runs over local sockets only) over the paths
+//!   datagram ([`STREAM_PAYLOAD`]), since its end hosts' TCP runs over local sockets only) over the paths
 //!   the mode may use.
 //! - **share**: each router's bytes forwarded towards the server ÷ all routers' (headers,
 //!   retransmissions and tunnel overhead included; the same counters for every mode).
@@ -39,23 +39,23 @@ pub const TCP_PAYLOAD: f64 = 1448.0;
 /// An Ethernet frame carrying a 1500-byte IP packet, as tbf counts it.
 pub const FRAME: f64 = 1514.0;
 /// IP (20) + TCP (20) + timestamps (12) inside the tunnel.
-const INNER_HEADERS: f64 = 52.0;
-/// The tunnel's default MTU on 1500-byte IPv4 paths (docs/tunnel.md): the engine datagram
-/// (1500 − 20 outer IPv4 − 8 UDP − 32 plait data header and AEAD tag = 1440 B) less the
-/// engine's packet framing ([`PACKET_FRAMING`]).
-pub const DEFAULT_TUN_MTU: usize = 1409;
-/// Engine framing of one inner packet in packet mode: 14-byte engine header, then the DATA
-/// frame's type (1), sequence (4), varint (8) and length (4): engine datagram − TUN MTU.
-const PACKET_FRAMING: f64 = 31.0;
-/// Engine framing of one full stream datagram in stream mode: the 14-byte engine header,
-/// then one STREAM frame: type (1), stream id (1: the benchmark's only stream has a small
-/// id), offset (a 4-byte varint from 16 KiB to 1 GiB, which every benchmark transfer stays
-/// within), flags (1) and length (a 2-byte varint): 23 B. On 1500-byte paths that leaves
-/// 1440 − 23 = 1417 payload bytes per 1514-byte frame (93.6 %; ACK frames piggybacked on a
-/// data datagram take a little more).
-const STREAM_FRAMING: f64 = 14.0 + 1.0 + 1.0 + 4.0 + 1.0 + 2.0;
+pub const INNER_HEADERS: f64 = 52.0;
+/// Engine framing of one inner packet of the largest size in packet mode (the engine
+/// header and a DATA frame, docs/protocol.md#overhead): engine datagram − TUN MTU.
+const PACKET_FRAMING: usize = plait_proto::wire::DATA_OVERHEAD;
+/// The tunnel's default MTU on 1500-byte IPv4 paths (docs/tunnel.md#mtu): 1500 − 20 outer
+/// IPv4 − 8 UDP − plait's data header and AEAD tag, less [`PACKET_FRAMING`] (1436 B).
+pub const DEFAULT_TUN_MTU: usize =
+    1500 - 28 - plait_tunnel::message::DATA_OVERHEAD - PACKET_FRAMING;
+/// Engine framing of one full stream datagram in stream mode: the engine header, then one
+/// STREAM frame: type (1), stream id (1: the benchmark's only stream has a small id),
+/// offset (a 4-byte varint from 16 KiB to 1 GiB, which every benchmark transfer stays
+/// within), flags (1) and length (a 2-byte varint). On 1500-byte paths that leaves
+/// [`STREAM_PAYLOAD`] bytes per 1514-byte frame (ACK frames piggybacked on a data datagram
+/// take a little more).
+const STREAM_FRAMING: usize = plait_proto::wire::HEADER_LEN + 1 + 1 + 4 + 1 + 2;
 /// Stream payload per 1514-byte frame on 1500-byte paths (see [`STREAM_FRAMING`]).
-pub const STREAM_PAYLOAD: f64 = DEFAULT_TUN_MTU as f64 + PACKET_FRAMING - STREAM_FRAMING;
+pub const STREAM_PAYLOAD: f64 = (DEFAULT_TUN_MTU + PACKET_FRAMING - STREAM_FRAMING) as f64;
 /// Window of the pre-event mean.
 const BEFORE_S: f64 = 3.0;
 /// How long after an event's end a stall still counts.
@@ -232,7 +232,8 @@ pub fn ceiling_mbit(mode: Mode, file: &TopologyFile, best: usize, tun_mtu: Optio
         // MTU tells the engine datagram size (TUN MTU + packet framing).
         Mode::PlaitStream => {
             let mtu = tun_mtu.unwrap_or(DEFAULT_TUN_MTU) as f64;
-            file.total_mbit() * (mtu + PACKET_FRAMING - STREAM_FRAMING).max(0.0) / FRAME
+            file.total_mbit() * (mtu + PACKET_FRAMING as f64 - STREAM_FRAMING as f64).max(0.0)
+                / FRAME
         }
     }
 }
@@ -672,19 +673,21 @@ mod tests {
             ceiling_mbit(Mode::Mptcp, &t, 0, None),
             30.0 * 1448.0 / 1514.0
         ));
+        // Wire version 2 on 1500-byte paths: a 1436-byte TUN MTU, 1384 B of TCP payload.
+        assert_eq!(DEFAULT_TUN_MTU, 1436);
         assert!(near(
             ceiling_mbit(Mode::Plait, &t, 0, None),
-            30.0 * 1357.0 / 1514.0
+            30.0 * 1384.0 / 1514.0
         ));
-        // Stream mode: 1440-byte engine datagrams less 23 B of framing, over every path.
-        assert_eq!(STREAM_PAYLOAD, 1417.0);
+        // Stream mode: 1451-byte engine datagrams less 18 B of framing, over every path.
+        assert_eq!(STREAM_PAYLOAD, 1433.0);
         let s = ceiling_mbit(Mode::PlaitStream, &t, 0, None);
-        assert!(near(s, 30.0 * 1417.0 / 1514.0), "{s}");
-        assert!(near(s, ceiling_mbit(Mode::PlaitStream, &t, 0, Some(1409))));
+        assert!(near(s, 30.0 * 1433.0 / 1514.0), "{s}");
+        assert!(near(s, ceiling_mbit(Mode::PlaitStream, &t, 0, Some(1436))));
         // A smaller TUN MTU (smaller paths) lowers it by as much.
         assert!(near(
-            ceiling_mbit(Mode::PlaitStream, &t, 0, Some(1309)),
-            30.0 * 1317.0 / 1514.0
+            ceiling_mbit(Mode::PlaitStream, &t, 0, Some(1336)),
+            30.0 * 1333.0 / 1514.0
         ));
         let f = ModeResult::failed(Mode::PlaitStream, &t, 0, "plait", "x".into());
         assert_eq!(

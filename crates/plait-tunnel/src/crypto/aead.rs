@@ -191,7 +191,7 @@ impl SendKey {
     /// A counter nonce must come from [`SendKey::next_counter`]; one at or above
     /// [`REJECT_AFTER_MESSAGES`] gives `Err(Exhausted)` since no receiver would accept it.
     /// A data nonce's uniqueness is the caller's to keep (`Keypair` does).
-    pub fn seal(
+    pub(super) fn seal(
         &self,
         nonce: MessageNonce,
         aad: &[u8],

@@ -18,8 +18,9 @@
 //! fail instead of installing keys the peer does not know by that index.
 //!
 //! After message 2 both sides take snow's raw split (one 32-byte key per direction) into
-//! [`crate::crypto::aead`], because data messages use an explicit counter nonce and the
-//! header as associated data, which snow's transport mode does not offer.
+//! [`crate::crypto::aead`], because data messages make their nonce of the engine header's
+//! path and path sequence number and use the message header as associated data, which
+//! snow's transport mode does not offer.
 //!
 //! Invariant: nothing here panics on any input; every failure is a [`HandshakeError`].
 

@@ -6,11 +6,13 @@
 //!   floods (docs/protocol.md#dos).
 //! - [`hint`]: the MAC of the unknown-index hint a restarted server sends
 //!   (docs/protocol.md#unknown-index).
-//! - [`aead`]: ChaCha20-Poly1305 (ring) sealing in place with a counter nonce that never
-//!   repeats.
-//! - [`replay`]: the sliding anti-replay window, shared by every path of a session.
-//! - [`keypair`]: one handshake's keys, counters, replay window and age, with the rekey and
-//!   expiry rules (WireGuard's timers).
+//! - [`aead`]: ChaCha20-Poly1305 (ring) sealing in place, with two nonce families that
+//!   never meet: data messages' (their engine header's path and path sequence number) and
+//!   path control's (a counter).
+//! - [`replay`]: the sliding anti-replay window, one per path and one for path control per
+//!   key.
+//! - [`keypair`]: one handshake's keys, the sequence numbers sealed per path, replay windows
+//!   and age, with the rekey and expiry rules (WireGuard's timers).
 
 pub mod aead;
 pub mod cookie;

@@ -31,8 +31,10 @@ pub enum DataDrop {
 pub struct KeysOpened {
     /// The opened payload's length (at `msg[id.payload_offset()..]`).
     pub len: usize,
-    /// Index of the keys that fell off the end when `next` became current.
-    pub dropped: Option<u32>,
+    /// Indices of the keys dropped when `next` became current: the one that fell off the
+    /// end and, when `next` brought a fresh engine session, the old session's (see
+    /// [`KeyRing::forget_previous`]).
+    pub dropped: [Option<u32>; 2],
     /// The message confirmed `next` and its handshake had asked for this fresh engine
     /// session.
     pub fresh_session: Option<u32>,
@@ -94,6 +96,14 @@ impl KeyRing {
             .map(|k| k.created + REJECT_AFTER_TIME)
     }
 
+    /// Drops `previous` (returning its index): done when a fresh engine session starts
+    /// under `current`, so that nothing the old session sealed can reach the new one. The
+    /// engine header names no session (docs/protocol.md#header): the keys are what tell
+    /// sessions apart, so the old session's keys must go with it.
+    pub fn forget_previous(&mut self) -> Option<u32> {
+        self.previous.take().map(|k| k.local_index)
+    }
+
     /// Installs keys that need no confirmation as current: the initiator's, whose
     /// handshake response proved the responder holds them. The old current becomes
     /// previous; returns the index of the keypair that fell off the end, if any.
@@ -146,14 +156,17 @@ impl KeyRing {
         })?;
         let mut opened = KeysOpened {
             len,
-            dropped: None,
+            dropped: [None; 2],
             fresh_session: None,
         };
         if slot == Slot::Next
             && let Some(confirmed) = self.next.take()
         {
-            opened.dropped = self.install_confirmed(confirmed);
+            opened.dropped[0] = self.install_confirmed(confirmed);
             opened.fresh_session = self.next_session.take();
+            if opened.fresh_session.is_some() {
+                opened.dropped[1] = self.forget_previous();
+            }
         }
         Ok(opened)
     }
@@ -225,25 +238,42 @@ mod tests {
         // A second answered handshake replaces the first's `next`, and its request.
         let (mut c2, s2) = pair(2, 12, 2);
         assert_eq!(server.stage_next(s2, None), Some(11));
-        let (mut msg, counter) = sealed(&mut c1);
+        let (mut msg, id) = sealed(&mut c1);
         assert_eq!(
-            server.open(Time::ZERO, 11, counter, &mut msg),
+            server.open(Time::ZERO, 11, id, &mut msg),
             Err(DataDrop::UnknownIndex)
         );
-        let (mut msg, counter) = sealed(&mut c2);
-        let opened = server.open(Time::ZERO, 12, counter, &mut msg).unwrap();
+        let (mut msg, id) = sealed(&mut c2);
+        let opened = server.open(Time::ZERO, 12, id, &mut msg).unwrap();
         assert_eq!((opened.len, opened.fresh_session), (LEN, None));
         assert_eq!(server.current().map(|k| k.local_index), Some(12));
         assert_eq!(server.installed(), 1);
 
+        // A rekey of the same session: the old keys stay as previous, for what is in
+        // flight.
         let (mut c3, s3) = pair(3, 13, 3);
-        server.stage_next(s3, Some(9));
-        let (mut msg, counter) = sealed(&mut c3);
-        let opened = server.open(Time::ZERO, 13, counter, &mut msg).unwrap();
+        server.stage_next(s3, None);
+        let (mut msg, id) = sealed(&mut c3);
+        let opened = server.open(Time::ZERO, 13, id, &mut msg).unwrap();
+        assert_eq!(opened.fresh_session, None);
+        assert_eq!(opened.dropped, [None, None], "12 became previous");
+        let (mut msg, id) = sealed(&mut c2);
+        assert!(server.open(Time::ZERO, 12, id, &mut msg).is_ok());
+
+        // Keys that bring a fresh engine session drop the old session's keys at once: a
+        // datagram of the old session, held back, must not reach the new one.
+        let (mut held, held_id) = sealed(&mut c3);
+        let (mut c4, s4) = pair(4, 14, 4);
+        server.stage_next(s4, Some(9));
+        let (mut msg, id) = sealed(&mut c4);
+        let opened = server.open(Time::ZERO, 14, id, &mut msg).unwrap();
         assert_eq!(opened.fresh_session, Some(9));
-        assert_eq!(opened.dropped, None, "12 became previous");
-        let (mut msg, counter) = sealed(&mut c2);
-        assert!(server.open(Time::ZERO, 12, counter, &mut msg).is_ok());
+        assert_eq!(opened.dropped, [Some(12), Some(13)]);
+        assert_eq!(
+            server.open(Time::ZERO, 13, held_id, &mut held),
+            Err(DataDrop::UnknownIndex)
+        );
+        assert_eq!(server.current().map(|k| k.local_index), Some(14));
     }
 
     #[test]
@@ -251,22 +281,22 @@ mod tests {
         let mut server = KeyRing::default();
         let (mut c, s) = pair(1, 11, 1);
         server.stage_next(s, Some(7));
-        let (genuine, counter) = sealed(&mut c);
+        let (genuine, id) = sealed(&mut c);
         let mut forged = genuine.clone();
         if let Some(last) = forged.last_mut() {
             *last ^= 1;
         }
         assert_eq!(
-            server.open(Time::ZERO, 11, counter, &mut forged),
+            server.open(Time::ZERO, 11, id, &mut forged),
             Err(DataDrop::Auth)
         );
         assert!(server.current().is_none());
         let mut msg = genuine.clone();
-        let opened = server.open(Time::ZERO, 11, counter, &mut msg).unwrap();
+        let opened = server.open(Time::ZERO, 11, id, &mut msg).unwrap();
         assert_eq!(opened.fresh_session, Some(7));
         let mut again = genuine;
         assert_eq!(
-            server.open(Time::ZERO, 11, counter, &mut again),
+            server.open(Time::ZERO, 11, id, &mut again),
             Err(DataDrop::Replayed)
         );
     }

@@ -157,15 +157,15 @@ pub struct Opened<'m> {
     datagram: &'m [u8],
     /// The whole message's length, as it came off the wire.
     wire_len: usize,
-    dropped: Option<u32>,
+    dropped: [Option<u32>; 2],
     fresh: Option<FreshSession>,
 }
 
 impl Opened<'_> {
-    /// Index of the keys that fell off the end when the message confirmed `next`: the
-    /// caller forgets it.
-    pub fn dropped_index(&self) -> Option<u32> {
-        self.dropped
+    /// Indices of the keys dropped when the message confirmed `next` (the oldest, and the
+    /// old session's when a fresh session comes with it): the caller forgets them.
+    pub fn dropped_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.dropped.iter().flatten().copied()
     }
 
     /// The fresh engine session a handshake this message confirmed asked for. Taken
@@ -346,7 +346,12 @@ impl Link {
             "only the initiator's keys are confirmed by the response"
         );
         self.keys.install_confirmed(keys);
-        (!self.has_session() || server_made_fresh).then_some(FreshSession {
+        let fresh = !self.has_session() || server_made_fresh;
+        if fresh {
+            // The old session's keys must not open anything for the new one.
+            self.keys.forget_previous();
+        }
+        fresh.then_some(FreshSession {
             session_id: self.session_id,
             relearn_endpoints: false,
         })

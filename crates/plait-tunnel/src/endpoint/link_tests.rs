@@ -200,3 +200,44 @@ fn a_header_only_datagram_is_malformed_and_learns_nothing() {
     let status = link.status(now, "peer", "key", "plait");
     assert!(status.paths.is_empty(), "no path was added");
 }
+
+/// The engine header names no session, so the keys must: a datagram of the old session,
+/// held back by an on-path attacker (or late on a slow path) and released after the
+/// client started a fresh session, finds no keys, rather than reaching the new session
+/// (where its far global sequence number would make everything after it look old).
+#[test]
+fn a_held_back_datagram_of_the_old_session_does_not_reach_a_fresh_one() {
+    let from: SocketAddr = FROM.parse().unwrap();
+    let now = Time::ZERO;
+    let mut link = Link::responder(Vec::new());
+    let (mut c1, s1) = pair(1, 11, 1);
+    link.stage_handshake(s1, 7);
+    let (mut msg, receiver, id) = sealed(&mut c1, &engine_datagram(0, true));
+    let mut opened = link.open(now, receiver, id, &mut msg).unwrap();
+    let fresh = opened.take_fresh_session().unwrap();
+    link.start_session(fresh, session());
+    // Sealed by the old session, far ahead in its numbering, and held back.
+    let (mut held, held_receiver, held_id) = sealed(&mut c1, &engine_datagram(1 << 20, true));
+
+    // The client restarts: a handshake naming session 8, confirmed by its first datagram.
+    let (mut c2, s2) = pair(2, 12, 2);
+    link.stage_handshake(s2, 8);
+    let (mut msg, receiver, id) = sealed(&mut c2, &engine_datagram(0, true));
+    let mut opened = link.open(now, receiver, id, &mut msg).unwrap();
+    assert_eq!(opened.dropped_indices().collect::<Vec<_>>(), vec![11]);
+    let fresh = opened.take_fresh_session().unwrap();
+    link.start_session(fresh, session());
+    link.receive_and_learn(
+        now,
+        opened,
+        0,
+        from,
+        &mut Random::from_seed(Some(1)),
+        &mut Discard,
+    )
+    .unwrap();
+    assert_eq!(
+        link.open(now, held_receiver, held_id, &mut held).err(),
+        Some(super::keyring::DataDrop::UnknownIndex)
+    );
+}

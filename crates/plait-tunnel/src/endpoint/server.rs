@@ -466,7 +466,7 @@ impl ServerEndpoint {
                 return None;
             }
         };
-        if let Some(old) = opened.dropped_index() {
+        for old in opened.dropped_indices() {
             self.indices.remove(&old);
         }
         if let Some(fresh) = opened.take_fresh_session() {
