@@ -15,7 +15,7 @@
 use anyhow::{Context, Result};
 
 use super::mode::{Mode, RunOptions};
-use super::report::{ModeResult, TopologyResult};
+use super::report::{self, ModeResult, TopologyResult};
 use super::run;
 use plait_topology::TopologyFile;
 
@@ -188,9 +188,15 @@ fn print_result(r: &TopologyResult) {
         rtt(stream),
         r.idle_rtt_ms.map_or("-".into(), |x| format!("{x:.0} ms"))
     );
+    // Shares of a 1514-byte frame, from the wire format's constants (docs/protocol.md#overhead).
+    let frame = report::FRAME;
+    let tunnel = report::TCP_PAYLOAD - (report::DEFAULT_TUN_MTU as f64 - report::INNER_HEADERS);
     println!(
-        "  (A download cannot reach 100 %: in packet mode headers take about 4 % of each packet\n   \
-         and plait's encryption and framing about 6 % more; stream mode sends no TCP headers\n   \
-         over the links, so only plait's own 6.4 % remain.)"
+        "  (A download cannot reach 100 %: in packet mode headers take about {:.0} % of each packet\n   \
+         and plait's encryption and framing about {:.1} % more; stream mode sends no TCP headers\n   \
+         over the links, so only plait's own {:.1} % remain.)",
+        100.0 * (1.0 - report::TCP_PAYLOAD / frame),
+        100.0 * tunnel / frame,
+        100.0 * (1.0 - report::STREAM_PAYLOAD / frame)
     );
 }
