@@ -215,16 +215,17 @@ impl Keypair {
         };
         let id = DataId(*prefix);
         let (path, seq) = (id.path(), id.seq());
-        let mut span = self.sealed[path].unwrap_or(SealedSpan {
-            first: seq,
-            last: seq.wrapping_sub(1),
-            span: 0,
-        });
-        if self.sealed[path].is_some() {
-            span.advance(seq)?;
-        } else {
-            span.last = seq;
-        }
+        let span = match self.sealed[path] {
+            Some(mut span) => {
+                span.advance(seq)?;
+                span
+            }
+            None => SealedSpan {
+                first: seq,
+                last: seq,
+                span: 0,
+            },
+        };
         let mut header = [0u8; DATA_HEADER_LEN];
         write_data_header(&mut header, self.remote_index);
         buf[..DATA_HEADER_LEN].copy_from_slice(&header);
