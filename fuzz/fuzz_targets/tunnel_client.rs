@@ -59,8 +59,10 @@ fuzz_target!(|data: &[u8]| {
         engine: EngineParams {
             settings: EngineSettings::default(),
             max_datagram_size: 1400,
+            outer_header_len: 28,
             seed: Some(1),
             streams: EngineParams::tunnel_stream_limits(),
+            tuning: Default::default(),
         },
     });
     let mut sent = Sent { initiations: 0 };

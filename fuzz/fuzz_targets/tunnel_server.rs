@@ -53,8 +53,10 @@ fuzz_target!(|data: &[u8]| {
         engine: EngineParams {
             settings: EngineSettings::default(),
             max_datagram_size: 1400,
+            outer_header_len: 28,
             seed: Some(1),
             streams: EngineParams::tunnel_stream_limits(),
+            tuning: Default::default(),
         },
     });
     let from: SocketAddr = "192.0.2.9:4000".parse().unwrap();

@@ -77,6 +77,10 @@ impl Default for EngineSettings {
     }
 }
 
+/// Largest [`Config::datagram_overhead`]: far above any real framing (IPv6, UDP and
+/// plait's come to 69 bytes), small enough that it cannot dwarf a datagram.
+pub const MAX_DATAGRAM_OVERHEAD: usize = 256;
+
 /// Everything a [`crate::Session`] needs to know before it starts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -90,6 +94,12 @@ pub struct Config {
     pub reorder_config: ReorderConfig,
     /// Largest datagram the engine sends (the path MTU less outer headers and encryption).
     pub max_datagram_size: usize,
+    /// Bytes each datagram costs a link beyond its own length: the tunnel's framing and
+    /// tag and the outer IP and UDP headers (docs/protocol.md#overhead). The engine's path
+    /// models (schedulers' queues, rate estimates and hints, congestion windows) count a
+    /// datagram as its length plus this, so that small datagrams (ACKs, probes) weigh what
+    /// they cost the link. Default 0: datagrams are the link's bytes.
+    pub datagram_overhead: usize,
     /// Send queue bound, packets. A new inner packet that would exceed it (or
     /// `send_queue_bytes`) gets in by dropping from the head of the flow with the largest
     /// backlog (RFC 8290 §4.1; docs/protocol.md#send-queue).
@@ -189,6 +199,7 @@ impl Default for Config {
             repair: settings.repair,
             repair_store_bytes: 4 << 20,
             min_pair_bytes: MIN_PAIR_BYTES,
+            datagram_overhead: 0,
             side: Side::Client,
             congestion: settings.congestion,
             stream_scheduler: settings.stream_scheduler,
@@ -332,6 +343,12 @@ impl Config {
             "send_queue_bytes",
             self.send_queue_bytes,
             ">= max_datagram_size",
+        )?;
+        check(
+            self.datagram_overhead <= MAX_DATAGRAM_OVERHEAD,
+            "datagram_overhead",
+            self.datagram_overhead,
+            "<= 256 bytes",
         )?;
         self.validate_send_queue()?;
         self.validate_fec()?;

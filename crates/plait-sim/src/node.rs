@@ -37,7 +37,9 @@ pub use hmtp_fountain::HmtpSenderStats;
 pub use hmtp_nodes::{HmtpReceiver, HmtpSender, REPORT_BYTES};
 pub use hmtp_receiver::{HmtpReceiverCore, HmtpReceiverStats};
 pub use hmtp_sender::HmtpSenderCore;
-pub use plait_gateway::{GatewayStats, PlaitGateway, StreamApp};
+pub use plait_gateway::{
+    Endpoint, GatewayStats, PlaitGateway, StreamApp, TunnelAddresses, connect,
+};
 pub use sink::CountingSink;
 pub use tcp_nodes::{TcpReceiver, TcpSender};
 

@@ -117,7 +117,10 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         if let Some((gp, _)) = h.gateways
             && let Node::Plait(p) = world.node(gp)
         {
-            retransmissions = p.session().stream_stats().bytes_retransmitted / payload.max(1);
+            retransmissions = p
+                .session()
+                .map_or(0, |s| s.stream_stats().bytes_retransmitted)
+                / payload.max(1);
         }
     }
     for r in &h.receivers {

@@ -18,15 +18,24 @@
 //! Invariant: every random component gets its own seed derived from the run's seed and a
 //! fixed component number, so adding a component does not shift the others' randomness.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use ipnet::IpNet;
+use plait_proto::Time;
 use plait_proto::path::PathHints;
-use plait_proto::{Config, PathId, Session, Time};
+use plait_tunnel::endpoint::{
+    ClientEndpoint, ClientParams, ClientPath, EngineParams, ServerEndpoint, ServerParams,
+    ServerPeer, SessionTuning,
+};
+use plait_tunnel::keys::Key;
 
+use crate::inner;
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
 use crate::node::{
-    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, HmtpConfig, HmtpReceiver,
+    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, Endpoint, HmtpConfig, HmtpReceiver,
     HmtpSender, HmtpTransport, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
+    TunnelAddresses,
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
@@ -156,14 +165,15 @@ fn plait_gateways(
 ) -> (NodeId, NodeId, Vec<FlowId>) {
     let down_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
     let up_flows: Vec<FlowId> = links.iter().map(|_| flows.next()).collect();
-    let (proxy_session, mh_session) = sessions(scenario, run, seed);
+    let (proxy_endpoint, mh_endpoint, addresses) = endpoints(scenario, run, seed);
     let outer = scenario.outer_header_bytes;
-    let mut proxy = PlaitGateway::new(proxy_session, down_flows.clone(), outer);
-    let mut mobile = PlaitGateway::new(mh_session, up_flows.clone(), outer);
+    let mut proxy = PlaitGateway::new(proxy_endpoint, addresses.clone(), down_flows.clone(), outer);
+    let mut mobile = PlaitGateway::new(mh_endpoint, addresses, up_flows.clone(), outer);
     if let Some((a, b)) = apps {
         proxy = proxy.with_app(a);
         mobile = mobile.with_app(b);
     }
+    crate::node::connect(&mut mobile, &mut proxy, Time::ZERO);
     let gp = world.add_node(Node::Plait(Box::new(proxy)));
     let gm = world.add_node(Node::Plait(Box::new(mobile)));
     for (i, l) in links.iter().enumerate() {
@@ -368,15 +378,13 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             h.gateways = Some((gp, gm));
         }
         Mode::PlaitStream => {
-            let source = StreamApp::Source {
+            let source = StreamApp::Source { stream: None };
+            let sink = StreamApp::Sink {
                 start: main_start,
                 stream: None,
-            };
-            let sink = StreamApp::Sink {
                 bytes: 0,
                 bins: Vec::new(),
                 bin: Duration::from_secs_f64(scenario.bin_s),
-                open: Vec::new(),
             };
             let apps = Some((source, sink));
             let (gp, gm, down_flows) =
@@ -539,48 +547,91 @@ pub fn tcp_config(scenario: &Scenario) -> TcpConfig {
     }
 }
 
-/// The two engines of a plait run: same configuration, proxy and mobile host.
-fn sessions(scenario: &Scenario, run: &RunSpec, seed: u64) -> (Session, Session) {
+/// The inner port the simulated tunnel's server listens on (as the daemon's default).
+const SERVER_PORT: u16 = 7744;
+
+/// A key from the run's seed: the simulated tunnel's keys repeat with the run.
+fn seeded_key(seed: u64) -> Key {
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&component_seed(seed, i as u64).to_le_bytes());
+    }
+    Key::from_bytes(bytes)
+}
+
+/// The two tunnel endpoints of a plait run, configured as the daemons are
+/// (`EngineParams` with the run's `[engine]` settings) plus the run's experiment knobs:
+/// the proxy's server and the mobile host's client (it starts the session), and the
+/// addresses they use on the simulated paths.
+pub(crate) fn endpoints(
+    scenario: &Scenario,
+    run: &RunSpec,
+    seed: u64,
+) -> (Endpoint, Endpoint, TunnelAddresses) {
     let settings = run.engine_settings();
     let inner_max = scenario.tcp.packet_size + TCP_HEADER;
-    let make = |component: u64| {
-        // The mobile host starts the session (the tunnel's client), the proxy answers.
-        let side = if component == 2 {
-            plait_proto::Side::Client
-        } else {
-            plait_proto::Side::Server
-        };
-        let config = Config {
-            side,
+    // Hints: the wireless rate (bytes on the link per second, as the engine counts them
+    // with `datagram_overhead`) and the one-way path delay, at both ends (the daemon's
+    // server knows neither).
+    let path_hints = scenario
+        .paths
+        .iter()
+        .map(|p| PathHints {
+            rate: Some(p.rate_kbps * 1e3 / 8.0),
+            one_way_delay: Some(ms(p.wired_delay_ms + p.wireless_delay_ms)),
+            backup: false,
+        })
+        .collect();
+    let engine = |component: u64| EngineParams {
+        settings: settings.clone(),
+        max_datagram_size: (inner_max as usize + 64).max(plait_proto::config::MIN_DATAGRAM_SIZE),
+        outer_header_len: scenario.outer_header_bytes as usize,
+        seed: Some(component_seed(seed, 1000 + component)),
+        streams: EngineParams::tunnel_stream_limits(),
+        tuning: SessionTuning {
             trust_hints: run.perfect_knowledge,
-            ack_every: run.ack_every.unwrap_or(Config::default().ack_every),
-            min_pair_bytes: run
-                .min_pair_bytes
-                .unwrap_or(Config::default().min_pair_bytes),
-            ..Config::for_session(
-                component_seed(seed, 1000 + component),
-                (inner_max as usize + 64).max(plait_proto::config::MIN_DATAGRAM_SIZE),
-                &settings,
-            )
-        };
-        let mut session = Session::new(config).expect("the simulator's engine config is valid");
-        // Hints: the wireless rate in datagram bytes per second (a full-size datagram's
-        // share of the link, outer headers excluded) and the one-way path delay.
-        let dgram = f64::from(inner_max + plait_proto::wire::DATA_OVERHEAD as u32);
-        let share = dgram / (dgram + f64::from(scenario.outer_header_bytes));
-        for (i, p) in scenario.paths.iter().enumerate() {
-            let hints = PathHints {
-                rate: Some(p.rate_kbps * 1e3 / 8.0 * share),
-                one_way_delay: Some(ms(p.wired_delay_ms + p.wireless_delay_ms)),
-                ..PathHints::default()
-            };
-            session
-                .add_path(Time::ZERO, PathId(i as u8), hints)
-                .expect("at most MAX_PATHS paths");
-        }
-        session
+            ack_every: run.ack_every,
+            min_pair_bytes: run.min_pair_bytes,
+            path_hints: Vec::clone(&path_hints),
+        },
     };
-    (make(1), make(2))
+    let server_key = seeded_key(component_seed(seed, 1010));
+    let client_key = seeded_key(component_seed(seed, 1011));
+    let addresses = TunnelAddresses {
+        server: SocketAddr::from(([192, 0, 2, 1], SERVER_PORT)),
+        client: (0..scenario.paths.len())
+            .map(|i| SocketAddr::from(([198, 51, 100, i as u8 + 1], 40_000)))
+            .collect(),
+    };
+    let server = ServerEndpoint::new(ServerParams {
+        private_key: server_key.clone(),
+        peers: vec![ServerPeer {
+            name: "mobile-host".into(),
+            public_key: client_key.public(),
+            preshared_key: None,
+            allowed_ips: vec![IpNet::from(IpAddr::from(inner::MOBILE_SIDE))],
+        }],
+        engine: engine(1),
+    });
+    let client = ClientEndpoint::new(ClientParams {
+        private_key: client_key,
+        server_public_key: server_key.public(),
+        preshared_key: None,
+        paths: (0..scenario.paths.len())
+            .map(|i| ClientPath {
+                name: format!("path{i}"),
+                server: addresses.server,
+                rate_hint: None,
+                backup: false,
+            })
+            .collect(),
+        engine: engine(2),
+    });
+    (
+        Endpoint::Server(Box::new(server)),
+        Endpoint::Client(Box::new(client)),
+        addresses,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -80,24 +80,41 @@ fn mms_fig8_ikr_above_wrrb_above_wrr() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mms-fig8.toml");
     let text = std::fs::read_to_string(path).expect("scenarios/mms-fig8.toml");
     let s = Scenario::from_toml(&text).unwrap();
-    let goodput = |name: &str| {
+    let result = |name: &str| {
         let run = s
             .runs
             .iter()
             .find(|r| r.name == name)
             .unwrap_or_else(|| panic!("run {name} in mms-fig8.toml"));
-        run_one(&s, run, 1).goodput_kbps
+        run_one(&s, run, 1)
     };
-    let (wrr, wrrb, ikr) = (goodput("WRR"), goodput("WRR-BUFF"), goodput("IKR"));
-    println!("WRR {wrr:.0} kbit/s, WRR-BUFF {wrrb:.0}, IKR {ikr:.0} (means over 180 s)");
+    let (wrr, wrrb, ikr) = (result("WRR"), result("WRR-BUFF"), result("IKR"));
+    // WRR's mean over the last 60 s, when both links are up (6000 kbit/s).
+    let tail = |r: &plait_sim::run::RunResult| {
+        let bins = (60.0 / r.bin_s) as usize;
+        let series = &r.goodput_series_kbps;
+        series[series.len().saturating_sub(bins)..].iter().sum::<f64>() / bins as f64
+    };
+    let (wrr_tail, wrrb_tail, ikr_tail) = (tail(&wrr), tail(&wrrb), tail(&ikr));
+    let (wrrb, ikr) = (wrrb.goodput_kbps, ikr.goodput_kbps);
+    println!(
+        "means over 180 s (over the last 60 s): WRR {:.0} ({wrr_tail:.0}) kbit/s, WRR-BUFF {wrrb:.0} ({wrrb_tail:.0}), IKR {ikr:.0} ({ikr_tail:.0})",
+        wrr.goodput_kbps
+    );
     // Means over the run: WiMax alone (4000 kbit/s) for half of it, both (6000) after.
     let capacity = 5000.0;
+    // WRR collapses once both links carry it: at its first drop-tail loss after WLAN
+    // joins, recovery meets a dupACK every third packet and never ends (about 35 s after
+    // the join with seed 1).
     assert!(
-        wrr < 0.5 * capacity,
-        "WRR collapses once WLAN joins: {wrr} kbit/s"
+        wrr_tail < 0.2 * 6000.0,
+        "WRR collapses once WLAN joins: {wrr_tail} kbit/s over the last 60 s"
     );
-    for (name, g) in [("WRR-BUFF", wrrb), ("IKR", ikr)] {
-        assert!(g > 1.5 * wrr, "{name} {g} kbit/s vs WRR {wrr}");
+    for (name, g, g_tail) in [("WRR-BUFF", wrrb, wrrb_tail), ("IKR", ikr, ikr_tail)] {
+        assert!(
+            g_tail > 3.0 * wrr_tail,
+            "{name} {g_tail} kbit/s vs WRR {wrr_tail} over the last 60 s"
+        );
         assert!(g > 0.7 * capacity, "{name} carries the flow: {g} kbit/s");
     }
     // The seed's order. The margin is small here (IKR 0.3-4.6 % above WRRB over seeds

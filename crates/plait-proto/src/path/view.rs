@@ -10,7 +10,8 @@ use crate::ids::PathId;
 /// What the user configured about a path, if anything (config file, scenario).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PathHints {
-    /// Capacity, bytes of plait datagram per second.
+    /// Capacity, bytes per second on the link: datagrams counted with
+    /// `Config::datagram_overhead`, as every rate the engine estimates is.
     pub rate: Option<f64>,
     /// One-way delay (only differences between paths matter).
     pub one_way_delay: Option<Duration>,

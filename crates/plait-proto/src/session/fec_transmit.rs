@@ -70,7 +70,7 @@ impl Session {
         }
         let meta = PacketMeta {
             global_seq: symbol.first,
-            len: crate::wire::HEADER_LEN + symbol.symbol.len() + 12,
+            len: self.on_link(crate::wire::HEADER_LEN + symbol.symbol.len() + 12),
             arrival: now,
             control: false,
         };
@@ -105,14 +105,17 @@ impl Session {
         self.write_acks(now, &mut w, room, false);
         repr.encode(&mut w).ok()?;
         let len = w.len();
+        let on_link = self.on_link(len);
         let meta = PacketMeta {
             global_seq: symbol.first,
-            len,
+            len: on_link,
             arrival: now,
             control: false,
         };
         self.note_sent(now, path, &meta);
-        self.slot_mut(path)?.tx.on_sent(now, len, true, None, None);
+        self.slot_mut(path)?
+            .tx
+            .on_sent(now, on_link, true, None, None);
         Some(Transmit { path, len })
     }
 }

@@ -233,7 +233,10 @@ impl Session {
             self.config.liveness.clone(),
             self.config.max_ack_delay,
             self.config.min_pair_bytes,
-            (self.config.congestion, self.config.max_datagram_size as u64),
+            (
+                self.config.congestion,
+                (self.config.max_datagram_size + self.config.datagram_overhead) as u64,
+            ),
         );
         let rx = match self.retired.get_mut(id.index()).and_then(Option::take) {
             Some((next_seq, rx)) => {

@@ -28,7 +28,7 @@ impl Session {
     /// datagram does not fit or the pacer holds it. Returns when the pacer next lets a
     /// datagram go on a usable path whose window has room (if it holds one now).
     pub(super) fn mark_window_room(&mut self, now: Time) -> Option<Time> {
-        let size = self.config.max_datagram_size as u64;
+        let size = self.on_link(self.config.max_datagram_size) as u64;
         let mut earliest: Option<Time> = None;
         for view in &mut self.views {
             let Some(slot) = self.paths.get(view.id.index()).and_then(Option::as_ref) else {
@@ -59,7 +59,7 @@ impl Session {
         let mut earliest = self.mark_window_room(now);
         let meta = PacketMeta {
             global_seq: self.next_global,
-            len: self.config.max_datagram_size,
+            len: self.on_link(self.config.max_datagram_size),
             arrival: now,
             control: false,
         };
@@ -114,15 +114,16 @@ impl Session {
             }
         }
         let len = w.len();
+        let on_link = self.on_link(len);
         let meta = PacketMeta {
             global_seq: self.next_global,
-            len,
+            len: on_link,
             arrival: now,
             control: true,
         };
         self.note_sent(now, path, &meta);
         let slot = self.slot_mut(path)?;
-        let seq = slot.tx.on_sent(now, len, !sent.is_empty(), None, None);
+        let seq = slot.tx.on_sent(now, on_link, !sent.is_empty(), None, None);
         slot.tx.mark_reliable(seq);
         self.streams.on_datagram_sent(path, seq, sent);
         Some(Transmit { path, len })

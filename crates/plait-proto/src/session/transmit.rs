@@ -190,17 +190,25 @@ impl Session {
         ack_eliciting: bool,
         probe_id: Option<u32>,
     ) -> Option<Transmit> {
+        let on_link = self.on_link(len);
         let meta = PacketMeta {
             global_seq: self.next_global,
-            len,
+            len: on_link,
             arrival: now,
             control: true,
         };
         self.note_sent(now, path, &meta);
         self.slot_mut(path)?
             .tx
-            .on_sent(now, len, ack_eliciting, probe_id, None);
+            .on_sent(now, on_link, ack_eliciting, probe_id, None);
         Some(Transmit { path, len })
+    }
+
+    /// Bytes a datagram of `len` occupies on a link: it and what carries it
+    /// (`Config::datagram_overhead`). Every path model (schedulers' queues, rate
+    /// estimates, windows) counts these, so that small datagrams weigh what they cost.
+    pub(super) fn on_link(&self, len: usize) -> usize {
+        len.saturating_add(self.config.datagram_overhead)
     }
 
     /// Tells both schedulers a datagram left on `path` (their models of the path queues
@@ -258,7 +266,7 @@ impl Session {
             };
         let meta = PacketMeta {
             global_seq: self.next_global,
-            len: DATA_OVERHEAD + front.bytes.len(),
+            len: (DATA_OVERHEAD + front.bytes.len()).saturating_add(self.config.datagram_overhead),
             arrival: front.arrival,
             control: false,
         };
@@ -447,16 +455,17 @@ impl Session {
         }
         data.encode(&mut w).ok()?;
         let len = w.len();
+        let on_link = self.on_link(len);
         let meta = PacketMeta {
             global_seq: global,
-            len,
+            len: on_link,
             arrival,
             control: false,
         };
         self.note_sent(now, path, &meta);
         self.slot_mut(path)?
             .tx
-            .on_sent(now, len, true, None, (!repair).then_some(global));
+            .on_sent(now, on_link, true, None, (!repair).then_some(global));
         Some(Transmit { path, len })
     }
 
@@ -472,7 +481,7 @@ impl Session {
             };
             let meta = PacketMeta {
                 global_seq: global,
-                len: DATA_OVERHEAD + bytes.len(),
+                len: self.on_link(DATA_OVERHEAD + bytes.len()),
                 arrival: now,
                 control: false,
             };
@@ -643,7 +652,7 @@ impl Session {
         self.refresh_views();
         let meta = PacketMeta {
             global_seq: self.next_global,
-            len: ACK_DATAGRAM_ESTIMATE,
+            len: self.on_link(ACK_DATAGRAM_ESTIMATE),
             arrival: now,
             control: true,
         };

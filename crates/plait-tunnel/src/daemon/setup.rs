@@ -26,7 +26,7 @@ use crate::control::status::StatusServer;
 use crate::control::{SharedSnapshot, StatusSnapshot};
 use crate::endpoint::{
     ClientEndpoint, ClientParams, ClientPath, EngineParams, ServerEndpoint, ServerParams,
-    ServerPeer, max_datagram_for,
+    ServerPeer, max_datagram_for, outer_ip_udp_overhead,
 };
 use crate::io::netwatch::{NetWatch, PathRoute};
 use crate::io::steer::bind_steered;
@@ -35,12 +35,18 @@ use crate::io::udp::{SocketOptions, UdpPath};
 use crate::netcfg::{DEFAULT_FWMARK, DEFAULT_TABLE, NetConfig};
 use crate::sandbox;
 
-fn engine_params(e: &EngineSettings, max_datagram_size: usize) -> EngineParams {
+fn engine_params(
+    e: &EngineSettings,
+    max_datagram_size: usize,
+    outer_header_len: usize,
+) -> EngineParams {
     EngineParams {
         settings: e.clone(),
         max_datagram_size,
+        outer_header_len,
         seed: None,
         streams: EngineParams::tunnel_stream_limits(),
+        tuning: Default::default(),
     }
 }
 
@@ -116,7 +122,8 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         .map(|(p, s)| max_datagram_for(p.mtu, s))
         .min()
         .unwrap_or(0);
-    let engine = engine_params(&cfg.engine, max_datagram);
+    let outer = servers.iter().map(outer_ip_udp_overhead).max().unwrap_or(0);
+    let engine = engine_params(&cfg.engine, max_datagram, outer);
     let mtu = tun_mtu(&cfg.tun, &engine, "the smallest path MTU")?;
     let fwmark = (!cfg.route.is_empty()).then_some(DEFAULT_FWMARK);
     // Fixed paths: ids 0.. in file order, each with its socket now. Pattern paths open
@@ -227,7 +234,13 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         .map(|a| max_datagram_for(cfg.path_mtu, a))
         .min()
         .unwrap_or(0);
-    let mut engine = engine_params(&cfg.engine, max_datagram);
+    let outer = cfg
+        .listen
+        .iter()
+        .map(outer_ip_udp_overhead)
+        .max()
+        .unwrap_or(0);
+    let mut engine = engine_params(&cfg.engine, max_datagram, outer);
     if let Some(s) = &cfg.streams {
         // What one client's streams may hold unacknowledged (the receive side is bounded
         // by the windows both ends agree on).

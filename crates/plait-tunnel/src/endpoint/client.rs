@@ -42,7 +42,6 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use plait_proto::path::PathHints;
 use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
@@ -426,11 +425,7 @@ impl ClientEndpoint {
             if !self.bindings.available(i) {
                 continue;
             }
-            let hints = PathHints {
-                rate: p.rate_hint,
-                one_way_delay: None,
-                backup: p.backup,
-            };
+            let hints = self.params.engine.path_hints(i, p.rate_hint, p.backup);
             if let Err(e) = session.add_path(now, PathId(id), hints) {
                 warn!(path = %p.name, error = %e, "path not added");
             }
@@ -469,11 +464,7 @@ impl ClientEndpoint {
         let name = p.name.clone();
         let p = p.clone();
         self.record(t, Some(id.0), &name, event, why);
-        let hints = PathHints {
-            rate: p.rate_hint,
-            one_way_delay: None,
-            backup: p.backup,
-        };
+        let hints = self.params.engine.path_hints(path, p.rate_hint, p.backup);
         if let Some(session) = self.link.session_mut() {
             let done = if available {
                 session.add_path(t, id, hints)
@@ -516,11 +507,10 @@ impl ClientEndpoint {
         if let Some(c) = self.cookies.get_mut(id) {
             *c = None;
         }
-        let hints = PathHints {
-            rate: path.rate_hint,
-            one_way_delay: None,
-            backup: path.backup,
-        };
+        let hints = self
+            .params
+            .engine
+            .path_hints(id, path.rate_hint, path.backup);
         self.record(t, Some(pid), &path.name, "opened", why);
         self.slots[id] = Some(path);
         self.pattern_events.0 += 1;
@@ -785,6 +775,12 @@ impl ClientEndpoint {
         self.link.seal_path_frame(now, frame)
     }
 
+    /// The engine session, if one runs (read-only: statistics and path views, as the
+    /// simulator reports them).
+    pub fn session(&self) -> Option<&plait_proto::Session> {
+        self.link.session()
+    }
+
     /// The engine session, for tests that act as the tunnel's application.
     #[cfg(test)]
     pub(crate) fn session_mut(&mut self) -> Option<&mut plait_proto::Session> {
@@ -822,8 +818,10 @@ mod tests {
             engine: EngineParams {
                 settings: plait_proto::EngineSettings::default(),
                 max_datagram_size: 1400,
+                outer_header_len: 28,
                 seed: Some(1),
                 streams: EngineParams::tunnel_stream_limits(),
+                tuning: Default::default(),
             },
         });
         c.last_timestamp = u64::MAX;

@@ -129,6 +129,9 @@ pub struct Link {
     generation: u64,
     /// A stream call changed what the engine may send: drive before the round ends.
     needs_drive: bool,
+    /// Server: what a session is told of each path id when a datagram first brings it
+    /// (`EngineParams::path_hints`; experiments only, the daemon knows nothing).
+    path_hints: Vec<PathHints>,
 }
 
 /// Leave to start an engine session: made only by [`Link::complete_handshake`] (the
@@ -246,7 +249,13 @@ impl Link {
             stream_events: VecDeque::new(),
             generation: 0,
             needs_drive: false,
+            path_hints: Vec::new(),
         }
+    }
+
+    /// Server: the hints a session gets for each path id it adds (index: path id).
+    pub fn set_path_hints(&mut self, hints: Vec<PathHints>) {
+        self.path_hints = hints;
     }
 
     /// Serves the peer's streams from now on (stream mode): their events queue for
@@ -304,6 +313,11 @@ impl Link {
     }
 
     /// The engine session (the client adds and removes paths as its links come and go).
+    /// The engine session, if one runs (read-only: statistics, path views).
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
     pub(crate) fn session_mut(&mut self) -> Option<&mut Session> {
         self.session.as_mut()
     }
@@ -504,14 +518,12 @@ impl Link {
             .bindings
             .get(usize::from(path.0))
             .is_some_and(|b| b.backup);
-        session.add_path(
-            now,
-            path,
-            PathHints {
-                backup,
-                ..PathHints::default()
-            },
-        )?;
+        let known = self
+            .path_hints
+            .get(usize::from(path.0))
+            .copied()
+            .unwrap_or_default();
+        session.add_path(now, path, PathHints { backup, ..known })?;
         Ok(true)
     }
 
@@ -1098,7 +1110,7 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
         }
     }
 
-    fn deliver(&mut self, _now: Time, packet: &[u8], _info: &Delivery) {
+    fn deliver(&mut self, _now: Time, packet: &[u8], info: &Delivery) {
         if let Some(allowed) = self.allowed {
             let ok = super::inner::addresses(packet)
                 .is_some_and(|(src, _)| allowed.iter().any(|net| net.contains(&src)));
@@ -1107,6 +1119,7 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
                 return;
             }
         }
+        self.out.note_reorder_hold(info.held_for);
         self.out.write_tun(packet);
     }
 

@@ -50,6 +50,7 @@ pub use validation::{
     MAX_CHALLENGES,
 };
 
+use plait_proto::path::PathHints;
 use plait_proto::{EngineSettings, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -91,6 +92,11 @@ pub trait Outputs {
     fn send_udp(&mut self, socket: usize, to: SocketAddr, datagram: &[u8]);
     /// Write an inner packet to the TUN device.
     fn write_tun(&mut self, packet: &[u8]);
+    /// The next [`Outputs::write_tun`] packet waited `held_for` in the reorder buffer
+    /// (experiments measure it; the daemon ignores it).
+    fn note_reorder_hold(&mut self, held_for: Duration) {
+        let _ = held_for;
+    }
 }
 
 /// Engine settings shared by every session an endpoint makes.
@@ -100,11 +106,35 @@ pub struct EngineParams {
     pub settings: EngineSettings,
     /// Largest engine datagram (path MTU less outer IP, UDP and [`crate::message::DATA_OVERHEAD`]).
     pub max_datagram_size: usize,
+    /// Outer IP and UDP header bytes per datagram ([`outer_ip_udp_overhead`]: 28 over
+    /// IPv4, 48 over IPv6; the largest of the endpoint's paths). With
+    /// [`crate::message::DATA_OVERHEAD`] it is what each datagram costs a link beyond the
+    /// engine's bytes (`plait_proto::Config::datagram_overhead`).
+    pub outer_header_len: usize,
     /// Seed of the endpoint's random choices ([`Random`]); `None`: the OS generator.
     pub seed: Option<u64>,
     /// Stream bounds ([`EngineParams::tunnel_stream_limits`]). Both ends must agree on
     /// `max_concurrent` and the initial windows; the send buffers are this end's own.
     pub streams: plait_proto::StreamLimits,
+    /// Experiment knobs beyond `[engine]`; the daemon runs the default.
+    pub tuning: SessionTuning,
+}
+
+/// Session knobs that experiments set and the daemon never does: the simulator's seed
+/// reproductions (seed PET-BMP's "perfect knowledge" baselines, an ETOM-like ACK per
+/// datagram). `SessionTuning::default()` is the engine's own defaults, so a daemon's
+/// sessions are exactly `Config::for_session`'s.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionTuning {
+    /// See `plait_proto::Config::trust_hints`.
+    pub trust_hints: bool,
+    /// See `plait_proto::Config::ack_every`; `None`: the engine's default.
+    pub ack_every: Option<u32>,
+    /// See `plait_proto::Config::min_pair_bytes`; `None`: the engine's default.
+    pub min_pair_bytes: Option<usize>,
+    /// Per path id: what is known of the path (rate, one-way delay) when a session adds
+    /// it, at both ends. A client path's configured rate takes precedence.
+    pub path_hints: Vec<PathHints>,
 }
 
 /// Streams a tunnel peer may have open at once: one per relayed TCP connection, so far
@@ -124,10 +154,27 @@ impl EngineParams {
     /// session; the side decides the parity of the stream ids each end opens). The
     /// simulator builds its sessions the same way, `plait_proto::Config::for_session`.
     pub fn session_config(&self, seed: u64, side: plait_proto::Side) -> plait_proto::Config {
+        let base = plait_proto::Config::for_session(seed, self.max_datagram_size, &self.settings);
+        let t = &self.tuning;
         plait_proto::Config {
             side,
+            datagram_overhead: crate::message::DATA_OVERHEAD + self.outer_header_len,
             streams: self.streams.clone(),
-            ..plait_proto::Config::for_session(seed, self.max_datagram_size, &self.settings)
+            trust_hints: t.trust_hints,
+            ack_every: t.ack_every.unwrap_or(base.ack_every),
+            min_pair_bytes: t.min_pair_bytes.unwrap_or(base.min_pair_bytes),
+            ..base
+        }
+    }
+
+    /// What a session is told of path `id` when it adds it: the tuning's hints, with a
+    /// configured `rate` (client paths) taking precedence, and the path's role.
+    pub fn path_hints(&self, id: usize, rate: Option<f64>, backup: bool) -> PathHints {
+        let known = self.tuning.path_hints.get(id).copied().unwrap_or_default();
+        PathHints {
+            rate: rate.or(known.rate),
+            backup,
+            ..known
         }
     }
 

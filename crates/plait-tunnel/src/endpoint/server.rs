@@ -175,11 +175,13 @@ impl ServerEndpoint {
             .enumerate()
             .map(|(i, config)| {
                 routes.extend(config.allowed_ips.iter().map(|n| (n.trunc(), i)));
+                let mut link = Link::responder(config.allowed_ips.clone());
+                link.set_path_hints(params.engine.tuning.path_hints.clone());
                 Peer {
                     public_b64: config.public_key.to_base64(),
                     last_timestamp: None,
                     last_initiation: None,
-                    link: Link::responder(config.allowed_ips.clone()),
+                    link,
                     log_answered: LogLimiter::new(1.0),
                     config,
                 }
@@ -223,6 +225,12 @@ impl ServerEndpoint {
 
     pub(super) fn links_mut(&mut self) -> impl Iterator<Item = &mut Link> {
         self.peers.iter_mut().map(|p| &mut p.link)
+    }
+
+    /// The engine session of the `index`-th configured client, if one runs (read-only:
+    /// statistics and path views, as the simulator reports them).
+    pub fn peer_session(&self, index: usize) -> Option<&plait_proto::Session> {
+        self.peers.get(index)?.link.session()
     }
 
     /// The `index`-th configured client's name.

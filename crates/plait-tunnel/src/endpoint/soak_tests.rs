@@ -316,8 +316,10 @@ fn engine(seed: u64) -> EngineParams {
     EngineParams {
         settings: EngineSettings::default(),
         max_datagram_size: 1400,
+        outer_header_len: 28,
         seed: Some(seed),
         streams: EngineParams::tunnel_stream_limits(),
+        tuning: Default::default(),
     }
 }
 

@@ -30,8 +30,10 @@ fn engine_with(scheduler: SchedulerKind) -> EngineParams {
             ..EngineSettings::default()
         },
         max_datagram_size: 1400,
+        outer_header_len: 28,
         seed: None,
         streams: EngineParams::tunnel_stream_limits(),
+        tuning: Default::default(),
     }
 }
 
