@@ -115,6 +115,9 @@ pub struct Session {
     /// sequence numbers never repeat within a session: the tunnel's nonces rely on it,
     /// docs/protocol.md#data-messages).
     retired: Vec<Option<(PathSeq, AckTracker)>>,
+    /// Paths the driver cannot send data on yet (bit per path id,
+    /// [`Session::set_path_held`]).
+    held: u16,
     owd_ref: OwdReference,
     scheduler: AnyScheduler,
     /// The scheduler said wait: until this time (`Some`), or until paths change (`None`
@@ -176,6 +179,7 @@ impl Session {
             now: Time::ZERO,
             paths: (0..MAX_PATHS).map(|_| None).collect(),
             retired: (0..MAX_PATHS).map(|_| None).collect(),
+            held: 0,
             owd_ref: OwdReference::default(),
             scheduler: AnyScheduler::new(config.scheduler),
             sched_wait_until: None,
@@ -274,6 +278,35 @@ impl Session {
         Ok(())
     }
 
+    /// Holds a path (`held`) or lets it go: a held path still takes what arrives on it and
+    /// is probed, but schedulers see it as not usable, so it carries no data and no ACKs.
+    /// The tunnel holds a server's path until its address is validated
+    /// (docs/protocol.md#path-validation): what it sent there before would mostly be
+    /// dropped by the anti-amplification limit, losses the engine would not know of.
+    /// Ignores ids out of range; costs nothing when nothing changes.
+    pub fn set_path_held(&mut self, now: Time, id: PathId, held: bool) {
+        let Some(bit) = 1u16.checked_shl(u32::from(id.0)) else {
+            return;
+        };
+        let was = self.held & bit != 0;
+        if was == held {
+            return;
+        }
+        self.advance(now);
+        self.held = if held {
+            self.held | bit
+        } else {
+            self.held & !bit
+        };
+        self.on_paths_changed(now);
+    }
+
+    /// Whether [`Session::set_path_held`] holds path `id`.
+    pub fn is_path_held(&self, id: PathId) -> bool {
+        1u16.checked_shl(u32::from(id.0))
+            .is_some_and(|bit| self.held & bit != 0)
+    }
+
     /// Removes a path: nothing more is sent on it; what arrives on it is ignored.
     pub fn remove_path(&mut self, now: Time, id: PathId) -> Result<(), PathError> {
         self.advance(now);
@@ -287,6 +320,7 @@ impl Session {
         if let Some(r) = self.retired.get_mut(id.index()) {
             *r = Some((removed.tx.next_seq(), removed.rx));
         }
+        self.held &= !1u16.checked_shl(u32::from(id.0)).unwrap_or(0);
         if let Some(c) = &mut self.copies {
             c.paths.retain(|p| *p != id);
         }

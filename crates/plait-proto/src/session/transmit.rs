@@ -232,10 +232,20 @@ impl Session {
                 .flatten()
                 .map(|s| s.tx.view(floor, trusted)),
         );
+        // A held path (its address not validated yet) stands by: it carries nothing.
+        let held = self.held;
+        for v in self.views.iter_mut() {
+            v.standby = 1u16
+                .checked_shl(u32::from(v.id.0))
+                .is_some_and(|b| held & b != 0);
+        }
         // docs/protocol.md#backup: backups stand by while a primary path is usable.
-        let primary_up = self.views.iter().any(|v| !v.backup && v.state.is_usable());
+        let primary_up = self
+            .views
+            .iter()
+            .any(|v| !v.backup && v.state.is_usable() && !v.standby);
         for v in self.views.iter_mut().filter(|v| v.backup) {
-            v.standby = primary_up;
+            v.standby |= primary_up;
         }
     }
 

@@ -842,6 +842,7 @@ impl Link {
     /// Returns the engine's next deadline.
     pub fn drive(&mut self, now: Time, out: &mut impl Outputs) -> Option<Time> {
         self.needs_drive = false;
+        self.hold_unvalidated(now);
         let mut events = Vec::new();
         let next = self.drive_once(now, out, &mut events);
         if events.is_empty() {
@@ -868,6 +869,23 @@ impl Link {
             return next;
         }
         self.drive_once(now, out, &mut events)
+    }
+
+    /// Server: the engine sends nothing on a path whose address is not validated yet
+    /// (docs/protocol.md#path-validation): the anti-amplification limit would drop most of
+    /// it, losses the engine would not hear of. A path that moves keeps its validated
+    /// address meanwhile, so only a path's first address holds it.
+    fn hold_unvalidated(&mut self, now: Time) {
+        if self.allowed_sources.is_none() {
+            return;
+        }
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        for (i, addr) in self.addresses.iter().enumerate() {
+            let Ok(id) = u8::try_from(i) else { break };
+            session.set_path_held(now, PathId(id), addr.validated().is_none());
+        }
     }
 
     fn queue_stream_events(&mut self, events: Vec<LinkStreamEvent>) {
