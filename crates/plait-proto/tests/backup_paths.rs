@@ -3,37 +3,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use plait_proto::reorder::ReorderKind;
 use plait_proto::{Config, PathId, Time};
-use support::{LinkSpec, Pair, payload};
-
-fn link(rate_mbit: f64, delay_ms: u64) -> LinkSpec {
-    LinkSpec {
-        rate: rate_mbit * 1e6 / 8.0,
-        delay: Duration::from_millis(delay_ms),
-        loss: 0.0,
-        queue_bytes: 200_000,
-    }
-}
-
-/// Side a sends a packet every millisecond from 200 ms until `until`.
-fn steady(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
-    let mut next = Time::from_millis(200);
-    let mut index = 0u64;
-    move |pair: &mut Pair| {
-        if next >= until {
-            return None;
-        }
-        if pair.now >= next {
-            pair.send_inner(0, &payload(index, 1000));
-            index += 1;
-            next += Duration::from_millis(1);
-        }
-        Some(next)
-    }
-}
+use support::{Pair, lossless as link, steady};
 
 #[test]
 fn a_backup_path_carries_nothing_while_the_primary_works_then_takes_over() {

@@ -5,37 +5,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use plait_proto::reorder::ReorderKind;
 use plait_proto::{Config, PathId, Time};
-use support::{LinkSpec, Pair, payload};
-
-fn link(rate_mbit: f64, delay_ms: u64) -> LinkSpec {
-    LinkSpec {
-        rate: rate_mbit * 1e6 / 8.0,
-        delay: Duration::from_millis(delay_ms),
-        loss: 0.0,
-        queue_bytes: 200_000,
-    }
-}
-
-/// Side a sends a packet every millisecond from 200 ms until `until`.
-fn steady(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
-    let mut next = Time::from_millis(200);
-    let mut index = 0u64;
-    move |pair: &mut Pair| {
-        if next >= until {
-            return None;
-        }
-        if pair.now >= next {
-            pair.send_inner(0, &payload(index, 1000));
-            index += 1;
-            next += Duration::from_millis(1);
-        }
-        Some(next)
-    }
-}
+use support::{Pair, lossless as link, steady};
 
 fn pair() -> Pair {
     let config = Config {
@@ -63,13 +35,19 @@ fn a_held_path_carries_no_data_until_it_is_let_go() {
     let first = pair.take_delivered(0).len();
     assert!(first > 2500, "{first}");
     // Probes only while held: under 1 % of what path 0 carried.
-    assert!(held[1] * 100 < held[0], "the held path carried data: {held:?}");
+    assert!(
+        held[1] * 100 < held[0],
+        "the held path carried data: {held:?}"
+    );
 
     pair.a.set_path_held(pair.now, PathId(1), false);
     pair.run_until(Time::from_millis(6500), &mut traffic);
     let after = pair.link_delivered_bytes(0);
     let (p0, p1) = (after[0] - held[0], after[1] - held[1]);
-    assert!(p1 > p0, "let go, the faster path carries most: {p0} and {p1} bytes");
+    assert!(
+        p1 > p0,
+        "let go, the faster path carries most: {p0} and {p1} bytes"
+    );
     let second = pair.take_delivered(0).len();
     assert_eq!(first + second, 5800, "every packet arrived");
 }

@@ -16,6 +16,34 @@ use plait_proto::{Config, Delivery, Event, Io, PathId, Session, Time, drive};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+/// A lossless link of `rate_mbit` Mbit/s, `delay_ms` each way, with a 200 kB queue.
+pub fn lossless(rate_mbit: f64, delay_ms: u64) -> LinkSpec {
+    LinkSpec {
+        rate: rate_mbit * 1e6 / 8.0,
+        delay: Duration::from_millis(delay_ms),
+        loss: 0.0,
+        queue_bytes: 200_000,
+    }
+}
+
+/// Traffic for [`Pair::run_until`]: side a sends a 1000-byte packet every millisecond
+/// from 200 ms until `until`.
+pub fn steady(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
+    let mut next = Time::from_millis(200);
+    let mut index = 0u64;
+    move |pair: &mut Pair| {
+        if next >= until {
+            return None;
+        }
+        if pair.now >= next {
+            pair.send_inner(0, &payload(index, 1000));
+            index += 1;
+            next += Duration::from_millis(1);
+        }
+        Some(next)
+    }
+}
+
 /// One direction of one path.
 #[derive(Debug, Clone)]
 pub struct LinkSpec {
