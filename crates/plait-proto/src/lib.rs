@@ -39,7 +39,7 @@ pub use session::{
     Delivery, Event, Footprint, PathError, RecvError, SendError, Session, SessionStats, Transmit,
 };
 pub use stream::{
-    Side, StreamError, StreamEvent, StreamId, StreamLimits, StreamRead, StreamStats,
-    StreamViolation,
+    FlowControlView, Side, StreamError, StreamEvent, StreamId, StreamLimits, StreamRead,
+    StreamStats, StreamViolation,
 };
 pub use time::Time;

@@ -179,7 +179,7 @@ impl Session {
                     push_event(&mut self.events, &mut self.stats, event);
                 }
                 Frame::Stream(f) => {
-                    let r = self.streams.on_stream_frame(&f);
+                    let r = self.streams.on_stream_frame(now, &f);
                     self.stream_result(now, r);
                 }
                 Frame::ResetStream(f) => {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::{Lifecycle, Session};
-use crate::stream::{StreamError, StreamId, StreamRead, StreamStats};
+use crate::stream::{FlowControlView, PathRtts, StreamError, StreamId, StreamRead, StreamStats};
 use crate::time::Time;
 
 /// RTT assumed for window auto-tuning before any path has one.
@@ -69,20 +69,28 @@ impl Session {
         buf: &mut [u8],
     ) -> Result<StreamRead, StreamError> {
         self.advance(now);
-        let rtt = self
-            .paths
-            .iter()
-            .flatten()
-            .filter(|s| s.tx.state().is_usable())
-            .filter_map(|s| s.tx.rtt().srtt())
-            .max()
-            .unwrap_or(DEFAULT_TUNING_RTT);
-        self.streams.read(self.now, id, buf, rtt)
+        let srtts = || {
+            self.paths
+                .iter()
+                .flatten()
+                .filter(|s| s.tx.state().is_usable())
+                .filter_map(|s| s.tx.rtt().srtt())
+        };
+        let rtts = PathRtts {
+            shortest: srtts().min().unwrap_or(DEFAULT_TUNING_RTT),
+            longest: srtts().max().unwrap_or(DEFAULT_TUNING_RTT),
+        };
+        self.streams.read(self.now, id, buf, rtts)
     }
 
     /// The stream layer's counters.
     pub fn stream_stats(&self) -> StreamStats {
         self.streams.stats()
+    }
+
+    /// The streams' flow-control state now (docs/protocol.md#stream-flow-control).
+    pub fn stream_flow_control(&self) -> FlowControlView {
+        self.streams.flow_control()
     }
 
     /// Bytes the streams hold: (written and unacknowledged, arrived and unread).

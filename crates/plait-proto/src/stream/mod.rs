@@ -16,6 +16,9 @@
 //!   [`StreamLimits::max_session_window`], written bytes ≤
 //!   [`StreamLimits::session_send_buffer`], streams ≤ 2 × [`StreamLimits::max_concurrent`]
 //!   (each end's), and the in-flight record holds one entry per unresolved datagram;
+//! - receive windows auto-tune inside those hard bounds and never shrink: a window doubles
+//!   when it was used up within two loop times, the loop time counting the measured
+//!   resequencing delay (`autotune.rs`, docs/protocol.md#window-auto-tuning);
 //! - the send buffer is adaptive inside those hard bounds: [`Streams::write`] gives room
 //!   only while the stream holds less than `min(stream_send_buffer, target)` and all
 //!   streams less than `min(session_send_buffer, target)` written, unacknowledged bytes,
@@ -39,6 +42,7 @@
 //!   `Streams::refresh_sendable` (or `remove`); `Streams::check_invariants` checks the
 //!   sets against the table in the tests.
 
+mod autotune;
 mod error;
 mod range_set;
 mod recv;
@@ -46,8 +50,10 @@ mod send;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
-use std::time::Duration;
 
+pub use autotune::{
+    GROWTH_LOOPS, PathRtts, ResequencingDelay, ResequencingProbe, loop_time, tuned_window,
+};
 pub use error::{StreamError, StreamViolation};
 pub use range_set::RangeSet;
 pub use recv::{RecvHalf, RecvViolation};
@@ -211,6 +217,32 @@ pub struct StreamStats {
     pub resets: u64,
     /// Stream frames found on datagrams declared lost.
     pub frames_lost: u64,
+    /// Times a stream's receive window doubled (docs/protocol.md#window-auto-tuning).
+    pub stream_window_raises: u64,
+    /// Times the session's receive window doubled by auto-tuning.
+    pub session_window_raises: u64,
+    /// Resequencing-delay samples taken (bytes that waited beyond a hole).
+    pub resequencing_samples: u64,
+    /// The smoothed resequencing delay, µs (0 before any sample).
+    pub resequencing_us: u64,
+}
+
+/// A snapshot of one end's flow-control state (docs/protocol.md#stream-flow-control), for
+/// counters and diagnostics: what limits a transfer shows here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowControlView {
+    /// Sending: the peer's session limit (MAX_DATA).
+    pub send_max_data: u64,
+    /// Sending: new stream bytes sent, summed over streams (what MAX_DATA counts).
+    pub sent_new: u64,
+    /// Receiving: the session limit this end advertised.
+    pub recv_max_data: u64,
+    /// Receiving: bytes the application consumed, summed over streams.
+    pub recv_consumed: u64,
+    /// Receiving: the session window auto-tuning has reached.
+    pub recv_window: u64,
+    /// Receiving: the largest stream window auto-tuning has reached among open streams.
+    pub largest_stream_window: u64,
 }
 
 /// This end's RESET_STREAM for a stream (docs/protocol.md#stream-reset): each end sends
@@ -232,6 +264,8 @@ struct Stream {
     /// The receive window auto-tuning has reached.
     window: u64,
     last_window_update: Option<Time>,
+    /// Measures how long bytes wait beyond a hole (docs/protocol.md#window-auto-tuning).
+    resequencing: ResequencingProbe,
     max_stream_data_due: bool,
     /// The application knows the stream (it opened it, or got `Opened`).
     announced: bool,
@@ -268,6 +302,8 @@ pub struct Streams {
     recv_consumed: u64,
     recv_window: u64,
     last_max_data_update: Option<Time>,
+    /// The streams' smoothed resequencing delay, part of the auto-tuning loop time.
+    resequencing: ResequencingDelay,
     max_data_due: bool,
     /// Streams with a control frame due (RESET_STREAM, MAX_STREAM_DATA).
     control_due: BTreeSet<u64>,
@@ -307,6 +343,7 @@ impl Streams {
             recv_consumed: 0,
             recv_window: limits.initial_session_window,
             last_max_data_update: None,
+            resequencing: ResequencingDelay::default(),
             max_data_due: false,
             control_due: BTreeSet::new(),
             waiting_writers: BTreeSet::new(),
@@ -327,7 +364,24 @@ impl Streams {
     pub fn stats(&self) -> StreamStats {
         StreamStats {
             open: self.map.len() as u64,
+            resequencing_samples: self.resequencing.samples(),
+            resequencing_us: self
+                .resequencing
+                .get()
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             ..self.stats
+        }
+    }
+
+    /// The flow-control state now (see [`FlowControlView`]).
+    pub fn flow_control(&self) -> FlowControlView {
+        FlowControlView {
+            send_max_data: self.send_max_data,
+            sent_new: self.sent_new,
+            recv_max_data: self.recv_max_data,
+            recv_consumed: self.recv_consumed,
+            recv_window: self.recv_window,
+            largest_stream_window: self.map.values().map(|s| s.window).max().unwrap_or(0),
         }
     }
 
@@ -348,6 +402,7 @@ impl Streams {
             recv: RecvHalf::new(self.limits.initial_stream_window),
             window: self.limits.initial_stream_window,
             last_window_update: None,
+            resequencing: ResequencingProbe::default(),
             max_stream_data_due: false,
             announced,
             readable_signalled: false,
@@ -520,14 +575,14 @@ impl Streams {
         });
     }
 
-    /// Reads in-order bytes of a stream into `buf`. `rtt` is the session's longest
-    /// smoothed RTT, for window auto-tuning.
+    /// Reads in-order bytes of a stream into `buf`. `rtts` are the session's shortest and
+    /// longest smoothed RTTs, for window auto-tuning (docs/protocol.md#window-auto-tuning).
     pub fn read(
         &mut self,
         now: Time,
         id: StreamId,
         buf: &mut [u8],
-        rtt: Duration,
+        rtts: PathRtts,
     ) -> Result<StreamRead, StreamError> {
         let s = self.map.get_mut(&id.0).ok_or(StreamError::Unknown(id))?;
         if s.local_reset.is_some() {
@@ -542,15 +597,23 @@ impl Streams {
         }
         self.recv_consumed += len as u64;
         self.stats.bytes_read += len as u64;
-        // Stream window: advertise more once half of it is used (auto-tuned: if the last
-        // update was less than two round trips ago, the window limits the rate: double it).
+        // Stream window: advertise more once half of it is used; auto-tuned: if the last
+        // update was less than two loop times (SRTT plus resequencing delay) ago, the window
+        // limits the rate: double it (docs/protocol.md#window-auto-tuning).
+        let loop_time = loop_time(rtts, &self.resequencing);
         if !fin {
             let read = s.recv.read_offset();
             if s.recv.max_data() - read < s.window / 2 {
-                if s.last_window_update
-                    .is_some_and(|t| now.saturating_since(t) < rtt * 2)
-                {
-                    s.window = (s.window * 2).min(self.limits.max_stream_window);
+                let grown = tuned_window(
+                    s.window,
+                    self.limits.max_stream_window,
+                    s.last_window_update,
+                    now,
+                    loop_time,
+                );
+                if grown > s.window {
+                    s.window = grown;
+                    self.stats.stream_window_raises += 1;
                     // The session window stays at least twice the largest stream window,
                     // so one stream whose reader stalls holds at most half the session's
                     // credit and the other streams keep flowing.
@@ -564,11 +627,16 @@ impl Streams {
             }
         }
         if self.recv_max_data.saturating_sub(self.recv_consumed) < self.recv_window / 2 {
-            if self
-                .last_max_data_update
-                .is_some_and(|t| now.saturating_since(t) < rtt * 2)
-            {
-                self.recv_window = (self.recv_window * 2).min(self.limits.max_session_window);
+            let grown = tuned_window(
+                self.recv_window,
+                self.limits.max_session_window,
+                self.last_max_data_update,
+                now,
+                loop_time,
+            );
+            if grown > self.recv_window {
+                self.recv_window = grown;
+                self.stats.session_window_raises += 1;
             }
             self.last_max_data_update = Some(now);
             self.credit_session();
@@ -611,8 +679,12 @@ impl Streams {
         Ok(true)
     }
 
-    /// A STREAM frame arrived.
-    pub fn on_stream_frame(&mut self, frame: &StreamFrame<'_>) -> Result<(), StreamViolation> {
+    /// A STREAM frame arrived at `now`.
+    pub fn on_stream_frame(
+        &mut self,
+        now: Time,
+        frame: &StreamFrame<'_>,
+    ) -> Result<(), StreamViolation> {
         let id = frame.stream_id;
         if !self.remote_stream(id)? {
             return Ok(());
@@ -646,6 +718,11 @@ impl Streams {
         self.recv_highest += raised;
         if self.recv_highest > self.recv_max_data {
             return Err(StreamViolation::FlowControl(StreamId(id)));
+        }
+        // docs/protocol.md#window-auto-tuning: how long bytes beyond a hole wait.
+        let in_order_end = s.recv.read_offset() + s.recv.readable();
+        if let Some(wait) = s.resequencing.on_arrival(now, end, in_order_end) {
+            self.resequencing.on_sample(wait);
         }
         self.after_data(id)
     }
@@ -1137,6 +1214,8 @@ fn parse_request_len(head: &[u8]) -> Option<Result<(usize, usize), ()>> {
     }
 }
 
+#[cfg(test)]
+mod autotune_tests;
 #[cfg(test)]
 mod regression_tests;
 #[cfg(test)]

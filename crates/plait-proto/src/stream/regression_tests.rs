@@ -3,6 +3,8 @@
 //! resets, a reset stream's bytes escaping flow control, a reset never answered by a peer
 //! that forgot the stream, a lost `Writable`, a stream ending inside its open request).
 
+use std::time::Duration;
+
 use super::*;
 use crate::wire::{Frame, frames};
 
@@ -45,7 +47,7 @@ fn deliver_and_ack(from: &mut Streams, to: &mut Streams) -> Result<usize, Stream
         from.on_datagram_sent(PathId(0), seq, sent);
         for f in frames(&buf[..len]) {
             match f.expect("valid frames") {
-                Frame::Stream(f) => to.on_stream_frame(&f)?,
+                Frame::Stream(f) => to.on_stream_frame(Time::ZERO, &f)?,
                 Frame::ResetStream(f) => to.on_reset_frame(&f)?,
                 Frame::MaxData(m) => to.on_max_data(m),
                 Frame::MaxStreamData(f) => to.on_max_stream_data(&f)?,
@@ -130,7 +132,7 @@ fn data_on_locally_reset_stream_skips_flow_control_and_overflows() {
     let far = crate::wire::MAX_STREAM_OFFSET - 1;
     // The spec: data beyond an advertised limit is FlowControl. The first frame is already
     // 2^62 bytes beyond the 4096-byte session window.
-    let first = a.on_stream_frame(&frame(ids[0].0, far, b"x", false));
+    let first = a.on_stream_frame(Time::ZERO, &frame(ids[0].0, far, b"x", false));
     assert_eq!(
         first,
         Err(StreamViolation::FlowControl(ids[0])),
@@ -159,7 +161,7 @@ fn data_on_locally_reset_streams_panics_on_overflow() {
     }
     let far = crate::wire::MAX_STREAM_OFFSET - 1;
     for id in &ids {
-        let _ = a.on_stream_frame(&frame(id.0, far, b"x", false));
+        let _ = a.on_stream_frame(Time::ZERO, &frame(id.0, far, b"x", false));
     }
 }
 
@@ -183,7 +185,9 @@ fn reset_after_peer_forgot_stream_leaks_it_and_its_stream_credit() {
         // b answers with nothing and ends its direction; a reads b's end.
         b.finish(id).unwrap();
         settle(&mut a, &mut b);
-        let r = a.read(Time::ZERO, id, &mut buf, Duration::ZERO).unwrap();
+        let r = a
+            .read(Time::ZERO, id, &mut buf, PathRtts::uniform(Duration::ZERO))
+            .unwrap();
         assert!(r.fin);
         settle(&mut a, &mut b);
         assert_eq!(
@@ -251,7 +255,7 @@ fn writable_lost_when_session_buffer_was_the_limit() {
 fn empty_stream_is_not_bad_open_request() {
     let mut b = Streams::new(Side::Server, limits());
     assert_eq!(
-        b.on_stream_frame(&frame(0, 0, b"", true)),
+        b.on_stream_frame(Time::ZERO, &frame(0, 0, b"", true)),
         Err(StreamViolation::BadOpenRequest(StreamId(0)))
     );
 }
@@ -260,7 +264,7 @@ fn empty_stream_is_not_bad_open_request() {
 fn fin_inside_two_byte_length_is_not_bad_open_request() {
     let mut b = Streams::new(Side::Server, limits());
     assert_eq!(
-        b.on_stream_frame(&frame(0, 0, &[0x40], true)),
+        b.on_stream_frame(Time::ZERO, &frame(0, 0, &[0x40], true)),
         Err(StreamViolation::BadOpenRequest(StreamId(0)))
     );
 }
@@ -273,7 +277,7 @@ fn tiny_frames_with_gaps_are_refused_before_the_bookkeeping_grows() {
     // Default window 256 KiB: at most 4096 pieces.
     let mut refused = None;
     for k in 0..10_000u64 {
-        if let Err(v) = b.on_stream_frame(&frame(0, 10 + 2 * k, b"x", false)) {
+        if let Err(v) = b.on_stream_frame(Time::ZERO, &frame(0, 10 + 2 * k, b"x", false)) {
             refused = Some((k, v));
             break;
         }

@@ -7,6 +7,8 @@
 
 use proptest::prelude::*;
 
+use std::time::Duration;
+
 use super::*;
 use crate::wire::{Frame, frames};
 
@@ -87,10 +89,12 @@ fn end(side: Side) -> End {
 fn read_all(e: &mut End, id: StreamId) {
     let mut buf = [0u8; 700];
     loop {
-        let Ok(r) = e
-            .streams
-            .read(Time::ZERO, id, &mut buf, Duration::from_millis(10))
-        else {
+        let Ok(r) = e.streams.read(
+            Time::ZERO,
+            id,
+            &mut buf,
+            PathRtts::uniform(Duration::from_millis(10)),
+        ) else {
             return; // forgotten after its end was read
         };
         let entry = e.read.entry(id).or_insert((0, false));
@@ -114,7 +118,7 @@ fn arrive(ends: &mut [End; 2], d: &InFlight) {
     let to = &mut ends[1 - d.from];
     for f in frames(&d.bytes) {
         let r = match f.expect("valid") {
-            Frame::Stream(f) => to.streams.on_stream_frame(&f),
+            Frame::Stream(f) => to.streams.on_stream_frame(Time::ZERO, &f),
             Frame::ResetStream(f) => to.streams.on_reset_frame(&f),
             Frame::MaxData(m) => {
                 to.streams.on_max_data(m);
@@ -224,7 +228,7 @@ proptest! {
                 let mine: Vec<StreamId> = end.mine.iter().map(|m| m.0).collect();
                 let mut buf = [0u8; 8];
                 for id in mine {
-                    if let Ok(r) = end.streams.read(Time::ZERO, id, &mut buf, Duration::ZERO) {
+                    if let Ok(r) = end.streams.read(Time::ZERO, id, &mut buf, PathRtts::uniform(Duration::ZERO)) {
                         assert_eq!(r.len, 0, "the peer wrote nothing on {id}");
                     }
                 }

@@ -1,6 +1,8 @@
 //! The stream table on its own: frames in by hand, every peer violation named, every bad
 //! application call refused without effect.
 
+use std::time::Duration;
+
 use super::*;
 use crate::wire::{Frame, frames};
 
@@ -47,7 +49,7 @@ fn deliver(from: &mut Streams, to: &mut Streams) -> Result<(), StreamViolation> 
         from.on_datagram_sent(PathId(0), seq, sent);
         for f in frames(&buf[..len]) {
             match f.expect("valid frames") {
-                Frame::Stream(f) => to.on_stream_frame(&f)?,
+                Frame::Stream(f) => to.on_stream_frame(Time::ZERO, &f)?,
                 Frame::ResetStream(f) => to.on_reset_frame(&f)?,
                 Frame::MaxData(m) => to.on_max_data(m),
                 Frame::MaxStreamData(f) => to.on_max_stream_data(&f)?,
@@ -81,7 +83,12 @@ fn open_write_read_through_frames() {
     );
     let mut buf = [0u8; 16];
     let r = b
-        .read(Time::ZERO, id, &mut buf, Duration::from_millis(10))
+        .read(
+            Time::ZERO,
+            id,
+            &mut buf,
+            PathRtts::uniform(Duration::from_millis(10)),
+        )
         .unwrap();
     assert_eq!((&buf[..r.len], r.fin), (&b"hello"[..], true));
     // The server opens odd ids.
@@ -94,42 +101,42 @@ fn peer_violations_are_named() {
     // Beyond the stream window (2048).
     let big = vec![0u8; 100];
     assert_eq!(
-        b.on_stream_frame(&frame(0, 2000, &big, false)),
+        b.on_stream_frame(Time::ZERO, &frame(0, 2000, &big, false)),
         Err(StreamViolation::FlowControl(StreamId(0)))
     );
     // A server-side id (odd) the server never opened.
     assert_eq!(
-        b.on_stream_frame(&frame(3, 0, b"x", false)),
+        b.on_stream_frame(Time::ZERO, &frame(3, 0, b"x", false)),
         Err(StreamViolation::NotOpened(StreamId(3)))
     );
     // Beyond MAX_STREAMS (2): index 2 is the third stream.
     assert_eq!(
-        b.on_stream_frame(&frame(4, 0, b"x", false)),
+        b.on_stream_frame(Time::ZERO, &frame(4, 0, b"x", false)),
         Err(StreamViolation::StreamLimit(StreamId(4)))
     );
     // A final size that moves.
     let mut b = Streams::new(Side::Server, limits());
-    b.on_stream_frame(&frame(0, 0, &opening(b"r"), true))
+    b.on_stream_frame(Time::ZERO, &frame(0, 0, &opening(b"r"), true))
         .unwrap();
     assert_eq!(
-        b.on_stream_frame(&frame(0, 2, b"more", false)),
+        b.on_stream_frame(Time::ZERO, &frame(0, 2, b"more", false)),
         Err(StreamViolation::FinalSize(StreamId(0)))
     );
     // An open request that claims more than 1024 bytes (2-byte varint 0x4401 = 1025).
     let mut b = Streams::new(Side::Server, limits());
     assert_eq!(
-        b.on_stream_frame(&frame(0, 0, &[0x44, 0x01], false)),
+        b.on_stream_frame(Time::ZERO, &frame(0, 0, &[0x44, 0x01], false)),
         Err(StreamViolation::BadOpenRequest(StreamId(0)))
     );
     // A stream that ends inside its open request.
     let mut b = Streams::new(Side::Server, limits());
     assert_eq!(
-        b.on_stream_frame(&frame(0, 0, &[5, b'a'], true)),
+        b.on_stream_frame(Time::ZERO, &frame(0, 0, &[5, b'a'], true)),
         Err(StreamViolation::BadOpenRequest(StreamId(0)))
     );
     // A reset whose final size is below data already received.
     let mut b = Streams::new(Side::Server, limits());
-    b.on_stream_frame(&frame(0, 0, &opening(b"abc"), false))
+    b.on_stream_frame(Time::ZERO, &frame(0, 0, &opening(b"abc"), false))
         .unwrap();
     let reset = ResetStreamFrame {
         stream_id: 0,
@@ -143,9 +150,9 @@ fn peer_violations_are_named() {
     // Session-wide limit (4096) over two streams of 2048 + 1 byte each... the second
     // stream's last byte crosses it.
     let mut b = Streams::new(Side::Server, limits());
-    b.on_stream_frame(&frame(0, 0, &vec![0; 2048], false))
+    b.on_stream_frame(Time::ZERO, &frame(0, 0, &vec![0; 2048], false))
         .unwrap();
-    b.on_stream_frame(&frame(2, 0, &vec![0; 2048], false))
+    b.on_stream_frame(Time::ZERO, &frame(2, 0, &vec![0; 2048], false))
         .unwrap();
     let mut more = Streams::new(
         Side::Server,
@@ -155,11 +162,11 @@ fn peer_violations_are_named() {
         },
     );
     assert_eq!(
-        more.on_stream_frame(&frame(0, 0, &vec![0; 2048], false)),
+        more.on_stream_frame(Time::ZERO, &frame(0, 0, &vec![0; 2048], false)),
         Ok(())
     );
     assert_eq!(
-        more.on_stream_frame(&frame(2, 0, &[0], false)),
+        more.on_stream_frame(Time::ZERO, &frame(2, 0, &[0], false)),
         Err(StreamViolation::FlowControl(StreamId(2)))
     );
 }
@@ -173,9 +180,12 @@ fn late_frames_for_closed_streams_are_ignored() {
     deliver(&mut a, &mut b).unwrap();
     b.finish(id).unwrap();
     let mut buf = [0u8; 8];
-    b.read(Time::ZERO, id, &mut buf, Duration::ZERO).unwrap();
+    b.read(Time::ZERO, id, &mut buf, PathRtts::uniform(Duration::ZERO))
+        .unwrap();
     deliver(&mut b, &mut a).unwrap();
-    let r = a.read(Time::ZERO, id, &mut buf, Duration::ZERO).unwrap();
+    let r = a
+        .read(Time::ZERO, id, &mut buf, PathRtts::uniform(Duration::ZERO))
+        .unwrap();
     assert_eq!((r.len, r.fin), (0, true));
     // Nothing acknowledged b's FIN, so b keeps the stream; a read b's end and forgets it
     // once its own FIN is acknowledged: simulate by acking everything a sent.
@@ -185,7 +195,10 @@ fn late_frames_for_closed_streams_are_ignored() {
     }
     assert_eq!(a.stats().open, 0, "a forgot the stream");
     // A late copy of b's FIN arrives at a, whose stream is closed: ignored.
-    assert_eq!(a.on_stream_frame(&frame(0, 0, b"", true)), Ok(()));
+    assert_eq!(
+        a.on_stream_frame(Time::ZERO, &frame(0, 0, b"", true)),
+        Ok(())
+    );
     assert_eq!(a.stats().open, 0);
 }
 
@@ -198,7 +211,12 @@ fn bad_application_calls_change_nothing() {
     assert_eq!(a.reset(nobody, 1), Err(StreamError::Unknown(nobody)));
     let mut buf = [0u8; 4];
     assert_eq!(
-        a.read(Time::ZERO, nobody, &mut buf, Duration::ZERO),
+        a.read(
+            Time::ZERO,
+            nobody,
+            &mut buf,
+            PathRtts::uniform(Duration::ZERO)
+        ),
         Err(StreamError::Unknown(nobody))
     );
     assert_eq!(
