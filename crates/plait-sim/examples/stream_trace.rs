@@ -43,7 +43,11 @@ fn main() -> Result<(), String> {
             Some(StreamApp::Sink { bytes, .. }) => *bytes,
             _ => return Err("not a plait-stream run".into()),
         };
-        let (s, r) = (tx.session(), rx.session());
+        // The sessions start once the tunnel is up (the server's with the client's
+        // first data message).
+        let (Some(s), Some(r)) = (tx.session(), rx.session()) else {
+            continue;
+        };
         let (fs, fr, st) = (
             s.stream_flow_control(),
             r.stream_flow_control(),
