@@ -144,6 +144,13 @@ pub struct ModeResult {
     pub path_series: Vec<Vec<f64>>,
     /// The tunnel's MTU (plait and plait-stream only).
     pub tun_mtu: Option<usize>,
+    /// The largest RTT of the path-0 probes sent in each 100 ms window from the sender's
+    /// start, ms (`None`: no probe of that window was answered): when the delay happens.
+    #[serde(default)]
+    pub rtt_series: Vec<Option<f64>>,
+    /// The same for the probes through the tunnel (tunnel modes).
+    #[serde(default)]
+    pub tunnel_rtt_series: Vec<Option<f64>>,
 }
 
 /// One run of one topology: the JSON file `plait bench` writes.
@@ -270,6 +277,8 @@ impl ModeResult {
             events: Vec::new(),
             goodput_series: Vec::new(),
             path_series: Vec::new(),
+            rtt_series: Vec::new(),
+            tunnel_rtt_series: Vec::new(),
             tun_mtu: None,
         }
     }
@@ -493,10 +502,28 @@ pub fn mode_result(m: &Measured<'_>) -> ModeResult {
         probe_loss: (1.0 - load.samples.len() as f64 / sent_in_load).clamp(0.0, 1.0),
         longest_gap_s: secs(m.got.longest_empty_run()),
         events,
+        rtt_series: rtt_series(&load, m.t0, windows),
+        tunnel_rtt_series: tunnel_load
+            .as_ref()
+            .map_or_else(Vec::new, |l| rtt_series(l, m.t0, windows)),
         goodput_series: goodput,
         path_series,
         tun_mtu: m.tun_mtu,
     }
+}
+
+/// The largest RTT of the probes sent in each of `windows` [`SAMPLE`] windows from `t0`,
+/// ms.
+fn rtt_series(probes: &ProbeReport, t0: Instant, windows: usize) -> Vec<Option<f64>> {
+    let mut out: Vec<Option<f64>> = vec![None; windows];
+    for s in &probes.samples {
+        let i = (secs(s.sent.saturating_duration_since(t0)) / secs(SAMPLE)) as usize;
+        if let Some(slot) = out.get_mut(i) {
+            let ms = s.rtt.as_secs_f64() * 1000.0;
+            *slot = Some(slot.map_or(ms, |m: f64| m.max(ms)));
+        }
+    }
+    out
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {

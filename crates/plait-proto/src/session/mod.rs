@@ -16,6 +16,7 @@
 mod ack_tracker;
 mod fec_transmit;
 mod flow_queue;
+mod paced_spill;
 mod receive;
 mod repair_store;
 mod stream_api;

@@ -281,7 +281,12 @@ impl Session {
             control: false,
         };
         self.refresh_views();
-        let pacer_release = if self.config.packet_pacing {
+        // docs/protocol.md#unordered: a sparse flow's packet is not held by packet pacing.
+        // Held, it waited for whichever path's pacer released first and so often took the
+        // slowest path (on T1 half the probes through the tunnel crossed the 100 ms path);
+        // its flow is a few packets a round trip, which no window or pacer needs to see
+        // coming (they still count both once sent).
+        let pacer_release = if self.config.packet_pacing && !unordered {
             self.mark_window_room(now)
         } else {
             None
@@ -337,6 +342,26 @@ impl Session {
             self.sched_blocked = true;
             return None;
         }
+        // docs/protocol.md#packet-pacing: never a path far behind the best one while that
+        // one is only held by its pacer or window (`paced_spill.rs`).
+        let first = if self.config.packet_pacing && !unordered && rest.is_empty() {
+            match self.spill_check(now, first, &meta) {
+                None => first,
+                Some(super::paced_spill::Spill::Send(p)) => p,
+                Some(super::paced_spill::Spill::Until(t)) => {
+                    self.stats.inner_spill_waits += 1;
+                    self.sched_wait_until = Some(t);
+                    return None;
+                }
+                Some(super::paced_spill::Spill::Ack) => {
+                    self.stats.inner_spill_waits += 1;
+                    self.sched_blocked = true;
+                    return None;
+                }
+            }
+        } else {
+            first
+        };
         self.sched_wait_until = None;
         let queued = self.send_queue.pop()?;
         let global = self.next_global;

@@ -790,6 +790,11 @@ mod tests {
                     recovered: 11,
                     ..Default::default()
                 },
+                sparse: crate::control::snapshot::SparseCounters {
+                    unordered_sent: 5,
+                    delivered_unordered: 4,
+                    spill_waits: 0,
+                },
                 path_events: crate::control::snapshot::PathEvents {
                     validated: 2,
                     withdrawn: 1,

@@ -115,6 +115,16 @@ fn render_session(out: &mut String, session: &SessionStatus) {
     render_counts(out, "send queue", &queue_drops(&session.send_queue_drops));
     render_counts(out, "paths", &path_events(&session.path_events));
     render_counts(out, "fec", &fec_counts(&session.fec));
+    let sp = &session.sparse;
+    render_counts(
+        out,
+        "sparse and pacing",
+        &[
+            ("unordered_sent", sp.unordered_sent),
+            ("delivered_unordered", sp.delivered_unordered),
+            ("spill_waits", sp.spill_waits),
+        ],
+    );
     render_path_changes(out, session);
 }
 
@@ -409,6 +419,11 @@ mod tests {
                     symbols_sent: 52,
                     recovered: 11,
                     ..Default::default()
+                },
+                sparse: crate::control::snapshot::SparseCounters {
+                    unordered_sent: 5,
+                    delivered_unordered: 4,
+                    spill_waits: 0,
                 },
                 paths: vec![
                     PathStatus {

@@ -110,6 +110,10 @@ pub struct SessionStatus {
     /// Packet-mode FEC counters (all zero with `[engine] fec = "off"`).
     #[serde(default)]
     pub fec: FecCounters,
+    /// Sparse flows and packet pacing (docs/protocol.md#unordered,
+    /// docs/protocol.md#packet-pacing).
+    #[serde(default)]
+    pub sparse: SparseCounters,
     /// One row per path.
     pub paths: Vec<PathStatus>,
 }
@@ -123,6 +127,18 @@ pub struct QueueDrops {
     pub ce_marked: u64,
     /// Dropped at the queue's byte bound (from the fattest flow).
     pub overflow_dropped: u64,
+}
+
+/// Sparse flows' packets and packet pacing's waits, as this end's engine counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SparseCounters {
+    /// Inner packets sent marked UNORDERED (their flow was sparse).
+    pub unordered_sent: u64,
+    /// Inner packets delivered at once, out of the global order.
+    pub delivered_unordered: u64,
+    /// Times the send queue's head waited for a path its pacer or window held rather than
+    /// spill onto a much worse one.
+    pub spill_waits: u64,
 }
 
 /// Packet-mode FEC (docs/protocol.md#fec), as this end's engine counts it.

@@ -1013,6 +1013,11 @@ impl Link {
             recovered: stats.fec_recovered,
             unrecovered: stats.fec_unrecovered,
         };
+        s.sparse = crate::control::snapshot::SparseCounters {
+            unordered_sent: stats.inner_unordered,
+            delivered_unordered: stats.delivered_unordered,
+            spill_waits: stats.inner_spill_waits,
+        };
         s.reorder_depth = session.reorder_depth();
         s.send_queue = session.send_queue_len();
         s.delivered = stats.delivered;

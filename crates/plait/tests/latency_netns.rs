@@ -1,0 +1,160 @@
+//! Issue 15's latency-under-load test (root; skips without it): a bulk TCP transfer
+//! through the tunnel in packet mode and a UDP probe through the tunnel beside it, over two
+//! emulated paths at small rates whose drop-tail queues hold 200 ms. The real binary runs it
+//! (`plait bench --modes plait`, which starts both daemons, the transfer and a probe every
+//! 10 ms from the sending host to the receiving host through the tunnel).
+//!
+//! It runs the configuration that keeps the links' queues short, and says so: packet
+//! pacing with BBR (docs/protocol.md#packet-pacing) and unordered delivery of sparse flows
+//! (docs/protocol.md#unordered), `unordered_below_kbps = 256`. Without pacing the end host's
+//! TCP fills the 200 ms queues and the probe's p99 is about the idle RTT plus 200 ms.
+//!
+//! What it asserts is what noise on a shared machine cannot break: the bytes arrive intact,
+//! and the probe's p99 through the tunnel stays below the idle RTT plus half of one queue's
+//! full delay (100 ms; the queue this configuration leaves on the fast path is about one
+//! BDP plus BBR's ACK allowance, some 40 ms at these rates). No throughput figure, no
+//! wall-clock bound beyond the harness's kill switch.
+//!
+//! Invariant: its own namespace prefix (`plat`) and a temporary directory; a run that takes
+//! too long is killed (its namespaces are then removed by its drop guards or the next run's
+//! clean-up), and the test checks that no namespace of a finished run of ours is left.
+
+mod netns_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use plait_testbed::netns;
+
+const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
+const PREFIX: &str = "plat";
+/// Each path's drop-tail queue, as delay at its rate.
+const QUEUE_MS: f64 = 200.0;
+
+const TOPOLOGY: &str = r#"
+name = "latency"
+description = "8 + 4 Mbit/s at 20 and 60 ms RTT, 200 ms drop-tail queues"
+duration_s = 8
+
+[[path]]
+rate_mbit = 8
+rtt_ms = 20
+queue_ms = 200
+
+[[path]]
+rate_mbit = 4
+rtt_ms = 60
+queue_ms = 200
+"#;
+
+/// The engine settings of both daemons (see the module documentation).
+const ENGINE: [&str; 3] = [
+    "packet_pacing=true",
+    "congestion=\"bbr\"",
+    "unordered_below_kbps=256",
+];
+
+/// Runs `plait ARGS` with a time bound; returns (success, stdout, stderr).
+fn plait(args: &[&str], bound: Duration) -> (bool, String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_file = dir.path().join("stdout");
+    let err_file = dir.path().join("stderr");
+    let mut child = Command::new(PLAIT)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_file).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_file).expect("stderr file"))
+        .spawn()
+        .expect("start plait");
+    let deadline = Instant::now() + bound;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = std::fs::read_to_string(&out_file).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_file).unwrap_or_default();
+    match status {
+        Some(s) => (s.success(), out, err),
+        None => panic!("plait {args:?} took over {bound:?}\nstdout:\n{out}\nstderr:\n{err}"),
+    }
+}
+
+#[test]
+fn probe_through_the_tunnel_stays_below_the_links_queues_under_load() {
+    let _serial = netns_support::serial();
+    if !netns_support::root(PREFIX) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("latency.toml");
+    std::fs::write(&file, TOPOLOGY).expect("write topology");
+    let out = dir.path().join("out");
+    let mut args = vec![
+        "bench",
+        file.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--prefix",
+        PREFIX,
+        "--modes",
+        "plait",
+    ];
+    for e in ENGINE {
+        args.extend(["--engine", e]);
+    }
+    let (ok, stdout, stderr) = plait(&args, Duration::from_secs(150));
+    eprintln!("{stdout}\n{stderr}");
+    assert!(ok, "plait bench failed");
+
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("latency.json")).expect("latency.json written"),
+    )
+    .expect("valid JSON");
+    let m = &json["modes"][0];
+    assert_eq!(m["mode"], "plait");
+    assert!(m["error"].is_null(), "plait failed: {}", m["error"]);
+    assert_eq!(m["intact"], true, "bytes not intact");
+    let got = m["bytes_received"].as_u64().unwrap_or(0);
+    assert!(
+        got > 1_000_000,
+        "only {got} bytes: no load to measure under"
+    );
+    let idle = json["idle_rtt_ms"].as_f64().expect("idle RTT measured");
+    let p99 = m["tunnel_rtt_p99_ms"]
+        .as_f64()
+        .expect("probes through the tunnel answered");
+    let bound = idle + QUEUE_MS / 2.0;
+    eprintln!(
+        "idle RTT {idle:.1} ms; through the tunnel under load p50/p99 {:.1}/{p99:.1} ms \
+         (bound {bound:.1}); path 0's link p50/p99 {:.1}/{:.1} ms",
+        m["tunnel_rtt_p50_ms"].as_f64().unwrap_or(f64::NAN),
+        m["rtt_p50_ms"].as_f64().unwrap_or(f64::NAN),
+        m["rtt_p99_ms"].as_f64().unwrap_or(f64::NAN),
+    );
+    assert!(
+        p99 < bound,
+        "the probe through the tunnel waited in full queues: p99 {p99:.1} ms, idle {idle:.1} ms"
+    );
+    assert_nothing_left();
+}
+
+/// Nothing left behind by our runs (other runs' namespaces are not ours to judge).
+fn assert_nothing_left() {
+    let left: Vec<String> = netns::list()
+        .expect("ip netns list")
+        .into_iter()
+        .filter(|n| {
+            netns::owner_pid(n, PREFIX)
+                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
