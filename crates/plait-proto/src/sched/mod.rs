@@ -293,18 +293,6 @@ pub fn soonest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<Pa
     })
 }
 
-/// When `pkt` would be delivered on `path` with its queue empty, relative to the session's
-/// fastest path: the path's base one-way delay (else half its minimum RTT) plus
-/// serialisation. What the path costs by its nature, not by the queue its congestion
-/// controller keeps at the moment. `None` before the path has a delay sample.
-pub(crate) fn unloaded_delivery(path: &PathView, pkt: &PacketMeta) -> Option<Duration> {
-    let delay = path.base_owd.or(path.min_rtt.map(|s| s / 2))?;
-    let tx = path
-        .rate_estimate()
-        .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
-    Some(delay.saturating_add(tx))
-}
-
 /// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).
 pub fn transmission_time(len: usize, rate: f64) -> Duration {
     if rate.is_finite() && rate > 0.0 {

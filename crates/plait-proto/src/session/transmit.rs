@@ -345,7 +345,7 @@ impl Session {
         // docs/protocol.md#packet-pacing: never a path far behind the best one while that
         // one is only held by its pacer or window (`paced_spill.rs`).
         let first = if self.config.packet_pacing && !unordered && rest.is_empty() {
-            match self.spill_check(now, first, &meta) {
+            match self.spill_check(now, first) {
                 None => first,
                 Some(super::paced_spill::Spill::Send(p)) => p,
                 Some(super::paced_spill::Spill::Until(t)) => {
