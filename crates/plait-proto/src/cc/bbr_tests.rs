@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::bbr::{CWND_GAIN, DRAIN_GAIN, HIGH_GAIN};
+use super::bbr::{ACK_EVERY_DATAGRAMS, CWND_GAIN, DRAIN_GAIN, HIGH_GAIN};
 use super::*;
 
 const MSS: u64 = 1200;
@@ -331,19 +331,27 @@ fn acks_of_datagrams_sent_before_a_loss_still_count() {
 }
 
 /// With the ACK-aggregation allowance (the controller the engine runs), the window is the
-/// plain one plus `rate × 25 ms`: at 1 MB/s, 25 000 bytes more, in every mode.
+/// plain one plus `min(rate × 25 ms, 16 datagrams)` (the peer's ACK delay, or the datagrams
+/// after which it acknowledges anyway), in every mode: at 1 MB/s the datagrams, at
+/// 0.4 MB/s the delay.
 #[test]
 fn the_engine_s_window_leaves_room_for_delayed_acks() {
-    let mut plain = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
-    let mut engine = Bbr::new(MSS);
-    // 1 MB/s: 100 000 bytes per 100 ms ACK, through Startup, Drain and ProbeBW.
-    for k in 0..30 {
-        ack(&mut plain, 100 * k, 100_000, 0);
-        ack(&mut engine, 100 * k, 100_000, 0);
-        if plain.bandwidth() > 0.0 && plain.mode() == engine.mode() && k > 12 {
-            assert_close(engine.bandwidth(), plain.bandwidth());
-            assert_eq!(engine.window() - plain.window(), 25_000, "ACK {k}");
+    for (per_ack, allowance) in [
+        (100_000, (ACK_EVERY_DATAGRAMS * MSS) as f64),
+        (40_000, 10_000.0),
+    ] {
+        assert!(allowance <= per_ack as f64 * 0.25 + 1e-9);
+        let mut plain = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
+        let mut engine = Bbr::new(MSS);
+        // `per_ack` bytes per 100 ms ACK, through Startup, Drain and ProbeBW.
+        for k in 0..30 {
+            ack(&mut plain, 100 * k, per_ack, 0);
+            ack(&mut engine, 100 * k, per_ack, 0);
+            if plain.bandwidth() > 0.0 && plain.mode() == engine.mode() && k > 12 {
+                assert_close(engine.bandwidth(), plain.bandwidth());
+                assert_close((engine.window() - plain.window()) as f64, allowance);
+            }
         }
+        assert!(matches!(engine.mode(), BbrMode::ProbeBw { .. }));
     }
-    assert!(matches!(engine.mode(), BbrMode::ProbeBw { .. }));
 }
