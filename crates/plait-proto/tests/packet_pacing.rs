@@ -138,8 +138,8 @@ struct TwoPaths {
     sparse: Vec<Duration>,
     /// Bytes each link delivered towards the receiver.
     link_bytes: Vec<u64>,
-    /// Times the head waited for a held path rather than spill (`inner_spill_waits`).
-    spill_waits: u64,
+    /// Times the head did not take a far path the scheduler chose (`inner_spills_refused`).
+    spills_refused: u64,
     /// Sparse packets sent UNORDERED.
     unordered: u64,
 }
@@ -195,7 +195,7 @@ fn run_two_paths(slow_delay: Duration) -> TwoPaths {
     TwoPaths {
         sparse,
         link_bytes: pair.link_delivered_bytes(0),
-        spill_waits: pair.a.stats().inner_spill_waits,
+        spills_refused: pair.a.stats().inner_spills_refused,
         unordered: pair.a.stats().inner_unordered,
     }
 }
@@ -228,11 +228,11 @@ fn the_head_waits_for_a_held_path_rather_than_spill_onto_a_far_slower_one() {
     let far = run_two_paths(200 * MS);
     let share = |r: &TwoPaths| r.link_bytes[1] as f64 / r.link_bytes.iter().sum::<u64>() as f64;
     assert!(share(&near) > 0.2, "near {:?}", near.link_bytes);
-    assert!(far.spill_waits > 100, "{}", far.spill_waits);
+    assert!(far.spills_refused > 100, "{}", far.spills_refused);
     assert!(
         share(&far) < 0.05,
         "far {:?} waits {}",
         far.link_bytes,
-        far.spill_waits
+        far.spills_refused
     );
 }

@@ -347,14 +347,17 @@ impl Session {
         let first = if self.config.packet_pacing && !unordered && rest.is_empty() {
             match self.spill_check(now, first) {
                 None => first,
-                Some(super::paced_spill::Spill::Send(p)) => p,
+                Some(super::paced_spill::Spill::Send(p)) => {
+                    self.stats.inner_spills_refused += 1;
+                    p
+                }
                 Some(super::paced_spill::Spill::Until(t)) => {
-                    self.stats.inner_spill_waits += 1;
+                    self.stats.inner_spills_refused += 1;
                     self.sched_wait_until = Some(t);
                     return None;
                 }
                 Some(super::paced_spill::Spill::Ack) => {
-                    self.stats.inner_spill_waits += 1;
+                    self.stats.inner_spills_refused += 1;
                     self.sched_blocked = true;
                     return None;
                 }

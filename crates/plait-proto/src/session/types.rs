@@ -197,9 +197,10 @@ pub struct SessionStats {
     pub delivered_unordered: u64,
     /// Inner packets sent marked UNORDERED (their flow was sparse).
     pub inner_unordered: u64,
-    /// Times the send queue's head waited for a path its pacer or window held rather than
-    /// go on a path that would deliver it much later (docs/protocol.md#packet-pacing).
-    pub inner_spill_waits: u64,
+    /// Times the send queue's head did not go on the path the scheduler chose, because that
+    /// path's base delay is more than `send_queue_interval` behind the best path's: it went
+    /// on a nearer path or waited for the best one (docs/protocol.md#packet-pacing).
+    pub inner_spills_refused: u64,
     /// Extension frames skipped.
     pub extensions_skipped: u64,
     /// Events dropped because the driver did not drain them.

@@ -793,7 +793,7 @@ mod tests {
                 sparse: crate::control::snapshot::SparseCounters {
                     unordered_sent: 5,
                     delivered_unordered: 4,
-                    spill_waits: 0,
+                    spills_refused: 0,
                 },
                 path_events: crate::control::snapshot::PathEvents {
                     validated: 2,

@@ -122,7 +122,7 @@ fn render_session(out: &mut String, session: &SessionStatus) {
         &[
             ("unordered_sent", sp.unordered_sent),
             ("delivered_unordered", sp.delivered_unordered),
-            ("spill_waits", sp.spill_waits),
+            ("spills_refused", sp.spills_refused),
         ],
     );
     render_path_changes(out, session);
@@ -423,7 +423,7 @@ mod tests {
                 sparse: crate::control::snapshot::SparseCounters {
                     unordered_sent: 5,
                     delivered_unordered: 4,
-                    spill_waits: 0,
+                    spills_refused: 0,
                 },
                 paths: vec![
                     PathStatus {

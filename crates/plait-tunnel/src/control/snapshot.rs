@@ -136,9 +136,9 @@ pub struct SparseCounters {
     pub unordered_sent: u64,
     /// Inner packets delivered at once, out of the global order.
     pub delivered_unordered: u64,
-    /// Times the send queue's head waited for a path its pacer or window held rather than
-    /// spill onto a much worse one.
-    pub spill_waits: u64,
+    /// Times the send queue's head did not go on the path the scheduler chose, more than
+    /// `send_queue_interval` behind the best one (packet pacing's spill rule).
+    pub spills_refused: u64,
 }
 
 /// Packet-mode FEC (docs/protocol.md#fec), as this end's engine counts it.

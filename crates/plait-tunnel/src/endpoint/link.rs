@@ -1016,7 +1016,7 @@ impl Link {
         s.sparse = crate::control::snapshot::SparseCounters {
             unordered_sent: stats.inner_unordered,
             delivered_unordered: stats.delivered_unordered,
-            spill_waits: stats.inner_spill_waits,
+            spills_refused: stats.inner_spills_refused,
         };
         s.reorder_depth = session.reorder_depth();
         s.send_queue = session.send_queue_len();
