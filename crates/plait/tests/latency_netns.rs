@@ -12,11 +12,11 @@
 //! What it asserts is what noise on a shared machine cannot break: the bytes arrive intact,
 //! and the probe's p99 through the tunnel stays below the idle RTT plus half of one queue's
 //! full delay (150 ms). The queue this configuration leaves on the fast link is BBR's: at
-//! most its window (two BDPs plus a 25 ms ACK allowance, more during its start-up) less the
-//! path's pipe, whatever the drop-tail limit; p99 63-95 ms through the tunnel in the runs
-//! that set this bound, so the drop-tail queues are long enough to leave a wide margin
-//! between that and a full queue. No throughput figure, no wall-clock bound beyond the
-//! harness's kill switch.
+//! most its window (two BDPs plus an ACK allowance of at most 25 ms, more during its
+//! start-up) less the path's pipe, whatever the drop-tail limit (p99 66-91 ms through the
+//! tunnel in six runs; 338 ms for the same topology without pacing), so the long drop-tail
+//! queues leave a wide margin between the two. No throughput figure, no wall-clock bound
+//! beyond the harness's kill switch.
 //!
 //! Invariant: its own namespace prefix (`plat`) and a temporary directory; a run that takes
 //! too long is killed (its namespaces are then removed by its drop guards or the next run's
