@@ -48,8 +48,9 @@ pub struct EngineSettings {
     pub stream_scheduler: SchedulerKind,
     /// Packet mode sends on a path only while its congestion window has room and its
     /// pacer lets the datagram go, so inner packets beyond what the paths carry wait in
-    /// the send queue (its AQM) rather than in the links (docs/protocol.md#packet-pacing).
-    /// Default off.
+    /// the send queue (its AQM) rather than in the links; never on a path more than
+    /// `send_queue_interval` behind the best one while that one is only held, and never
+    /// holding packets of sparse flows (docs/protocol.md#packet-pacing). Default off.
     pub packet_pacing: bool,
     /// See [`Config::unordered_below_bps`] (default [`DEFAULT_UNORDERED_BELOW_BPS`]).
     pub unordered_below_bps: u64,
