@@ -99,8 +99,10 @@ pub struct PathView {
     pub shallow_loss_rate: f64,
     /// A backup path (`PathHints::backup`).
     pub backup: bool,
-    /// A backup path held back because another path is usable: not usable for data
-    /// (docs/protocol.md#backup). Set by the session when it builds the views.
+    /// Held back, not usable for data: a backup while another path is usable
+    /// (docs/protocol.md#backup), or a path the driver holds (`Session::set_path_held`:
+    /// the tunnel's server, until the path's address is validated). Set by the session
+    /// when it builds the views.
     pub standby: bool,
 }
 
@@ -134,7 +136,7 @@ impl PathView {
     }
 
     /// Whether the path may carry data at all, its congestion window aside: its state is
-    /// usable and it is not a backup held in standby.
+    /// usable and it is not in standby (a backup held back, or a held path).
     pub fn may_carry(&self) -> bool {
         self.state.is_usable() && !self.standby
     }
