@@ -13,13 +13,14 @@
 //! run that takes too long is killed (its namespaces are then removed by its own drop guards
 //! or by the next run's clean-up).
 
+mod netns_support;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use netns_support::plait;
 use plait_testbed::{SKIP_NO_ROOT, have_root, netns};
 
-const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
 const PREFIX: &str = "pbe";
 
 const TOPOLOGY: &str = r#"
@@ -37,38 +38,6 @@ rate_mbit = 2
 rtt_ms = 60
 queue_ms = 100
 "#;
-
-/// Runs `plait ARGS` with a time bound; returns (success, stdout, stderr).
-fn plait(args: &[&str], bound: Duration) -> (bool, String, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out_file = dir.path().join("stdout");
-    let err_file = dir.path().join("stderr");
-    let mut child = Command::new(PLAIT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_file).expect("stdout file"))
-        .stderr(std::fs::File::create(&err_file).expect("stderr file"))
-        .spawn()
-        .expect("start plait");
-    let deadline = Instant::now() + bound;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = std::fs::read_to_string(&out_file).unwrap_or_default();
-    let err = std::fs::read_to_string(&err_file).unwrap_or_default();
-    match status {
-        Some(s) => (s.success(), out, err),
-        None => panic!("plait {args:?} took over {bound:?}\nstdout:\n{out}\nstderr:\n{err}"),
-    }
-}
 
 #[test]
 fn bad_topology_files_are_refused_naming_the_field() {

@@ -1,7 +1,15 @@
-//! What every root test file here needs before it builds namespaces: one test at a time,
-//! and a clean skip without root.
+//! What the root test files here share: one test at a time, a clean skip without root,
+//! and running the `plait` binary with a time bound.
+
+#![allow(dead_code)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use plait_testbed::{SKIP_NO_ROOT, cleanup_stale, have_root};
+
+/// The binary under test.
+pub const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
 
 /// The tests of one file each build a topology and run daemons and transfers; on two
 /// cores they run one at a time so their throughput figures do not compete for the CPU.
@@ -21,4 +29,36 @@ pub fn root(prefix: &str) -> bool {
         eprintln!("cleaning up stale namespaces: {e}");
     }
     true
+}
+
+/// Runs `plait ARGS` with a time bound; returns (success, stdout, stderr).
+pub fn plait(args: &[&str], bound: Duration) -> (bool, String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_file = dir.path().join("stdout");
+    let err_file = dir.path().join("stderr");
+    let mut child = Command::new(PLAIT)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_file).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_file).expect("stderr file"))
+        .spawn()
+        .expect("start plait");
+    let deadline = Instant::now() + bound;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = std::fs::read_to_string(&out_file).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_file).unwrap_or_default();
+    match status {
+        Some(s) => (s.success(), out, err),
+        None => panic!("plait {args:?} took over {bound:?}\nstdout:\n{out}\nstderr:\n{err}"),
+    }
 }
