@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use netns_support::plait;
-use plait_testbed::{SKIP_NO_ROOT, have_root, netns};
+use plait_testbed::{SKIP_NO_ROOT, have_root};
 
 const PREFIX: &str = "pbe";
 
@@ -139,21 +139,7 @@ fn bench_runs_single_mptcp_and_plait_at_low_rates() {
         .collect();
     assert!(single[0] > 0.99, "{single:?}");
 
-    assert_nothing_left();
-}
-
-/// Nothing left behind by our runs (other runs' namespaces are not ours to judge).
-fn assert_nothing_left() {
-    // Ours are `pbe{pid}-…` of a pid that no longer runs.
-    let left: Vec<String> = netns::list()
-        .expect("ip netns list")
-        .into_iter()
-        .filter(|n| {
-            netns::owner_pid(n, PREFIX)
-                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-        })
-        .collect();
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    netns_support::assert_nothing_left(PREFIX);
 }
 
 const STREAM_TOPOLOGY: &str = r#"
@@ -222,5 +208,5 @@ fn bench_runs_plait_stream() {
         shares.len() == 2 && shares.iter().all(|s| *s >= 0.05),
         "stream mode did not use both paths: {shares:?}"
     );
-    assert_nothing_left();
+    netns_support::assert_nothing_left(PREFIX);
 }

@@ -24,11 +24,9 @@
 
 mod netns_support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use netns_support::plait;
-use plait_testbed::netns;
 
 const PREFIX: &str = "plat";
 /// Each path's drop-tail queue, as delay at its rate.
@@ -113,18 +111,5 @@ fn probe_through_the_tunnel_stays_below_the_links_queues_under_load() {
         p99 < bound,
         "the probe through the tunnel waited in full queues: p99 {p99:.1} ms, idle {idle:.1} ms"
     );
-    assert_nothing_left();
-}
-
-/// Nothing left behind by our runs (other runs' namespaces are not ours to judge).
-fn assert_nothing_left() {
-    let left: Vec<String> = netns::list()
-        .expect("ip netns list")
-        .into_iter()
-        .filter(|n| {
-            netns::owner_pid(n, PREFIX)
-                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-        })
-        .collect();
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    netns_support::assert_nothing_left(PREFIX);
 }

@@ -62,3 +62,17 @@ pub fn plait(args: &[&str], bound: Duration) -> (bool, String, String) {
         None => panic!("plait {args:?} took over {bound:?}\nstdout:\n{out}\nstderr:\n{err}"),
     }
 }
+
+/// Nothing left behind by this file's runs: no namespace named with `prefix` whose owner
+/// process is gone (other runs' namespaces are not ours to judge).
+pub fn assert_nothing_left(prefix: &str) {
+    let left: Vec<String> = plait_testbed::netns::list()
+        .expect("ip netns list")
+        .into_iter()
+        .filter(|n| {
+            plait_testbed::netns::owner_pid(n, prefix)
+                .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
