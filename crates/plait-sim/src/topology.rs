@@ -580,6 +580,7 @@ pub(crate) fn endpoints(
             rate: Some(p.rate_kbps * 1e3 / 8.0),
             one_way_delay: Some(ms(p.wired_delay_ms + p.wireless_delay_ms)),
             backup: false,
+            priority: 0,
         })
         .collect();
     let engine = |component: u64| EngineParams {
@@ -623,6 +624,7 @@ pub(crate) fn endpoints(
                 server: addresses.server,
                 rate_hint: None,
                 backup: false,
+                attributes: Default::default(),
             })
             .collect(),
         engine: engine(2),

@@ -9,6 +9,8 @@
 //!   argument, so the same code runs in the unit tests' in-memory network.
 //! - [`crypto`]: Noise IKpsk2 (snow), ChaCha20-Poly1305 (ring), the replay window.
 //! - [`message`]: the outer message formats (docs/protocol.md#tunnel-messages).
+//! - [`registration`]: the client's path set with each path's attributes and quality, as
+//!   registered with the server (docs/protocol.md#registration).
 //! - [`mobility`]: which interfaces a client's pattern paths open paths on, and on which
 //!   path ids (sans-IO; docs/tunnel-config.md#pattern-paths).
 //! - [`config`], [`keys`]: TOML configuration and X25519 key encoding.
@@ -30,6 +32,7 @@ pub mod message;
 pub mod mobility;
 pub mod netcfg;
 pub mod ratelimit;
+pub mod registration;
 pub mod relay;
 pub mod sandbox;
 pub mod socks5;

@@ -78,6 +78,19 @@ pub const PATH_RESTORE: u8 = 4;
 /// Path frame kind, server to client: the withdrawal or restoration with this sequence
 /// number was applied (docs/protocol.md#binding).
 pub const BINDING_ACK: u8 = 5;
+/// Control frame kind, client to server: the client's path set with each path's
+/// attributes and quality (docs/protocol.md#registration). Variable length
+/// (`crate::registration`), unlike the path frames.
+pub const REGISTER: u8 = 6;
+/// Path frame kind, server to client: the registration with this number (the token's
+/// first 7 bytes, as a binding frame's) was received (docs/protocol.md#registration).
+pub const REGISTER_ACK: u8 = 7;
+/// Path frame kind, client to server: send me what you hold of my registration
+/// (docs/protocol.md#registration). Token ignored.
+pub const QUERY: u8 = 8;
+/// Control frame kind, server to client: the registration the server holds, in answer
+/// to a QUERY; laid out as a REGISTER.
+pub const REGISTRATION: u8 = 9;
 /// Binding flag: the path is a backup (docs/protocol.md#backup).
 pub const BINDING_FLAG_BACKUP: u8 = 1;
 /// Largest binding sequence number (7 bytes).
@@ -92,6 +105,13 @@ pub const CONTROL_HEADER_LEN: usize = 13;
 pub const CONTROL_COUNTER_OFFSET: usize = 5;
 /// A whole path-control message: the header, the sealed frame, the tag.
 pub const PATH_CONTROL_LEN: usize = CONTROL_HEADER_LEN + PATH_FRAME_LEN + TAG_LEN;
+/// The shortest path-control message: one carrying a registration of no path (what a
+/// server that holds none answers to a query).
+pub const PATH_CONTROL_MIN_LEN: usize =
+    CONTROL_HEADER_LEN + crate::registration::REGISTRATION_HEADER_LEN + TAG_LEN;
+/// The longest path-control message: one carrying a registration of every path.
+pub const PATH_CONTROL_MAX_LEN: usize =
+    CONTROL_HEADER_LEN + crate::registration::REGISTRATION_MAX_LEN + TAG_LEN;
 
 /// Plaintext carried inside Noise message 1 (docs/protocol.md#initiation-payload).
 pub const INITIATION_PAYLOAD_LEN: usize = 16;
@@ -344,11 +364,13 @@ pub fn parse(buf: &[u8]) -> Result<Message, MessageError> {
             id: data_id()?,
         }),
         TYPE_DATA => Err(too_short(kind)),
-        // Exactly one path frame: a longer one may mean something else one day.
-        TYPE_PATH_CONTROL if buf.len() == PATH_CONTROL_LEN => Ok(Message::PathControl {
-            receiver: index(SEALED_INDEX_OFFSET)?,
-            counter: u64_at(buf, CONTROL_COUNTER_OFFSET).ok_or(too_short(kind))?,
-        }),
+        // One path frame, or one registration (docs/protocol.md#registration).
+        TYPE_PATH_CONTROL if (PATH_CONTROL_MIN_LEN..=PATH_CONTROL_MAX_LEN).contains(&buf.len()) => {
+            Ok(Message::PathControl {
+                receiver: index(SEALED_INDEX_OFFSET)?,
+                counter: u64_at(buf, CONTROL_COUNTER_OFFSET).ok_or(too_short(kind))?,
+            })
+        }
         TYPE_PATH_CONTROL => Err(MessageError::WrongSize {
             kind,
             len: buf.len(),
@@ -375,11 +397,50 @@ pub fn write_control_header(buf: &mut [u8; CONTROL_HEADER_LEN], receiver: u32, c
     write_at(buf, CONTROL_COUNTER_OFFSET, &counter.to_le_bytes());
 }
 
-/// What a path-control message carries (docs/protocol.md#path-validation).
+/// What an opened path-control message carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlFrame {
+    /// A fixed-size path frame.
+    Path(PathFrame),
+    /// A REGISTER (`kind` [`REGISTER`]) or a REGISTRATION ([`REGISTRATION`]).
+    Registration {
+        /// [`REGISTER`] or [`REGISTRATION`].
+        kind: u8,
+        /// What it says.
+        registration: crate::registration::Registration,
+    },
+}
+
+/// Why an opened path-control message was not understood.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ControlFrameError {
+    /// A path frame of the wrong size or kind.
+    #[error(transparent)]
+    Path(#[from] MessageError),
+    /// A registration refused.
+    #[error(transparent)]
+    Registration(#[from] crate::registration::RegistrationError),
+}
+
+impl ControlFrame {
+    /// Decodes an opened path-control message by its first byte, the frame kind.
+    pub fn decode(buf: &[u8]) -> Result<ControlFrame, ControlFrameError> {
+        match buf.first() {
+            Some(&(REGISTER | REGISTRATION)) => {
+                let (kind, registration) = crate::registration::decode(buf)?;
+                Ok(ControlFrame::Registration { kind, registration })
+            }
+            _ => Ok(ControlFrame::Path(PathFrame::decode(buf)?)),
+        }
+    }
+}
+
+/// A fixed-size path-control frame (docs/protocol.md#path-validation, #binding,
+/// #registration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathFrame {
-    /// [`PATH_CHALLENGE`], [`PATH_RESPONSE`], [`PATH_WITHDRAW`], [`PATH_RESTORE`] or
-    /// [`BINDING_ACK`].
+    /// [`PATH_CHALLENGE`], [`PATH_RESPONSE`], [`PATH_WITHDRAW`], [`PATH_RESTORE`],
+    /// [`BINDING_ACK`], [`REGISTER_ACK`] or [`QUERY`].
     pub kind: u8,
     /// The path it concerns (a response repeats the challenge's).
     pub path: u8,
@@ -395,7 +456,7 @@ impl PathFrame {
             len: buf.len(),
         })?;
         let [kind, path, token @ ..] = *b;
-        if !(PATH_CHALLENGE..=BINDING_ACK).contains(&kind) {
+        if !matches!(kind, PATH_CHALLENGE..=BINDING_ACK | REGISTER_ACK | QUERY) {
             return Err(MessageError::UnknownType(kind));
         }
         Ok(PathFrame { kind, path, token })
@@ -587,7 +648,18 @@ mod tests {
                 counter: 9
             })
         );
-        for len in [PATH_CONTROL_LEN - 1, PATH_CONTROL_LEN + 1] {
+        // A path frame's size, a registration's sizes (docs/protocol.md#registration),
+        // nothing shorter or longer.
+        for len in [PATH_CONTROL_MIN_LEN, PATH_CONTROL_LEN, PATH_CONTROL_MAX_LEN] {
+            let mut b = vec![0u8; len];
+            b[0] = TYPE_PATH_CONTROL;
+            assert!(
+                matches!(parse(&b), Ok(Message::PathControl { .. })),
+                "{len}"
+            );
+        }
+        assert_eq!(PATH_CONTROL_MAX_LEN, 550);
+        for len in [PATH_CONTROL_MIN_LEN - 1, PATH_CONTROL_MAX_LEN + 1] {
             let mut b = vec![0u8; len];
             b[0] = TYPE_PATH_CONTROL;
             assert_eq!(

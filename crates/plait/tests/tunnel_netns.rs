@@ -2487,6 +2487,23 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         backup * 100 < primary,
         "the backup carried {backup} datagrams against {primary}"
     );
+    // docs/protocol.md#registration: the server holds both paths, path 1 as a backup, and
+    // what the client's query got back is what it registered.
+    let registered = |t: &Tunnel| {
+        let st = t.server().status().expect("server status");
+        let r = st.sessions[0].registration.clone().expect("a registration");
+        r.paths
+            .iter()
+            .map(|p| (p.id, p.backup, p.available))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(registered(&t), vec![(0, false, true), (1, true, true)]);
+    let client = t.clients[0].status().expect("client status");
+    let client = client.sessions[0].registration.clone().expect("registered");
+    assert_eq!(
+        (client.acked, client.server_agrees),
+        (client.seq, Some(true))
+    );
 
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(0).expect("path 0").client_dev();
@@ -2515,6 +2532,9 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         "the backup took over: {} datagrams",
         after[1] - during[1]
     );
+    // A binding update followed the link: the server's registration says path 0's link
+    // is gone.
+    assert_eq!(registered(&t), vec![(0, false, false), (1, true, true)]);
     t.shutdown();
 }
 

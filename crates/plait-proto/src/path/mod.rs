@@ -29,7 +29,7 @@ pub use rate::{
 };
 pub use rtt::RttEstimator;
 pub use sent::{SendHistory, SentLog, SentPacket};
-pub use view::{PathHints, PathState, PathView};
+pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
 use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion};
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
@@ -801,6 +801,7 @@ impl Path {
             loss_rate: self.loss_rate,
             shallow_loss_rate: self.shallow_loss_rate,
             backup: self.hints.backup,
+            priority: self.hints.priority,
             standby: false,
         }
     }
@@ -808,5 +809,11 @@ impl Path {
     /// Makes the path a backup path or a primary one (`PathHints::backup`).
     pub fn set_backup(&mut self, backup: bool) {
         self.hints.backup = backup;
+    }
+
+    /// Sets the path's priority within its class (`PathHints::priority`, at most
+    /// [`crate::path::MAX_PRIORITY`]: larger values are clamped).
+    pub fn set_priority(&mut self, priority: u8) {
+        self.hints.priority = priority.min(MAX_PRIORITY);
     }
 }

@@ -19,7 +19,14 @@ pub struct PathHints {
     /// when none is (docs/protocol.md#backup). Probed like any other, so its state is
     /// known when it is needed.
     pub backup: bool,
+    /// Preference within its class (primaries, or backups), 0 the most preferred: a path
+    /// stands by while a usable path of its class with a lower number exists, so the
+    /// session runs on its preferred subset (docs/protocol.md#priority; seed MMS §II-B).
+    pub priority: u8,
 }
+
+/// Largest path priority: eight levels, 0 (preferred) to 7.
+pub const MAX_PRIORITY: u8 = 7;
 
 /// How much higher than the packet-pair rate the delivery rate must be to replace it in
 /// [`PathView::rate_estimate`].
@@ -99,8 +106,11 @@ pub struct PathView {
     pub shallow_loss_rate: f64,
     /// A backup path (`PathHints::backup`).
     pub backup: bool,
+    /// Its priority within its class (`PathHints::priority`).
+    pub priority: u8,
     /// Held back, not usable for data: a backup while another path is usable
-    /// (docs/protocol.md#backup), or a path the driver holds (`Session::set_path_held`:
+    /// (docs/protocol.md#backup), a path while a usable one of its class has a lower
+    /// priority number (docs/protocol.md#priority), or a path the driver holds (`Session::set_path_held`:
     /// the tunnel's server, until the path's address is validated). Set by the session
     /// when it builds the views.
     pub standby: bool,
@@ -126,6 +136,7 @@ impl PathView {
             loss_rate: 0.0,
             shallow_loss_rate: 0.0,
             backup: false,
+            priority: 0,
             standby: false,
         }
     }

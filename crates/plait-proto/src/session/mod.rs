@@ -40,7 +40,7 @@ use crate::config::{Config, ConfigError};
 use crate::ids::{GlobalSeq, MAX_PATHS, PathId, PathSeq};
 use crate::path::{OwdReference, Path, PathHints, PathStats, PathView};
 use crate::reorder::{AnyReorder, DuplicateFilter, ReorderBuffer, ReorderStats};
-use crate::sched::AnyScheduler;
+use crate::sched::{AnyScheduler, PacketMeta};
 use crate::stream::{StreamViolation, Streams};
 use crate::time::Time;
 use flow_queue::{FlowQueue, FlowQueueConfig};
@@ -231,6 +231,10 @@ impl Session {
         if slot.is_some() {
             return Err(PathError::Exists(id));
         }
+        let hints = PathHints {
+            priority: hints.priority.min(crate::path::MAX_PRIORITY),
+            ..hints
+        };
         let mut tx = Path::new(
             id,
             now,
@@ -275,6 +279,47 @@ impl Session {
             .as_mut()
             .ok_or(PathError::Unknown(id))?;
         slot.tx.set_backup(backup);
+        self.on_paths_changed(now);
+        Ok(())
+    }
+
+    /// A datagram of `link_len` bytes (everything it occupies on the link, headers
+    /// included) left on `path` outside the session: the driver's own control messages
+    /// (the tunnel's path control and registrations). Schedulers that model path queues
+    /// (EDPF's `A_l`, seed PET-BMP eq. 1) count its bytes as they count the session's, so
+    /// the data behind it is not expected earlier than it can arrive. Nothing else
+    /// (windows, rate estimates, loss detection) sees it. Unknown paths are ignored.
+    pub fn note_sent_outside(&mut self, now: Time, path: PathId, link_len: usize) {
+        if self.slot(path).is_none() {
+            return;
+        }
+        self.advance(now);
+        let meta = PacketMeta {
+            global_seq: self.next_global,
+            len: link_len,
+            arrival: now,
+            control: true,
+        };
+        self.note_sent(now, path, &meta);
+    }
+
+    /// Sets a path's priority within its class (docs/protocol.md#priority): it carries
+    /// data only while no usable path of its class has a lower number. Values above
+    /// [`crate::path::MAX_PRIORITY`] are clamped.
+    pub fn set_path_priority(
+        &mut self,
+        now: Time,
+        id: PathId,
+        priority: u8,
+    ) -> Result<(), PathError> {
+        self.advance(now);
+        let slot = self
+            .paths
+            .get_mut(id.index())
+            .ok_or(PathError::OutOfRange(id))?
+            .as_mut()
+            .ok_or(PathError::Unknown(id))?;
+        slot.tx.set_priority(priority);
         self.on_paths_changed(now);
         Ok(())
     }

@@ -239,13 +239,20 @@ impl Session {
                 .checked_shl(u32::from(v.id.0))
                 .is_some_and(|b| held & b != 0);
         }
-        // docs/protocol.md#backup: backups stand by while a primary path is usable.
-        let primary_up = self
+        // docs/protocol.md#backup and #priority: a path stands by while a usable path
+        // ranks before it, backups after every primary and, within a class, lower
+        // priority numbers first. Only the best usable rank carries data.
+        let rank = |v: &crate::path::PathView| (v.backup, v.priority);
+        let best = self
             .views
             .iter()
-            .any(|v| !v.backup && v.state.is_usable() && !v.standby);
-        for v in self.views.iter_mut().filter(|v| v.backup) {
-            v.standby |= primary_up;
+            .filter(|v| v.state.is_usable() && !v.standby)
+            .map(rank)
+            .min();
+        if let Some(best) = best {
+            for v in self.views.iter_mut() {
+                v.standby |= rank(v) > best;
+            }
         }
     }
 

@@ -108,6 +108,11 @@ impl Doc<'_> {
                 mtu: p.mtu.0,
                 rate_mbit: p.rate_mbit.map(|r| r.0),
                 backup: p.backup.unwrap_or(false),
+                attributes: crate::registration::PathAttributes {
+                    link: p.link.map(|l| l.0).unwrap_or_default(),
+                    cost: p.cost.map(|c| c.0).unwrap_or_default(),
+                    priority: p.priority.map_or(0, |p| p.0),
+                },
             });
         }
         Ok(paths)

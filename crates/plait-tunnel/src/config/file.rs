@@ -10,10 +10,10 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, BufferMib, CongestionName, ConnectSecs, DevicesValue, Dscp, FecName, FileName,
-    FlowActionName, FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, MAX_NAME, PathMtu,
-    Port, PortAddr, RateMbit, ReorderName, SchedulerName, SeccompName, ServerAddr, Socks5Password,
-    Socks5Username, StreamCount, TunMtu, UnorderedKbps,
+    BindAddr, BufferMib, CongestionName, ConnectSecs, CostName, DevicesValue, Dscp, FecName,
+    FileName, FlowActionName, FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, LinkName,
+    MAX_NAME, PathMtu, Port, PortAddr, Priority, RateMbit, ReorderName, SchedulerName, SeccompName,
+    ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -85,6 +85,9 @@ pub(super) struct PathFile {
     pub(super) mtu: PathMtu,
     pub(super) rate_mbit: Option<RateMbit>,
     pub(super) backup: Option<bool>,
+    pub(super) link: Option<LinkName>,
+    pub(super) cost: Option<CostName>,
+    pub(super) priority: Option<Priority>,
 }
 
 #[derive(Deserialize)]

@@ -147,6 +147,10 @@ pub struct PathConfig {
     /// A backup path: carries nothing while another path is usable
     /// (docs/protocol.md#backup).
     pub backup: bool,
+    /// Link type, cost class and priority (`link`, `cost`, `priority`), registered with
+    /// the server (docs/protocol.md#registration); the priority orders paths within
+    /// their class (docs/protocol.md#priority).
+    pub attributes: crate::registration::PathAttributes,
 }
 
 /// A path's `server`: an address, or a DNS name the daemon resolves at start and again

@@ -165,6 +165,11 @@ fn client_example_parses() {
         ServerAddr::Ip("198.51.100.1:7744".parse().unwrap())
     );
     assert_eq!(c.paths[1].bind, Some("0.0.0.0:0".parse().unwrap()));
+    assert_eq!(c.paths[1].attributes.priority, 1);
+    assert_eq!(
+        c.paths[1].attributes.cost,
+        crate::registration::CostClass::Metered
+    );
     assert_eq!(c.tun.addresses.len(), 2);
     assert_eq!(c.engine, EngineSettings::default());
     assert_eq!(c.control, ControlConfig::client_default());
@@ -245,6 +250,7 @@ fn minimal_client_gets_defaults() {
             mtu: 1500,
             rate_mbit: None,
             backup: false,
+            attributes: Default::default(),
         }]
     );
 }
@@ -736,6 +742,46 @@ fn path_devices_is_a_pattern_or_default_route() {
     let text = format!("{}devices = \"wwan*\"\nbackup = true\n", min_client());
     let c = client_ok(&text);
     assert!(c.paths[0].backup);
+}
+
+/// docs/tunnel-config.md#path: `link`, `cost` and `priority`, registered with the server
+/// (docs/protocol.md#registration).
+#[test]
+fn path_attributes_have_defaults_and_clear_errors() {
+    use crate::registration::{CostClass, LinkKind, PathAttributes};
+    assert_eq!(
+        client_ok(&min_client()).paths[0].attributes,
+        PathAttributes::default()
+    );
+    let text = format!(
+        "{}link = \"cellular\"\ncost = \"metered\"\npriority = 7\n",
+        min_client()
+    );
+    let a = client_ok(&text).paths[0].attributes;
+    assert_eq!(
+        a,
+        PathAttributes {
+            link: LinkKind::Cellular,
+            cost: CostClass::Metered,
+            priority: 7
+        }
+    );
+    let text = format!("{}link = \"lte\"\n", min_client());
+    let m = client_fails(&text, "path[0].link", "link");
+    assert!(
+        m.contains("one of: unspecified, wired, wifi, cellular, satellite"),
+        "{m}"
+    );
+    let text = format!("{}cost = \"cheap\"\n", min_client());
+    let m = client_fails(&text, "path[0].cost", "cost");
+    assert!(m.contains("one of: unmetered, metered"), "{m}");
+    for bad in ["8", "-1", "300"] {
+        let text = format!("{}priority = {bad}\n", min_client());
+        let m = client_fails(&text, "path[0].priority", "priority");
+        assert!(m.contains("between 0 and 7"), "{bad}: {m}");
+    }
+    let text = format!("{}priority = \"high\"\n", min_client());
+    client_fails(&text, "path[0].priority", "priority");
 }
 
 #[test]

@@ -492,3 +492,33 @@ value! {
         })
     }
 }
+
+value! {
+    /// A path's link type (docs/protocol.md#registration), by name.
+    LinkName(crate::registration::LinkKind) from String = |name| {
+        use crate::registration::LinkKind;
+        LinkKind::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = LinkKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown link type `{name}`; one of: {}", names.join(", "))
+        })
+    }
+}
+
+value! {
+    /// A path's cost class (docs/protocol.md#registration), by name.
+    CostName(crate::registration::CostClass) from String = |name| {
+        use crate::registration::CostClass;
+        CostClass::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = CostClass::ALL.iter().map(|c| c.name()).collect();
+            format!("unknown cost class `{name}`; one of: {}", names.join(", "))
+        })
+    }
+}
+
+value! {
+    /// A path's priority: 0 (preferred) to 7 (docs/protocol.md#priority).
+    Priority(u8) from i64 = |n| {
+        let max = crate::registration::MAX_PRIORITY;
+        u8::try_from(n).ok().filter(|p| *p <= max).ok_or_else(|| out_of_range(0, max, n))
+    }
+}

@@ -801,6 +801,7 @@ mod tests {
                     ..Default::default()
                 },
                 path_changes: Vec::new(),
+                registration: None,
                 paths: vec![
                     PathStatus {
                         id: 0,

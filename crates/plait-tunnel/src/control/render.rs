@@ -126,6 +126,50 @@ fn render_session(out: &mut String, session: &SessionStatus) {
         ],
     );
     render_path_changes(out, session);
+    render_registration(out, session);
+}
+
+/// The registered path set (docs/protocol.md#registration): a header line, then one
+/// line per path.
+fn render_registration(out: &mut String, session: &SessionStatus) {
+    let Some(r) = &session.registration else {
+        return;
+    };
+    let server = match (r.server_seq, r.server_agrees) {
+        (Some(n), Some(true)) => format!(", server holds #{n} (the same)"),
+        (Some(n), _) => format!(", server holds #{n} (differs)"),
+        _ => String::new(),
+    };
+    out.push_str(&format!(
+        "registration: #{} (acknowledged #{}){server}\n",
+        r.seq, r.acked
+    ));
+    for p in &r.paths {
+        let mut line = format!(
+            "  path {}: {} {} priority {}",
+            p.id, p.link, p.cost, p.priority
+        );
+        if p.backup {
+            line.push_str(" backup");
+        }
+        if !p.available {
+            line.push_str(" link-down");
+        }
+        if let Some(local) = &p.local {
+            line.push_str(&format!(" from {local}"));
+        }
+        if let Some(ms) = p.srtt_ms {
+            line.push_str(&format!(" rtt {ms} ms"));
+        }
+        if let Some(loss) = p.loss_pct {
+            line.push_str(&format!(" loss {loss:.2} %"));
+        }
+        if let Some(rate) = p.rate_mbit {
+            line.push_str(&format!(" rate {} Mbit/s", fmt_rate(rate)));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
 }
 
 /// The client's latest path changes, one line each, newest last.
@@ -179,7 +223,7 @@ pub fn fec_counts(f: &FecCounters) -> [(&'static str, u64); 7] {
 }
 
 /// Path events, named as in the metrics' `event` label.
-pub fn path_events(p: &PathEvents) -> [(&'static str, u64); 8] {
+pub fn path_events(p: &PathEvents) -> [(&'static str, u64); 10] {
     [
         ("validated", p.validated),
         ("validations_abandoned", p.validations_abandoned),
@@ -189,6 +233,8 @@ pub fn path_events(p: &PathEvents) -> [(&'static str, u64); 8] {
         ("opened", p.opened),
         ("closed", p.closed),
         ("refused", p.refused),
+        ("registered", p.registrations),
+        ("registration_refused", p.registrations_refused),
     ]
 }
 
@@ -414,6 +460,7 @@ mod tests {
                 },
                 path_events: Default::default(),
                 path_changes: Vec::new(),
+                registration: None,
                 fec: crate::control::snapshot::FecCounters {
                     blocks: 40,
                     symbols_sent: 52,
@@ -496,6 +543,56 @@ mod tests {
         let out = render_table(&s);
         assert!(
             out.contains("peer server: handshaking  key age -  session 0000beef"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_registration_is_listed_with_each_path() {
+        use crate::control::snapshot::{RegisteredPath, RegistrationStatus};
+        let mut s = sample();
+        s.sessions[0].registration = Some(RegistrationStatus {
+            seq: 4,
+            acked: 4,
+            server_seq: Some(4),
+            server_agrees: Some(true),
+            paths: vec![
+                RegisteredPath {
+                    id: 0,
+                    available: true,
+                    backup: false,
+                    link: "wired".into(),
+                    cost: "unmetered".into(),
+                    priority: 0,
+                    local: Some("192.168.1.10:40000".into()),
+                    srtt_ms: Some(21),
+                    loss_pct: Some(0.25),
+                    rate_mbit: Some(94.5),
+                },
+                RegisteredPath {
+                    id: 1,
+                    available: false,
+                    backup: true,
+                    link: "cellular".into(),
+                    cost: "metered".into(),
+                    priority: 2,
+                    ..RegisteredPath::default()
+                },
+            ],
+        });
+        let out = render_table(&s);
+        assert!(
+            out.contains("registration: #4 (acknowledged #4), server holds #4 (the same)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "  path 0: wired unmetered priority 0 from 192.168.1.10:40000 rtt 21 ms loss 0.25 % rate 94.5 Mbit/s\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("  path 1: cellular metered priority 2 backup link-down\n"),
             "{out}"
         );
     }

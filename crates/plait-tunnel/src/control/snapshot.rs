@@ -115,6 +115,10 @@ pub struct SessionStatus {
     #[serde(default)]
     pub sparse: SparseCounters,
     /// One row per path.
+    /// The client's registered path set (docs/protocol.md#registration): on the client,
+    /// what it registers; on the server, what it holds.
+    #[serde(default)]
+    pub registration: Option<RegistrationStatus>,
     pub paths: Vec<PathStatus>,
 }
 
@@ -173,6 +177,13 @@ pub struct PathEvents {
     pub restored: u64,
     /// Server: datagrams that arrived on a withdrawn path, ignored.
     pub withdrawn_ignored: u64,
+    /// Server: registrations applied (each newer than the one held:
+    /// docs/protocol.md#registration).
+    #[serde(default)]
+    pub registrations: u64,
+    /// Server: registrations refused (malformed, or a client address of the wrong family).
+    #[serde(default)]
+    pub registrations_refused: u64,
     /// Client: pattern paths opened (an interface matching `devices` appeared with a
     /// route to the server).
     #[serde(default)]
@@ -221,6 +232,47 @@ pub struct HandshakeCauses {
     pub silence: u64,
     /// An initiation repeated: unanswered for 5 s, or after a cookie reply.
     pub retry: u64,
+}
+
+/// A registration (docs/protocol.md#registration).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegistrationStatus {
+    /// Its number.
+    pub seq: u64,
+    /// Client: the highest number the server acknowledged; server: the same as `seq`.
+    pub acked: u64,
+    /// Client: the number of what the server said it holds, at the latest query.
+    pub server_seq: Option<u64>,
+    /// Client: whether that is this registration (paths, roles, attributes and addresses;
+    /// quality aside).
+    pub server_agrees: Option<bool>,
+    /// The paths registered.
+    pub paths: Vec<RegisteredPath>,
+}
+
+/// One path of a registration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegisteredPath {
+    /// Path id.
+    pub id: u8,
+    /// Whether the client's link for it works.
+    pub available: bool,
+    /// A backup path.
+    pub backup: bool,
+    /// Link type (`wired`, `wifi`, `cellular`, `satellite`, `unspecified`).
+    pub link: String,
+    /// Cost class (`unmetered`, `metered`).
+    pub cost: String,
+    /// Priority, 0 (preferred) to 7.
+    pub priority: u8,
+    /// The address the client sends from, if it knows it.
+    pub local: Option<String>,
+    /// The client's smoothed RTT, milliseconds.
+    pub srtt_ms: Option<u16>,
+    /// The client's smoothed loss, percent.
+    pub loss_pct: Option<f64>,
+    /// The client's rate estimate, Mbit/s.
+    pub rate_mbit: Option<f64>,
 }
 
 /// One path of a session.

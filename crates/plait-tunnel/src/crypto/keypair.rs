@@ -23,8 +23,8 @@ use crate::crypto::aead::{AeadError, MessageNonce, RecvKey, SendKey, TAG_LEN};
 use crate::crypto::handshake::SessionKeys;
 use crate::crypto::replay::{ControlWindow, PathWindow};
 use crate::message::{
-    CONTROL_HEADER_LEN, DATA_AAD_LEN, DATA_HEADER_LEN, DataId, PATH_FRAME_LEN,
-    write_control_header, write_data_header,
+    CONTROL_HEADER_LEN, DATA_AAD_LEN, DATA_HEADER_LEN, DataId, write_control_header,
+    write_data_header,
 };
 
 /// The initiator starts a new handshake when its keys are this old.
@@ -238,13 +238,19 @@ impl Keypair {
         Ok(DATA_AAD_LEN + sealed)
     }
 
-    /// Seals the path frame in `buf[CONTROL_HEADER_LEN..]` into a whole path-control
-    /// message in place, with the next control counter. Returns the message length.
-    pub fn seal_control(&mut self, now: Time, buf: &mut [u8]) -> Result<usize, AeadError> {
+    /// Seals the control frame of `frame_len` bytes in `buf[CONTROL_HEADER_LEN..]` (a
+    /// path frame or a registration) into a whole path-control message in place, with
+    /// the next control counter. Returns the message length.
+    pub fn seal_control(
+        &mut self,
+        now: Time,
+        buf: &mut [u8],
+        frame_len: usize,
+    ) -> Result<usize, AeadError> {
         if !self.is_usable(now) {
             return Err(AeadError::Exhausted);
         }
-        let need = CONTROL_HEADER_LEN + PATH_FRAME_LEN + TAG_LEN;
+        let need = CONTROL_HEADER_LEN + frame_len + TAG_LEN;
         if buf.len() < need {
             return Err(AeadError::BufferTooSmall {
                 need,
@@ -256,12 +262,9 @@ impl Keypair {
         write_control_header(&mut header, self.remote_index, counter);
         let (head, body) = buf.split_at_mut(CONTROL_HEADER_LEN);
         head.copy_from_slice(&header);
-        let sealed = self.send.seal(
-            MessageNonce::Counter(counter),
-            &header,
-            body,
-            PATH_FRAME_LEN,
-        )?;
+        let sealed = self
+            .send
+            .seal(MessageNonce::Counter(counter), &header, body, frame_len)?;
         Ok(CONTROL_HEADER_LEN + sealed)
     }
 
@@ -479,8 +482,9 @@ mod tests {
         let (mut a, mut b) = pair();
         let now = Time::from_nanos(1);
         let mut buf = vec![0u8; crate::message::PATH_CONTROL_LEN];
-        buf[CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + PATH_FRAME_LEN].copy_from_slice(b"0123456789");
-        let n = a.seal_control(now, &mut buf).unwrap();
+        let frame_len = crate::message::PATH_FRAME_LEN;
+        buf[CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + frame_len].copy_from_slice(b"0123456789");
+        let n = a.seal_control(now, &mut buf, frame_len).unwrap();
         assert_eq!(n, crate::message::PATH_CONTROL_LEN);
         assert_eq!(id(&buf), SealedId::Control(0));
         let data = seal(&mut a, now, 0, 0, b"x");

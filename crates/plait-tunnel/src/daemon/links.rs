@@ -82,6 +82,8 @@ struct PatternPath {
     server: SocketAddr,
     rate_hint: Option<f64>,
     backup: bool,
+    /// Link type, cost class, priority (docs/protocol.md#registration).
+    attributes: crate::registration::PathAttributes,
 }
 
 /// A named server and the paths that use it.
@@ -140,6 +142,7 @@ impl ClientLinks {
                         server,
                         rate_hint: p.rate_mbit.map(|m| m * 1e6 / 8.0),
                         backup: p.backup,
+                        attributes: p.attributes,
                     });
                     (patterns.len() - 1, true)
                 }
@@ -339,6 +342,7 @@ pub(crate) fn look(
                     server: p.server,
                     rate_hint: p.rate_hint,
                     backup: p.backup,
+                    attributes: p.attributes,
                 };
                 let why = format!("{ifname} is up with a route to {}", p.server.ip());
                 endpoint.open_path(now, id, path, &why, &mut s.out());

@@ -200,11 +200,18 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
                 server: *server,
                 rate_hint: p.rate_mbit.map(|m| m * 1e6 / 8.0),
                 backup: p.backup,
+                attributes: p.attributes,
             })
             .collect(),
         engine,
     };
     let mut endpoint = ClientEndpoint::new(params);
+    for (id, socket) in sockets.iter().enumerate() {
+        if let Some(socket) = socket {
+            // Before the loop's clock starts: its zero.
+            endpoint.set_path_local(plait_proto::Time::ZERO, id, socket.local_addr());
+        }
+    }
     if cfg.streams.is_some() {
         endpoint.enable_streams();
     }

@@ -46,6 +46,11 @@ use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::binding::Bindings;
+use crate::message::{ControlFrame, REGISTER_ACK};
+use crate::registration::{PathAttributes, Quality, Registrar};
+
+/// How often the client hands its paths' measured quality to the registrar.
+const QUALITY_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 use super::link::{DataDrop, FreshSession, Link, LinkCounters};
 use super::schedule::{Cause, Schedule};
 #[cfg(doc)]
@@ -95,6 +100,8 @@ pub struct ClientPath {
     pub rate_hint: Option<f64>,
     /// A backup path (docs/protocol.md#backup).
     pub backup: bool,
+    /// Link type, cost class and priority, as registered (docs/protocol.md#registration).
+    pub attributes: PathAttributes,
 }
 
 /// What a client endpoint needs.
@@ -139,6 +146,10 @@ pub struct ClientEndpoint {
     /// Which paths' links work, and the withdrawals and restorations the server has not
     /// acknowledged yet (docs/protocol.md#binding).
     bindings: Bindings,
+    /// The path set as registered with the server (docs/protocol.md#registration).
+    registrar: Registrar,
+    /// When the paths' measured quality was last handed to the registrar.
+    quality_sampled_at: Option<Time>,
     last_timestamp: u64,
     attempts: u32,
     drops: DropCounters,
@@ -165,6 +176,14 @@ impl ClientEndpoint {
             cookie_key: cookie::cookie_key(&params.server_public_key),
             cookies: vec![None; MAX_PATHS.max(params.paths.len())],
             bindings: Bindings::new(&params.paths.iter().map(|p| p.backup).collect::<Vec<_>>()),
+            registrar: {
+                let mut r = Registrar::new();
+                for (i, p) in params.paths.iter().enumerate() {
+                    r.set_path(Time::ZERO, i, Some((p.attributes, p.backup)));
+                }
+                r
+            },
+            quality_sampled_at: None,
             hint_key: HintKey::new(&params.server_public_key),
             params,
             link,
@@ -258,11 +277,22 @@ impl ClientEndpoint {
                     Ok(opened) => {
                         self.schedule.authenticated(now.mono, true);
                         let Ok(id) = u8::try_from(path) else { return };
-                        if let Some(ack) =
-                            self.link
-                                .client_path_control(now.mono, PathId(id), opened, out)
+                        match self
+                            .link
+                            .client_path_control(now.mono, PathId(id), opened, out)
                         {
-                            self.bindings.on_ack(usize::from(ack.path), ack.seq());
+                            Some(ControlFrame::Path(ack)) if ack.kind == REGISTER_ACK => {
+                                self.registrar.on_ack(now.mono, ack.seq());
+                                // A query may be due now.
+                                self.send_registration(now.mono, out);
+                            }
+                            Some(ControlFrame::Path(ack)) => {
+                                self.bindings.on_ack(usize::from(ack.path), ack.seq());
+                            }
+                            Some(ControlFrame::Registration { registration, .. }) => {
+                                self.registrar.on_answer(registration);
+                            }
+                            None => {}
                         }
                     }
                     Err(e) => self.count_data_drop(now.mono, e, from),
@@ -425,14 +455,15 @@ impl ClientEndpoint {
             if !self.bindings.available(i) {
                 continue;
             }
-            let hints = self.params.engine.path_hints(i, p.rate_hint, p.backup);
+            let hints = self.params.engine.path_hints(i, p);
             if let Err(e) = session.add_path(now, PathId(id), hints) {
                 warn!(path = %p.name, error = %e, "path not added");
             }
         }
         self.link.start_session(fresh, session);
-        // A fresh session at the server knows none of our withdrawals.
+        // A fresh session at the server knows none of our withdrawals, nor our paths.
         self.bindings.on_fresh_session(now);
+        self.registrar.on_fresh_session(now);
     }
 
     /// The kernel says `path`'s link works (`available`) or does not (its interface went
@@ -464,7 +495,8 @@ impl ClientEndpoint {
         let name = p.name.clone();
         let p = p.clone();
         self.record(t, Some(id.0), &name, event, why);
-        let hints = self.params.engine.path_hints(path, p.rate_hint, p.backup);
+        self.registrar.set_available(t, path, available);
+        let hints = self.params.engine.path_hints(path, &p);
         if let Some(session) = self.link.session_mut() {
             let done = if available {
                 session.add_path(t, id, hints)
@@ -507,10 +539,9 @@ impl ClientEndpoint {
         if let Some(c) = self.cookies.get_mut(id) {
             *c = None;
         }
-        let hints = self
-            .params
-            .engine
-            .path_hints(id, path.rate_hint, path.backup);
+        let hints = self.params.engine.path_hints(id, &path);
+        self.registrar
+            .set_path(t, id, Some((path.attributes, path.backup)));
         self.record(t, Some(pid), &path.name, "opened", why);
         self.slots[id] = Some(path);
         self.pattern_events.0 += 1;
@@ -539,6 +570,7 @@ impl ClientEndpoint {
         let Some(path) = slot.take() else { return };
         info!(path = %path.name, id, why, "path closed");
         self.bindings.close(t, id);
+        self.registrar.set_path(t, id, None);
         self.link.set_client_path(id, None);
         if let Some(session) = self.link.session_mut() {
             // Unknown to the session (its link was already down): nothing to remove.
@@ -607,12 +639,62 @@ impl ClientEndpoint {
         self.bindings.poll_timeout()
     }
 
-    /// Withdrawals and restorations due: each on every path whose link works.
+    /// Withdrawals and restorations due: each on every path whose link works; then the
+    /// registration, if due.
     fn send_bindings(&mut self, now: Time, out: &mut impl Outputs) {
         for frame in self.bindings.due(now) {
             self.link
                 .send_binding(now, &frame, self.bindings.available_paths(), out);
         }
+        self.send_registration(now, out);
+    }
+
+    /// The registration and the query, if due (docs/protocol.md#registration): each on
+    /// one path whose link works, the next one at each try.
+    fn send_registration(&mut self, now: Time, out: &mut impl Outputs) {
+        let (registration, query) = self.registrar.due(now);
+        if let Some((r, tries)) = registration {
+            self.link
+                .send_registration(now, &r, tries, self.bindings.available_paths(), out);
+        }
+        if query {
+            self.link
+                .send_query(now, self.bindings.available_paths(), out);
+        }
+    }
+
+    /// Hands each path's measured quality to the registrar, at most once a second (it
+    /// decides whether that is worth a new registration).
+    fn sample_quality(&mut self, now: Time) {
+        if self
+            .quality_sampled_at
+            .is_some_and(|t| now < t + QUALITY_SAMPLE_INTERVAL)
+        {
+            return;
+        }
+        self.quality_sampled_at = Some(now);
+        let Some(session) = self.link.session() else {
+            return;
+        };
+        for view in session.path_views() {
+            let quality = Quality {
+                srtt_ms: view
+                    .srtt
+                    .map(|d| d.as_millis().min(u128::from(u16::MAX - 1)) as u16),
+                loss_bp: Some((view.loss_rate.clamp(0.0, 1.0) * 10_000.0).round() as u16),
+                rate_kbit: view
+                    .rate_estimate()
+                    .map(|r| (r * 8.0 / 1e3).clamp(0.0, f64::from(u32::MAX - 1)) as u32),
+            };
+            self.registrar
+                .note_quality(now, usize::from(view.id.0), quality);
+        }
+    }
+
+    /// The address the daemon's socket for path `id` is bound to (registered when it is
+    /// a specific one, not a wildcard: docs/protocol.md#registration).
+    pub fn set_path_local(&mut self, now: Time, id: usize, local: SocketAddr) {
+        self.registrar.set_local(now, id, Some(local));
     }
 
     /// An inner packet read from the TUN device.
@@ -629,6 +711,7 @@ impl ClientEndpoint {
         if let Some(cause) = self.schedule.due(t, self.link.current_keys(), retry_at) {
             self.send_initiation(now, cause, out);
         }
+        self.sample_quality(t);
         self.send_bindings(t, out);
         self.link.drive(t, out);
         self.schedule.sealed(t, self.link.current_keys());
@@ -705,11 +788,13 @@ impl ClientEndpoint {
             self.handshake.as_ref().map(|h| h.retry_at),
         );
         let bindings = self.bindings.poll_timeout().unwrap_or(handshake);
+        let registration = self.registrar.poll_timeout().unwrap_or(handshake);
         Some(
             self.link
                 .poll_timeout()
                 .map_or(handshake, |e| e.min(handshake))
-                .min(bindings),
+                .min(bindings)
+                .min(registration),
         )
     }
 
@@ -757,6 +842,11 @@ impl ClientEndpoint {
             s.path_events.refused,
         ) = self.pattern_events;
         s.path_changes = self.changes.iter().cloned().collect();
+        s.registration = Some(super::link::registration_status(
+            &self.registrar.current(),
+            self.registrar.acked(),
+            self.registrar.server_view(),
+        ));
         s
     }
 
@@ -773,6 +863,13 @@ impl ClientEndpoint {
         frame: &crate::message::PathFrame,
     ) -> Option<Vec<u8>> {
         self.link.seal_path_frame(now, frame)
+    }
+
+    /// A path-control message holding the control frame `frame` (any bytes), sealed with
+    /// the current keys (tests).
+    #[cfg(test)]
+    pub(crate) fn seal_control_frame(&mut self, now: Time, frame: &[u8]) -> Option<Vec<u8>> {
+        self.link.seal_control_frame(now, frame)
     }
 
     /// The engine session, if one runs (read-only: statistics and path views, as the
@@ -814,6 +911,7 @@ mod tests {
                 server: "192.0.2.1:7744".parse().unwrap(),
                 rate_hint: None,
                 backup: false,
+                attributes: Default::default(),
             }],
             engine: EngineParams {
                 settings: plait_proto::EngineSettings::default(),

@@ -28,6 +28,8 @@ use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::binding::ServerBinding;
+
+mod registration;
 pub use super::keyring::DataDrop;
 use super::keyring::KeyRing;
 pub use super::validation::PathEndpoint;
@@ -36,10 +38,13 @@ use super::{Outputs, Random};
 use crate::control::{PathStatus, SessionStatus};
 use crate::crypto::keypair::{Keypair, SealedId};
 use crate::message::{
-    BINDING_ACK, CONTROL_HEADER_LEN, DATA_HEADER_LEN, DATA_OVERHEAD, PATH_CHALLENGE,
-    PATH_FRAME_LEN, PATH_RESPONSE, PATH_RESTORE, PATH_TOKEN_LEN, PATH_WITHDRAW, PathFrame,
+    BINDING_ACK, CONTROL_HEADER_LEN, ControlFrame, ControlFrameError, DATA_HEADER_LEN,
+    DATA_OVERHEAD, PATH_CHALLENGE, PATH_RESPONSE, PATH_RESTORE, PATH_TOKEN_LEN, PATH_WITHDRAW,
+    PathFrame, QUERY, REGISTER, REGISTER_ACK, REGISTRATION,
 };
 use crate::ratelimit::LogLimiter;
+use crate::registration::Registration;
+pub use registration::registration_status;
 
 /// Scratch space: the largest engine datagram or inner packet plus plait's overhead.
 const SCRATCH: usize = 65_536 + DATA_OVERHEAD;
@@ -74,6 +79,11 @@ pub struct LinkCounters {
     pub paths_restored: u64,
     /// Server: datagrams that arrived on a withdrawn path, ignored.
     pub withdrawn_ignored: u64,
+    /// Server: registrations applied (a newer number); client: acknowledged
+    /// (docs/protocol.md#registration).
+    pub registrations: u64,
+    /// Server: registrations refused (malformed, or an address of the wrong family).
+    pub registrations_refused: u64,
 }
 
 /// RESET_STREAM code for a stream the peer opened where stream mode is off
@@ -108,6 +118,8 @@ pub struct Link {
     addresses: [PathAddress; MAX_PATHS],
     /// Server: each path's withdrawals and restorations (docs/protocol.md#binding).
     bindings: [ServerBinding; MAX_PATHS],
+    /// Server: the client's latest registration (docs/protocol.md#registration).
+    registration: Option<Registration>,
     counters: LinkCounters,
     /// Inner source prefixes the peer may use (server side); `None` = any (client side).
     allowed_sources: Option<Vec<IpNet>>,
@@ -238,6 +250,7 @@ impl Link {
             keys: KeyRing::default(),
             addresses: std::array::from_fn(|_| PathAddress::default()),
             bindings: [ServerBinding::default(); MAX_PATHS],
+            registration: None,
             counters: LinkCounters::default(),
             allowed_sources,
             path_names: Vec::new(),
@@ -404,6 +417,7 @@ impl Link {
         if fresh.relearn_endpoints {
             self.addresses.iter_mut().for_each(PathAddress::clear);
             self.bindings = [ServerBinding::default(); MAX_PATHS];
+            self.registration = None;
         }
     }
 
@@ -523,7 +537,21 @@ impl Link {
             .get(usize::from(path.0))
             .copied()
             .unwrap_or_default();
-        session.add_path(now, path, PathHints { backup, ..known })?;
+        // docs/protocol.md#registration: the registered priority, if the client sent one.
+        let priority = self
+            .registration
+            .as_ref()
+            .and_then(|r| r.entry(path.0))
+            .map_or(known.priority, |e| e.attributes.priority);
+        session.add_path(
+            now,
+            path,
+            PathHints {
+                backup,
+                priority,
+                ..known
+            },
+        )?;
         Ok(true)
     }
 
@@ -601,23 +629,53 @@ impl Link {
         frame: &PathFrame,
         out: &mut impl Outputs,
     ) {
+        self.send_control(now, to, &frame.encode(), out);
+    }
+
+    /// Seals the control frame `frame` (a path frame or a registration) in a
+    /// path-control message with the current keys and sends it to `to`.
+    fn send_control(&mut self, now: Time, to: PathEndpoint, frame: &[u8], out: &mut impl Outputs) {
         let Some(keys) = self.keys.current_mut() else {
             self.counters.unsent += 1;
             return;
         };
         let Some(body) = self
             .scratch
-            .get_mut(CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + PATH_FRAME_LEN)
+            .get_mut(CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + frame.len())
         else {
             return;
         };
-        body.copy_from_slice(&frame.encode());
-        match keys.seal_control(now, &mut self.scratch) {
+        body.copy_from_slice(frame);
+        match keys.seal_control(now, &mut self.scratch, frame.len()) {
             Ok(n) => {
                 self.counters.path_frames_sent += 1;
                 out.send_udp(to.socket, to.remote, &self.scratch[..n]);
+                self.note_sent_outside(now, to, n);
             }
             Err(_) => self.counters.unsent += 1,
+        }
+    }
+
+    /// Tells the engine session that a control message of `len` bytes went to `to`, if
+    /// that is a path's validated address: schedulers that model path queues count it
+    /// (`Session::note_sent_outside`).
+    fn note_sent_outside(&mut self, now: Time, to: PathEndpoint, len: usize) {
+        let Some(path) = self
+            .addresses
+            .iter()
+            .position(|a| a.validated() == Some(to))
+            .and_then(|i| u8::try_from(i).ok())
+        else {
+            return;
+        };
+        if let Some(session) = self.session.as_mut() {
+            // The message and its outer headers: the engine's per-datagram overhead less
+            // the data message's own framing.
+            let outer = session
+                .config()
+                .datagram_overhead
+                .saturating_sub(DATA_OVERHEAD);
+            session.note_sent_outside(now, PathId(path), len + outer);
         }
     }
 
@@ -625,11 +683,17 @@ impl Link {
     /// forge what a client could send).
     #[cfg(test)]
     pub(crate) fn seal_path_frame(&mut self, now: Time, frame: &PathFrame) -> Option<Vec<u8>> {
+        self.seal_control_frame(now, &frame.encode())
+    }
+
+    /// A path-control message holding the control frame `frame` (any bytes), sealed with
+    /// the current keys (tests).
+    #[cfg(test)]
+    pub(crate) fn seal_control_frame(&mut self, now: Time, frame: &[u8]) -> Option<Vec<u8>> {
         let keys = self.keys.current_mut()?;
-        let mut buf = vec![0u8; crate::message::PATH_CONTROL_LEN];
-        buf[CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + PATH_FRAME_LEN]
-            .copy_from_slice(&frame.encode());
-        let n = keys.seal_control(now, &mut buf).ok()?;
+        let mut buf = vec![0u8; CONTROL_HEADER_LEN + frame.len() + crate::crypto::aead::TAG_LEN];
+        buf[CONTROL_HEADER_LEN..CONTROL_HEADER_LEN + frame.len()].copy_from_slice(frame);
+        let n = keys.seal_control(now, &mut buf, frame.len()).ok()?;
         buf.truncate(n);
         Some(buf)
     }
@@ -638,7 +702,8 @@ impl Link {
     /// PATH_RESPONSE that echoes the token of a challenge sent to exactly that address
     /// moves its path there; a PATH_WITHDRAW or PATH_RESTORE with a newer number takes the
     /// path out of the session or lets it back (docs/protocol.md#binding), and is
-    /// acknowledged either way; anything else is counted and ignored.
+    /// acknowledged either way; a REGISTER or QUERY is handled as
+    /// docs/protocol.md#registration says; anything else is counted and ignored.
     pub fn receive_path_control(
         &mut self,
         now: Time,
@@ -649,13 +714,26 @@ impl Link {
     ) {
         self.settle(&mut opened);
         let from = PathEndpoint { socket, remote };
-        let Ok(frame) = PathFrame::decode(opened.datagram) else {
-            self.counters.path_frames_ignored += 1;
-            return;
+        let frame = match ControlFrame::decode(opened.datagram) {
+            Ok(ControlFrame::Path(frame)) => frame,
+            Ok(ControlFrame::Registration {
+                kind: REGISTER,
+                registration,
+            }) => return self.receive_registration(now, from, registration, out),
+            Err(ControlFrameError::Registration(e)) => {
+                self.counters.registrations_refused += 1;
+                debug!(%remote, error = %e, "registration refused");
+                return;
+            }
+            Ok(ControlFrame::Registration { .. }) | Err(_) => {
+                self.counters.path_frames_ignored += 1;
+                return;
+            }
         };
         match frame.kind {
             PATH_RESPONSE => self.receive_path_response(now, from, frame, out),
             PATH_WITHDRAW | PATH_RESTORE => self.receive_binding(now, from, frame, out),
+            QUERY => self.answer_query(now, from, out),
             _ => self.counters.path_frames_ignored += 1,
         }
     }
@@ -755,19 +833,30 @@ impl Link {
 
     /// Client side: an opened path-control message arrived on `path`. A PATH_CHALLENGE for
     /// that path is answered at once, on the same path (its socket, to the server's
-    /// address), echoing the token; a BINDING_ACK is returned for the caller's
-    /// [`super::binding::Bindings`]; anything else is counted and ignored.
+    /// address), echoing the token; a BINDING_ACK or REGISTER_ACK (path frames) or a
+    /// REGISTRATION is returned for the caller's [`super::binding::Bindings`] and
+    /// [`crate::registration::Registrar`]; anything else is counted and ignored.
     pub fn client_path_control(
         &mut self,
         now: Time,
         path: PathId,
         mut opened: Opened<'_>,
         out: &mut impl Outputs,
-    ) -> Option<PathFrame> {
+    ) -> Option<ControlFrame> {
         self.settle(&mut opened);
-        let frame = PathFrame::decode(opened.datagram).ok();
+        let frame = match ControlFrame::decode(opened.datagram) {
+            Ok(ControlFrame::Path(f)) => Some(f),
+            Ok(
+                answer @ ControlFrame::Registration {
+                    kind: REGISTRATION, ..
+                },
+            ) => return Some(answer),
+            Ok(ControlFrame::Registration { .. }) | Err(_) => None,
+        };
         match frame {
-            Some(f) if f.kind == BINDING_ACK => return Some(f),
+            Some(f) if matches!(f.kind, BINDING_ACK | REGISTER_ACK) => {
+                return Some(ControlFrame::Path(f));
+            }
             Some(f) if f.kind == PATH_CHALLENGE && f.path == path.0 => {
                 let to = self
                     .addresses
@@ -993,8 +1082,11 @@ impl Link {
             withdrawn: c.paths_withdrawn,
             restored: c.paths_restored,
             withdrawn_ignored: c.withdrawn_ignored,
+            registrations: c.registrations,
+            registrations_refused: c.registrations_refused,
             ..Default::default()
         };
+        s.registration = self.registration_status();
         let Some(session) = &self.session else {
             return s;
         };

@@ -17,13 +17,15 @@
 //! - Nothing here reads a clock or opens a socket, so the unit tests run both endpoints
 //!   over an in-memory network with virtual time.
 
-mod binding;
+pub(crate) mod binding;
 mod client;
 mod inner;
 mod keyring;
 mod link;
 #[cfg(test)]
 mod link_tests;
+#[cfg(test)]
+mod registration_tests;
 #[cfg(test)]
 mod restart_tests;
 mod schedule;
@@ -167,13 +169,14 @@ impl EngineParams {
         }
     }
 
-    /// What a session is told of path `id` when it adds it: the tuning's hints, with a
-    /// configured `rate` (client paths) taking precedence, and the path's role.
-    pub fn path_hints(&self, id: usize, rate: Option<f64>, backup: bool) -> PathHints {
+    /// What a client's session is told of path `id` when it adds it: the tuning's hints,
+    /// with the path's configured rate taking precedence, and its role and priority.
+    pub fn path_hints(&self, id: usize, path: &ClientPath) -> PathHints {
         let known = self.tuning.path_hints.get(id).copied().unwrap_or_default();
         PathHints {
-            rate: rate.or(known.rate),
-            backup,
+            rate: path.rate_hint.or(known.rate),
+            backup: path.backup,
+            priority: path.attributes.priority,
             ..known
         }
     }

@@ -376,6 +376,7 @@ impl Soak {
                     server: SERVER.parse().unwrap(),
                     rate_hint: Some(*rate),
                     backup: false,
+                    attributes: Default::default(),
                 })
                 .collect(),
             engine: engine(SEED),

@@ -19,7 +19,7 @@ pub(crate) fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-fn engine() -> EngineParams {
+pub(crate) fn engine() -> EngineParams {
     engine_with(SchedulerKind::Plait)
 }
 
@@ -77,7 +77,7 @@ pub(crate) struct World {
     pub(crate) server_tun: Vec<Vec<u8>>,
     /// Datagrams the server sent, per client path.
     pub(crate) server_sent: [u64; 2],
-    client_sent: [u64; 2],
+    pub(crate) client_sent: [u64; 2],
     /// Path whose datagrams are dropped both ways.
     pub(crate) cut: Option<usize>,
     /// Every datagram is dropped, both ways, on every path.
@@ -158,12 +158,14 @@ impl World {
                     server: addr(SERVER),
                     rate_hint: None,
                     backup: false,
+                    attributes: Default::default(),
                 },
                 ClientPath {
                     name: "lte".into(),
                     server: addr(SERVER),
                     rate_hint: None,
                     backup: false,
+                    attributes: Default::default(),
                 },
             ],
             engine: engine_with(scheduler),
@@ -1153,12 +1155,14 @@ fn a_backup_path_carries_data_only_when_the_other_is_gone() {
                 server: addr(SERVER),
                 rate_hint: None,
                 backup: true,
+                attributes: Default::default(),
             },
             ClientPath {
                 name: "lte".into(),
                 server: addr(SERVER),
                 rate_hint: None,
                 backup: false,
+                attributes: Default::default(),
             },
         ],
         engine: engine(),
@@ -1219,6 +1223,7 @@ fn a_pattern_path_opens_carries_data_closes_and_its_id_is_reused() {
             server: addr(SERVER),
             rate_hint: None,
             backup: false,
+            attributes: Default::default(),
         }],
         engine: engine_with(SchedulerKind::RoundRobin),
     });
@@ -1231,6 +1236,7 @@ fn a_pattern_path_opens_carries_data_closes_and_its_id_is_reused() {
         server: addr(SERVER),
         rate_hint: None,
         backup: false,
+        attributes: Default::default(),
     };
     let mut cap = Capture::default();
     w.client.open_path(
@@ -1343,6 +1349,7 @@ fn a_client_with_no_path_yet_handshakes_when_the_first_opens() {
             server: addr(SERVER),
             rate_hint: None,
             backup: false,
+            attributes: Default::default(),
         },
         "wlan0 is up",
         &mut cap,
