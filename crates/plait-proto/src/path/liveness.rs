@@ -13,8 +13,8 @@
 //! - Degraded: silence beyond SRTT + 4·RTTVAR + max ack delay, or a smoothed loss rate above
 //!   [`LivenessConfig::degraded_loss`]. Back to active when both clear (loss below half).
 //! - While probing or down, probes go out in pairs every [`LivenessConfig::probe_interval`]
-//!   (doubling after every 10 unanswered, up to `probe_max_interval`); an active or degraded
-//!   path idle for [`LivenessConfig::keepalive`] gets a single probe.
+//!   (doubling after every [`PROBES_PER_BACKOFF`] unanswered, up to `probe_max_interval`);
+//!   an active or degraded path idle for [`LivenessConfig::keepalive`] gets a single probe.
 
 use std::time::Duration;
 
@@ -53,6 +53,12 @@ impl Default for LivenessConfig {
     }
 }
 
+/// Unanswered probes before the probe interval doubles: 50 pairs, 5 s at the default
+/// 100 ms. Outages of a few seconds (a tunnel, a handover, a blackhole like T4's 5 s) are
+/// the common case and end within one interval of the first probe after them; a path dead
+/// for minutes is probed once a second.
+pub const PROBES_PER_BACKOFF: u32 = 100;
+
 impl LivenessConfig {
     /// Silence that marks a path down, given its RTT estimates.
     pub fn down_after(&self, rto: Option<Duration>, max_ack_delay: Duration) -> Duration {
@@ -72,7 +78,7 @@ impl LivenessConfig {
 
     /// Interval before the next probe pair after `unanswered` unanswered probes.
     pub fn probe_interval_after(&self, unanswered: u32) -> Duration {
-        let doublings = (unanswered / 10).min(16);
+        let doublings = (unanswered / PROBES_PER_BACKOFF).min(16);
         self.probe_interval
             .saturating_mul(2u32.pow(doublings))
             .min(self.probe_max_interval)
@@ -142,7 +148,8 @@ mod tests {
     fn probe_backoff() {
         let c = LivenessConfig::default();
         assert_eq!(c.probe_interval_after(0), 100 * MS);
-        assert_eq!(c.probe_interval_after(10), 200 * MS);
+        assert_eq!(c.probe_interval_after(98), 100 * MS, "5 s at 100 ms");
+        assert_eq!(c.probe_interval_after(100), 200 * MS);
         assert_eq!(c.probe_interval_after(1000), 1000 * MS);
     }
 }

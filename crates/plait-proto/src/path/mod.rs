@@ -51,6 +51,20 @@ const LOSS_HALF_LIFE: Duration = Duration::from_secs(2);
 /// takes the smoothed delay over the 5 min base.
 pub const SHALLOW_QUEUE: Duration = Duration::from_millis(10);
 
+/// Unanswered probes (5 pairs) before the probe interval also keeps to [`PROBE_SHARE`].
+const PROBES_AT_FULL_RATE: u32 = 10;
+
+/// Most of a path's rate its probe pairs may take while it is probing or down.
+const PROBE_SHARE: f64 = 0.05;
+
+/// Bytes a probe occupies on a link, headers of every layer included (a PROBE datagram
+/// of about 30 bytes and the tunnel's and UDP/IP's).
+const PROBE_LINK_BYTES: f64 = 90.0;
+
+/// Most inner packets a path going down names for repair on the others: the repair
+/// store's own queue bound (`session::repair_store`).
+const MAX_ABANDONED: usize = 1024;
+
 /// Counters of one path (sender and receiver side together).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PathStats {
@@ -130,6 +144,10 @@ pub struct Path {
     cc: PathCongestion,
     /// Fates of reliable datagrams (seq, acknowledged?) for the session to collect.
     resolved: Vec<(PathSeq, bool)>,
+    /// Inner packets (global sequence numbers) that were in flight when the path went
+    /// down, for the session to collect and repair on other paths
+    /// (docs/protocol.md#repair).
+    abandoned: Vec<GlobalSeq>,
 }
 
 impl Path {
@@ -176,6 +194,7 @@ impl Path {
             timer: None,
             cc: PathCongestion::new(congestion.0, congestion.1),
             resolved: Vec::new(),
+            abandoned: Vec::new(),
         };
         path.timer = path.compute_timer();
         path
@@ -256,6 +275,12 @@ impl Path {
         self.resolved.drain(..)
     }
 
+    /// The inner packets that were in flight when the path last went down (oldest
+    /// first), for the session to collect.
+    pub fn take_abandoned(&mut self) -> std::vec::Drain<'_, GlobalSeq> {
+        self.abandoned.drain(..)
+    }
+
     /// `prev_delta` for a DATA frame carrying `global` on this path
     /// (docs/protocol.md#data-frame): distance to the previous DATA sent here, 0 if none.
     pub fn prev_delta(&self, global: GlobalSeq) -> u64 {
@@ -290,6 +315,7 @@ impl Path {
             probe_id,
             reliable: false,
             cwnd_limited,
+            data,
         });
         if let Some(old) = forced {
             // The log is full of unanswered datagrams: count the oldest lost.
@@ -652,6 +678,19 @@ impl Path {
         Some((from, to))
     }
 
+    /// Whether the path is usable but has been silent beyond its degraded bound (one RTO
+    /// and the peer's ACK delay): it may have failed, and is not yet declared down
+    /// (docs/protocol.md#path-states, "suspect").
+    pub fn is_silent(&self, now: Time) -> bool {
+        self.state.is_usable()
+            && self.silence_since().is_some_and(|t| {
+                now.saturating_since(t)
+                    > self
+                        .liveness
+                        .degraded_after(self.rtt.rto(), self.max_ack_delay)
+            })
+    }
+
     /// Where silence counts from: something has waited for an answer since
     /// `awaiting_since`, and nothing was answered since `last_answer`. A path whose queue
     /// is long but still drains keeps answering, so it is slow, not silent.
@@ -668,6 +707,11 @@ impl Path {
             self.stats.lost_on_down += 1;
             if p.reliable {
                 self.resolved.push((p.seq, false));
+            }
+            if let Some(g) = p.data
+                && self.abandoned.len() < MAX_ABANDONED
+            {
+                self.abandoned.push(g);
             }
         }
         self.cc.on_path_down(now);
@@ -707,8 +751,16 @@ impl Path {
                 }
             }
             PathState::Active | PathState::Degraded => {
-                let idle_since = self.last_eliciting_sent.unwrap_or(Time::ZERO);
-                u32::from(now.saturating_since(idle_since) >= self.liveness.keepalive)
+                let idle = now.saturating_since(self.last_eliciting_sent.unwrap_or(Time::ZERO));
+                // A suspect path gets no new data (docs/protocol.md#path-states): a probe
+                // each RTO asks whether it still answers, so one that only lost its tail
+                // comes back at once instead of going down.
+                let suspect = self.is_silent(now)
+                    && idle
+                        >= self
+                            .liveness
+                            .degraded_after(self.rtt.rto(), self.max_ack_delay);
+                u32::from(idle >= self.liveness.keepalive || suspect)
             }
         }
     }
@@ -717,10 +769,33 @@ impl Path {
     pub fn on_probes_sent(&mut self, now: Time) {
         if matches!(self.state, PathState::Probing | PathState::Down) {
             self.probes_unanswered += 2;
-            self.next_probe_at =
-                Some(now + self.liveness.probe_interval_after(self.probes_unanswered));
+            let backoff = self.liveness.probe_interval_after(self.probes_unanswered);
+            // The first pairs go at the configured interval whatever the rate: most
+            // outages are short, and a path back is found soonest that way.
+            let interval = if self.probes_unanswered > PROBES_AT_FULL_RATE {
+                backoff.max(self.probe_cost_floor())
+            } else {
+                backoff
+            };
+            self.next_probe_at = Some(now + interval);
             self.timer = self.compute_timer();
         }
+    }
+
+    /// The shortest interval between probe pairs that keeps them under [`PROBE_SHARE`] of
+    /// the path's known rate (the pair rate, else the configured one): on a 50 kbit/s
+    /// link a pair every 100 ms would take a sixth of it, and in the simulator's PET-BMP
+    /// Table I the probes of a slow path that was down for a while raised EDPF's duplicate
+    /// ACKs from 4 to 87 a run.
+    fn probe_cost_floor(&self) -> Duration {
+        let rate = self
+            .pair
+            .rate()
+            .or(self.hints.rate)
+            .filter(|r| r.is_finite() && *r > 0.0);
+        rate.map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(2.0 * PROBE_LINK_BYTES / (PROBE_SHARE * r))
+        })
     }
 
     /// The next time [`Path::on_timeout`] or a probe has work, if any (cached).
@@ -748,6 +823,15 @@ impl Path {
                     };
                     // Just past the bound, so the judgement sees silence > bound.
                     consider(Some(since + bound + Duration::from_nanos(1)));
+                    if self.state == PathState::Degraded {
+                        // A suspect path's probe (`probes_due`): due once the path is
+                        // suspect, then once per degraded bound. The same threshold as
+                        // `is_silent`, or the timer would fire with nothing to do.
+                        let every = liveness.degraded_after(rto, max_ack_delay);
+                        let suspect = since + every + Duration::from_nanos(1);
+                        let last = self.last_eliciting_sent.unwrap_or(Time::ZERO);
+                        consider(Some((last + every).max(suspect)));
+                    }
                 }
                 consider(Some(
                     self.last_eliciting_sent.unwrap_or(Time::ZERO) + liveness.keepalive,

@@ -35,6 +35,9 @@ pub struct SentPacket {
     /// The path's window was at least half used when it was sent: its acknowledgement may
     /// grow the window (otherwise the sender, not the window, was the limit).
     pub cwnd_limited: bool,
+    /// The global sequence number of the inner packet it carried (packet mode; not for
+    /// repairs), so a path declared down can name what it took with it.
+    pub data: Option<crate::ids::GlobalSeq>,
 }
 
 impl SentPacket {
@@ -169,6 +172,7 @@ mod tests {
             probe_id: None,
             reliable: false,
             cwnd_limited: false,
+            data: None,
         }
     }
 

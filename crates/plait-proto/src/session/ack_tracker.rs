@@ -20,6 +20,9 @@ pub const MAX_TIMESTAMPS: usize = 32;
 /// number: the wire carries 32-bit offsets (docs/protocol.md#ack-frame), so anything older
 /// is forgotten rather than left unencodable.
 const MAX_SPAN: u64 = (1 << 31) - 1;
+/// Smoothed arrival gaps without an arrival after which a path is receive-silent
+/// ([`AckTracker::receive_silent`]).
+const SILENT_GAPS: u32 = 8;
 
 /// Whether a datagram's path sequence number was new.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +44,8 @@ pub struct AckTracker {
     eliciting_unacked: u32,
     first_unacked_at: Option<Time>,
     last_recv: Option<Time>,
+    /// Smoothed gap between arrivals (gain 1/8), for [`AckTracker::receive_silent`].
+    gap: Option<Duration>,
     /// Where expansion centres while nothing was received ([`AckTracker::resumed`]).
     resume_at: PathSeq,
 }
@@ -73,6 +78,10 @@ impl AckTracker {
             return arrived;
         }
         self.forget_beyond_span();
+        if let Some(last) = self.last_recv {
+            let sample = now.saturating_since(last);
+            self.gap = Some(self.gap.map_or(sample, |g| (g * 7 + sample) / 8));
+        }
         self.last_recv = Some(now);
         if self.ranges.first().is_some_and(|r| *r.end() == seq) {
             self.largest_recv_time = now;
@@ -179,6 +188,18 @@ impl AckTracker {
     /// When the last new datagram arrived on this path.
     pub fn last_recv(&self) -> Option<Time> {
         self.last_recv
+    }
+
+    /// Whether nothing has arrived for longer than this path's arrivals are usually apart
+    /// allows: `floor`, or [`SILENT_GAPS`] smoothed gaps if that is longer (a slow or
+    /// lightly used path is not silent just because its datagrams are far apart). A path
+    /// that never received is silent.
+    pub fn receive_silent(&self, now: Time, floor: Duration) -> bool {
+        let Some(last) = self.last_recv else {
+            return true;
+        };
+        let allowed = self.gap.map_or(floor, |g| floor.max(g * SILENT_GAPS));
+        now.saturating_since(last) > allowed
     }
 
     /// An ACK frame carrying the current state was sent.

@@ -124,6 +124,9 @@ pub struct Session {
     /// The scheduler said wait: until this time (`Some`), or until paths change (`None`
     /// inside `Some(..)` is not used; see `sched_blocked`).
     sched_wait_until: Option<Time>,
+    /// When the next repair of a burst may go (`transmit::pace_repair_burst`); new data
+    /// does not wait for it.
+    repair_wait_until: Option<Time>,
     sched_blocked: bool,
     views: Vec<PathView>,
     send_queue: FlowQueue,
@@ -184,6 +187,7 @@ impl Session {
             owd_ref: OwdReference::default(),
             scheduler: AnyScheduler::new(config.scheduler),
             sched_wait_until: None,
+            repair_wait_until: None,
             sched_blocked: false,
             views: Vec::with_capacity(MAX_PATHS),
             send_queue: FlowQueue::new(FlowQueueConfig::of(&config), flow_key),
@@ -427,9 +431,35 @@ impl Session {
             }
         }
         if changed {
+            self.repair_abandoned(now);
             self.on_paths_changed(now);
         } else {
             self.update_send_target();
+        }
+    }
+
+    /// Inner packets that were in flight on a path that went down are sent again on the
+    /// others, if the repair store still has them (docs/protocol.md#repair): the receiver
+    /// gets them a round trip sooner than by asking, and the end hosts see no loss.
+    fn repair_abandoned(&mut self, now: Time) {
+        let Some(store) = self.repair.as_mut() else {
+            for slot in self.paths.iter_mut().flatten() {
+                slot.tx.take_abandoned();
+            }
+            return;
+        };
+        let mut queued = false;
+        for slot in self.paths.iter_mut().flatten() {
+            for global in slot.tx.take_abandoned() {
+                if store.request(now, global) {
+                    self.stats.repairs_on_down += 1;
+                    queued = true;
+                }
+            }
+        }
+        if queued {
+            // Wake the data path: the repairs may go out even if the scheduler waited.
+            self.sched_blocked = false;
         }
     }
 
@@ -463,6 +493,9 @@ impl Session {
             if !self.sched_blocked {
                 consider(self.sched_wait_until);
             }
+        }
+        if self.repair.as_ref().is_some_and(|r| !r.queue.is_empty()) {
+            consider(self.repair_wait_until);
         }
         next
     }

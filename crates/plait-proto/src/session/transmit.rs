@@ -20,6 +20,14 @@ use crate::reorder::ReorderBuffer;
 use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::session::types::Event;
 use crate::time::Time;
+
+/// How long a path may receive nothing, while another receives, before it stops
+/// carrying the ACKs of every path ([`Session::avoid_receive_silent_paths`]).
+const RECEIVE_SILENCE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Queued repairs beyond which they are paced ([`Session::pace_repair_burst`]); the
+/// receiver's own requests come a few at a time.
+const REPAIR_BURST: usize = 16;
 use crate::wire::{
     AckRepr, CloseRepr, DATA_OVERHEAD, DataRepr, ExtensionRepr, Header, ProbeAckRepr, ProbeRepr,
     Writer,
@@ -234,10 +242,29 @@ impl Session {
         );
         // A held path (its address not validated yet) stands by: it carries nothing.
         let held = self.held;
+        let bit = |id: PathId| 1u16.checked_shl(u32::from(id.0)).unwrap_or(0);
         for v in self.views.iter_mut() {
-            v.standby = 1u16
-                .checked_shl(u32::from(v.id.0))
-                .is_some_and(|b| held & b != 0);
+            v.standby = held & bit(v.id) != 0;
+        }
+        // docs/protocol.md#path-states, "suspect": a path silent beyond one RTO may have
+        // failed; it stands by while another usable path answers, so new data leaves it
+        // at once rather than at the down bound, twice as late (SCTP's potentially-failed
+        // state, RFC 7829). An answer ends it; silence to the down bound makes it Down.
+        let silent: u16 = self
+            .paths
+            .iter()
+            .flatten()
+            .filter(|s| s.tx.is_silent(now))
+            .fold(0, |m, s| m | bit(s.tx.id()));
+        if silent != 0
+            && self
+                .views
+                .iter()
+                .any(|v| v.state.is_usable() && !v.standby && silent & bit(v.id) == 0)
+        {
+            for v in self.views.iter_mut() {
+                v.standby |= silent & bit(v.id) != 0;
+            }
         }
         // docs/protocol.md#backup and #priority: a path stands by while a usable path
         // ranks before it, backups after every primary and, within a class, lower
@@ -514,13 +541,21 @@ impl Session {
         Some(Transmit { path, len })
     }
 
-    /// A repair the peer asked for, on the path the scheduler picks (docs/protocol.md#repair).
-    /// If the scheduler has no path for it now, the repair is dropped: its hole's deadline
-    /// will pass as without repair.
+    /// A repair the peer asked for (or that a path took down with it), on the path the
+    /// scheduler picks (docs/protocol.md#repair). When the scheduler says wait, the repair
+    /// waits at the head of its queue, as new data would: dropped, its hole would be
+    /// declared lost after all, and a burst of repairs (a path gone down) would lose most
+    /// of itself that way.
     fn transmit_repair(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
         loop {
             let store = self.repair.as_mut()?;
-            let global = store.queue.pop_front()?;
+            let &global = store.queue.front()?;
+            let paced = self.repair_wait_until.is_some_and(|t| t > now);
+            if paced || self.sched_blocked || self.sched_wait_until.is_some_and(|t| t > now) {
+                return None;
+            }
+            let store = self.repair.as_mut()?;
+            store.queue.pop_front();
             let Some(bytes) = store.take(global) else {
                 continue;
             };
@@ -531,8 +566,9 @@ impl Session {
                 control: false,
             };
             self.refresh_views();
-            let path = match self.scheduler.select(now, &self.views, &meta) {
-                Selection::Send(p) => Some(p),
+            let selection = self.scheduler.select(now, &self.views, &meta);
+            let path = match &selection {
+                Selection::Send(p) => Some(*p),
                 Selection::Duplicate(ps) => ps.first().copied(),
                 Selection::Wait(_) => None,
             }
@@ -540,13 +576,71 @@ impl Session {
             let sent = path.and_then(|p| {
                 self.transmit_data_on(now, p, global, &bytes, now, buf, DataKind::Repair)
             });
-            if let Some(store) = self.repair.as_mut() {
-                store.put_back(global, bytes);
-            }
+            let Some(store) = self.repair.as_mut() else {
+                return sent;
+            };
+            store.put_back(global, bytes);
+            let backlog = store.queue.len();
             if sent.is_some() {
                 self.stats.repairs_sent += 1;
+                self.pace_repair_burst(now, backlog, meta.len);
                 return sent;
             }
+            if path.is_none() {
+                store.queue.push_front(global);
+                match selection {
+                    Selection::Wait(Some(t)) if t > now => self.sched_wait_until = Some(t),
+                    _ => self.sched_blocked = true,
+                }
+                return None;
+            }
+        }
+    }
+
+    /// For the choice of the one path that carries every path's ACKs (packet mode): a
+    /// path on which nothing has arrived for [`RECEIVE_SILENCE`] (or eight of its usual
+    /// gaps between arrivals, if longer: `AckTracker::receive_silent`) while another path
+    /// still receives stands by in the freshly built views. A path that failed both
+    /// ways is found here one such interval after its last arrival; without this rule the
+    /// ACKs of every path kept going into it, so the peer heard nothing on any path and
+    /// could not tell the failed path from the others (docs/protocol.md#ack-policy).
+    fn avoid_receive_silent_paths(&mut self, now: Time) {
+        let mut fresh: u16 = 0;
+        for s in self.paths.iter().flatten() {
+            if !s.rx.receive_silent(now, RECEIVE_SILENCE) {
+                fresh |= 1u16.checked_shl(u32::from(s.tx.id().0)).unwrap_or(0);
+            }
+        }
+        let any_fresh_usable = self.views.iter().any(|v| {
+            v.is_usable() && fresh & 1u16.checked_shl(u32::from(v.id.0)).unwrap_or(0) != 0
+        });
+        if !any_fresh_usable {
+            return;
+        }
+        for v in self.views.iter_mut() {
+            if fresh & 1u16.checked_shl(u32::from(v.id.0)).unwrap_or(0) == 0 {
+                v.standby = true;
+            }
+        }
+    }
+
+    /// A burst of repairs (more than [`REPAIR_BURST`] still queued: a path went down with
+    /// a window in flight) leaves at the usable paths' combined estimated rate, new data
+    /// going between its repairs: sent at once it would overflow the queues of the paths
+    /// that remain and lose what it repairs; new data held behind it would leave as a
+    /// burst of its own once it ends.
+    fn pace_repair_burst(&mut self, now: Time, backlog: usize, len: usize) {
+        if backlog <= REPAIR_BURST {
+            return;
+        }
+        let rate: f64 = self
+            .views
+            .iter()
+            .filter(|v| v.is_usable())
+            .filter_map(|v| v.rate_estimate())
+            .sum();
+        if rate > 0.0 {
+            self.repair_wait_until = Some(now + crate::sched::transmission_time(len, rate));
         }
     }
 
@@ -695,6 +789,7 @@ impl Session {
             }
         }
         self.refresh_views();
+        self.avoid_receive_silent_paths(now);
         let meta = PacketMeta {
             global_seq: self.next_global,
             len: self.on_link(ACK_DATAGRAM_ESTIMATE),

@@ -213,6 +213,9 @@ pub struct SessionStats {
     pub repairs_unavailable: u64,
     /// Inner packets sent a second time as repairs.
     pub repairs_sent: u64,
+    /// Inner packets queued for repair because the path that carried them went down
+    /// (docs/protocol.md#repair), without a request.
+    pub repairs_on_down: u64,
     /// Times the peer broke the stream rules (each closes the session).
     pub stream_violations: u64,
     /// FEC blocks closed with at least one repair symbol (docs/protocol.md#fec).
