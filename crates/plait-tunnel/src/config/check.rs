@@ -55,6 +55,7 @@ impl Doc<'_> {
             route,
             paths: self.paths(f.path)?,
             streams: f.streams.map(|s| self.client_streams(s)).transpose()?,
+            test_key_lifetime: f.test_only.rekey_after_s.map(|r| r.0),
         })
     }
 

@@ -12,8 +12,8 @@ use toml::Spanned as S;
 use super::values::{
     BindAddr, BufferMib, CongestionName, ConnectSecs, CostName, DevicesValue, Dscp, FecName,
     FileName, FlowActionName, FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, LinkName,
-    MAX_NAME, PathMtu, Port, PortAddr, Priority, RateMbit, ReorderName, SchedulerName, SeccompName,
-    ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu, UnorderedKbps,
+    MAX_NAME, PathMtu, Port, PortAddr, Priority, RateMbit, RekeySecs, ReorderName, SchedulerName,
+    SeccompName, ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -44,6 +44,16 @@ pub(super) struct ClientFile {
     pub(super) streams: Option<ClientStreamsFile>,
     #[serde(default)]
     pub(super) policy: Vec<S<PolicyFile>>,
+    /// `[test_only]`: knobs for root tests, never for a deployment.
+    #[serde(default)]
+    pub(super) test_only: TestOnlyFile,
+}
+
+/// `[test_only]` of a client: each `None` is the daemon's normal behaviour.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TestOnlyFile {
+    pub(super) rekey_after_s: Option<RekeySecs>,
 }
 
 /// One `[[policy]]` rule (docs/protocol.md#flow-policy); each `None` matches anything.

@@ -122,6 +122,10 @@ pub struct ClientConfig {
     pub paths: Vec<PathConfig>,
     /// Stream mode (`[streams]`); `None` = packet mode only.
     pub streams: Option<ClientStreams>,
+    /// `[test_only] rekey_after_s`: keys replaced sooner than WireGuard's 120 s, so root
+    /// tests see rekeys in seconds; `None` (the default and what a deployment uses) =
+    /// WireGuard's timers.
+    pub test_key_lifetime: Option<crate::crypto::keypair::KeyLifetime>,
 }
 
 /// One `[[path]]` of a client.

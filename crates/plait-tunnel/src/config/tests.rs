@@ -2010,3 +2010,41 @@ fn bad_policy_rules_are_refused_with_their_place() {
     let (f, _, message) = client_err(&format!("{}\n{many}", min_client()));
     assert_eq!(f, "policy[64]", "{message}");
 }
+
+/// `[test_only] rekey_after_s`: a client may shorten the rekey time (10 to 120 s; keys
+/// then retire a minute after they are due, as with the defaults), never lengthen it; a
+/// server has no such table.
+#[test]
+fn test_only_rekey_time_is_bounded_and_client_only() {
+    use crate::crypto::keypair::{KeyLifetime, REJECT_AFTER_TIME, REKEY_AFTER_TIME};
+    assert_eq!(client_ok(&min_client()).test_key_lifetime, None);
+    for secs in [10, 60, 120] {
+        let c = client_ok(&format!(
+            "{}\n[test_only]\nrekey_after_s = {secs}\n",
+            min_client()
+        ));
+        let l = c.test_key_lifetime.expect("a lifetime");
+        assert_eq!(l.rekey_after(), Duration::from_secs(secs));
+        assert_eq!(
+            l.reject_after() - l.rekey_after(),
+            REJECT_AFTER_TIME - REKEY_AFTER_TIME
+        );
+    }
+    assert_eq!(
+        KeyLifetime::shortened(REKEY_AFTER_TIME),
+        Ok(KeyLifetime::default())
+    );
+    for bad in ["9", "121", "0", "-5", "86400", "\"10s\""] {
+        let text = format!("{}\n[test_only]\nrekey_after_s = {bad}\n", min_client());
+        let m = client_fails(&text, "test_only.rekey_after_s", "rekey_after_s");
+        if !bad.starts_with('"') {
+            assert!(m.contains("between 10 and 120"), "{m}");
+        }
+    }
+    let text = format!("{}\n[test_only]\nreject_after_s = 20\n", min_client());
+    let m = client_fails(&text, "test_only.reject_after_s", "reject_after_s");
+    assert!(m.contains("unknown field"), "{m}");
+    let text = format!("{}\n[test_only]\nrekey_after_s = 10\n", min_server());
+    let (f, _, m) = server_err(&text);
+    assert!(m.contains("unknown field"), "{f}: {m}");
+}

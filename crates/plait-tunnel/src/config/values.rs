@@ -20,6 +20,7 @@ use zeroize::Zeroizing;
 
 use super::{DEFAULT_PORT, MAX_HOLD_MS, MIN_IPV4_MTU, MIN_IPV6_MTU, SeccompMode};
 use super::{MAX_BUFFERED_MIB, MAX_CONNECT_TIMEOUT_S, MAX_IDLE_TIMEOUT_S, MAX_STREAMS};
+use crate::crypto::keypair::{KeyLifetime, MIN_REKEY_AFTER_TIME, REKEY_AFTER_TIME};
 use crate::keys::Key;
 use crate::socks5::MAX_CREDENTIAL_LEN;
 
@@ -169,6 +170,19 @@ impl<const MAX: u64> TryFrom<i64> for Seconds<MAX> {
 pub(super) type IdleSecs = Seconds<MAX_IDLE_TIMEOUT_S>;
 /// `streams.connect_timeout_s` of a server: 1 to 300 s.
 pub(super) type ConnectSecs = Seconds<MAX_CONNECT_TIMEOUT_S>;
+
+value! {
+    /// `test_only.rekey_after_s` of a client: a rekey time [`KeyLifetime::shortened`]
+    /// accepts (10 to 120 s: keys may be replaced sooner than WireGuard's 120 s, never
+    /// later).
+    RekeySecs(KeyLifetime) from i64 = |n| {
+        let lifetime = u64::try_from(n)
+            .ok()
+            .and_then(|s| KeyLifetime::shortened(Duration::from_secs(s)).ok());
+        let (lo, hi) = (MIN_REKEY_AFTER_TIME.as_secs(), REKEY_AFTER_TIME.as_secs());
+        lifetime.ok_or_else(|| out_of_range(lo, hi, n))
+    }
+}
 
 value! {
     /// A TCP port: 1 to 65535.

@@ -43,6 +43,63 @@ pub const PATH_SPAN_LIMIT: u64 = 1 << 30;
 /// The initiator starts a new handshake once one path's span reaches this (at a million
 /// datagrams a second on one path, after nine minutes; keys are replaced after two).
 pub const REKEY_AFTER_PATH_SPAN: u64 = PATH_SPAN_LIMIT / 2;
+/// The shortest rekey time [`KeyLifetime::shortened`] accepts: two [`REKEY_TIMEOUT`]s, so
+/// an initiation and its retry fit before the next rekey is due.
+pub const MIN_REKEY_AFTER_TIME: Duration = Duration::from_secs(10);
+
+/// When an initiator's keys are replaced and when keys are retired: WireGuard's
+/// [`REKEY_AFTER_TIME`] and [`REJECT_AFTER_TIME`] unless a test shortens them (the client's
+/// `[test_only] rekey_after_s`, docs/tunnel-config.md), so that root tests can watch
+/// several rekeys in seconds instead of minutes.
+///
+/// Invariant: `MIN_REKEY_AFTER_TIME <= rekey_after <= REKEY_AFTER_TIME` and `reject_after
+/// = rekey_after + (REJECT_AFTER_TIME - REKEY_AFTER_TIME)`: keys are only ever replaced
+/// sooner, never kept longer, and a rekey has the same minute to complete before the keys
+/// it replaces expire as with the defaults. Nonces are unaffected: each handshake makes
+/// fresh keys whose spans and counters start again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyLifetime {
+    rekey_after: Duration,
+    reject_after: Duration,
+}
+
+impl Default for KeyLifetime {
+    fn default() -> KeyLifetime {
+        KeyLifetime {
+            rekey_after: REKEY_AFTER_TIME,
+            reject_after: REJECT_AFTER_TIME,
+        }
+    }
+}
+
+impl KeyLifetime {
+    /// Keys replaced after `rekey_after` (between [`MIN_REKEY_AFTER_TIME`] and
+    /// [`REKEY_AFTER_TIME`]) and retired a minute later; anything else is refused with
+    /// the range it must be in.
+    pub fn shortened(rekey_after: Duration) -> Result<KeyLifetime, String> {
+        if !(MIN_REKEY_AFTER_TIME..=REKEY_AFTER_TIME).contains(&rekey_after) {
+            return Err(format!(
+                "a rekey time must be between {} and {} s, got {rekey_after:?}",
+                MIN_REKEY_AFTER_TIME.as_secs(),
+                REKEY_AFTER_TIME.as_secs()
+            ));
+        }
+        Ok(KeyLifetime {
+            rekey_after,
+            reject_after: rekey_after + (REJECT_AFTER_TIME - REKEY_AFTER_TIME),
+        })
+    }
+
+    /// The initiator starts a new handshake when its keys are this old.
+    pub fn rekey_after(&self) -> Duration {
+        self.rekey_after
+    }
+
+    /// Keys older than this are never used again, either way.
+    pub fn reject_after(&self) -> Duration {
+        self.reject_after
+    }
+}
 
 /// What one sealed or received message is, as its nonce and replay window see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +198,8 @@ pub struct Keypair {
     pub created: Time,
     /// Whether this side initiated the handshake (only the initiator rekeys).
     pub initiator: bool,
+    /// When these keys are replaced and retired.
+    lifetime: KeyLifetime,
 }
 
 impl Keypair {
@@ -163,7 +222,24 @@ impl Keypair {
             remote_index,
             created,
             initiator,
+            lifetime: KeyLifetime::default(),
         }
+    }
+
+    /// The same keys under `lifetime` instead of the default one.
+    pub fn with_lifetime(mut self, lifetime: KeyLifetime) -> Keypair {
+        self.lifetime = lifetime;
+        self
+    }
+
+    /// When the initiator wants new keys because these are old.
+    pub fn rekey_at(&self) -> Time {
+        self.created + self.lifetime.rekey_after
+    }
+
+    /// When these keys stop sealing and opening.
+    pub fn expires_at(&self) -> Time {
+        self.created + self.lifetime.reject_after
     }
 
     /// How old the keys are at `now`.
@@ -173,14 +249,14 @@ impl Keypair {
 
     /// Whether the keys may still seal and open.
     pub fn is_usable(&self, now: Time) -> bool {
-        self.age(now) < REJECT_AFTER_TIME
+        self.age(now) < self.lifetime.reject_after
     }
 
     /// Whether the initiator should start a new handshake now.
     pub fn needs_rekey(&self, now: Time) -> bool {
         let widest = self.sealed.iter().flatten().map(|s| s.span).max();
         self.initiator
-            && (self.age(now) >= REKEY_AFTER_TIME
+            && (self.age(now) >= self.lifetime.rekey_after
                 || self.messages_sent() >= REKEY_AFTER_MESSAGES
                 || widest.is_some_and(|w| w >= REKEY_AFTER_PATH_SPAN))
     }
@@ -543,6 +619,38 @@ mod tests {
             Err(OpenError::Expired)
         );
         let _ = &mut msg;
+    }
+
+    /// A shortened lifetime (root tests' `[test_only] rekey_after_s`) moves both timers
+    /// forward by the same amount; nothing outside 10..=120 s is accepted, so keys are
+    /// never kept longer than WireGuard's, and the rekey always comes before the expiry.
+    #[test]
+    fn a_shortened_lifetime_rekeys_and_expires_sooner() {
+        let (a, b) = pair();
+        assert_eq!(a.rekey_at(), Time::ZERO + REKEY_AFTER_TIME);
+        assert_eq!(a.expires_at(), Time::ZERO + REJECT_AFTER_TIME);
+        let short = KeyLifetime::shortened(Duration::from_secs(10)).unwrap();
+        let (mut a, b) = (a.with_lifetime(short), b.with_lifetime(short));
+        let at = |s| Time::ZERO + Duration::from_secs(s);
+        assert!(!a.needs_rekey(at(9)));
+        assert!(a.needs_rekey(at(10)));
+        assert!(!b.needs_rekey(at(10)), "only the initiator rekeys");
+        assert_eq!(a.rekey_at(), at(10));
+        assert_eq!(a.expires_at(), at(70));
+        assert!(a.is_usable(at(69)) && !a.is_usable(at(70)));
+        let mut buf = vec![0u8; 64];
+        assert_eq!(a.seal(at(70), &mut buf, 12), Err(AeadError::Exhausted));
+        for bad in [0, 9, 121, 3600] {
+            assert!(
+                KeyLifetime::shortened(Duration::from_secs(bad)).is_err(),
+                "{bad}"
+            );
+        }
+        for ok in [10, 11, 119, 120] {
+            let l = KeyLifetime::shortened(Duration::from_secs(ok)).unwrap();
+            assert!(l.rekey_after() + REKEY_TIMEOUT < l.reject_after());
+            assert!(l.reject_after() <= REJECT_AFTER_TIME);
+        }
     }
 
     #[test]

@@ -212,6 +212,15 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
             endpoint.set_path_local(plait_proto::Time::ZERO, id, socket.local_addr());
         }
     }
+    if let Some(lifetime) = cfg.test_key_lifetime {
+        // Loud on purpose: a test knob in a deployment's config should not go unnoticed.
+        warn!(
+            rekey_after_s = lifetime.rekey_after().as_secs(),
+            reject_after_s = lifetime.reject_after().as_secs(),
+            "[test_only] rekey_after_s is set: keys are replaced sooner than the protocol's 120 s (for tests)"
+        );
+        endpoint.set_key_lifetime(lifetime);
+    }
     if cfg.streams.is_some() {
         endpoint.enable_streams();
     }

@@ -63,7 +63,7 @@ use crate::crypto::handshake::{FLAG_FRESH_SESSION, Initiation, InitiationPayload
 use crate::crypto::hint::HintKey;
 #[cfg(doc)]
 use crate::crypto::keypair::REKEY_AFTER_TIME;
-use crate::crypto::keypair::{Keypair, REKEY_TIMEOUT, SealedId};
+use crate::crypto::keypair::{KeyLifetime, Keypair, REKEY_TIMEOUT, SealedId};
 use crate::keys::Key;
 use crate::message::{
     DataId, INITIATION_LEN, Message, RESPONSE_HEADER_LEN, RESPONSE_MAC1_OFFSET, parse,
@@ -143,6 +143,8 @@ pub struct ClientEndpoint {
     hint_key: HintKey,
     /// When handshakes are due, and why.
     schedule: Schedule,
+    /// When the keys of each handshake are replaced and retired (shortened only by tests).
+    key_lifetime: KeyLifetime,
     /// Which paths' links work, and the withdrawals and restorations the server has not
     /// acknowledged yet (docs/protocol.md#binding).
     bindings: Bindings,
@@ -190,6 +192,7 @@ impl ClientEndpoint {
             random,
             handshake: None,
             schedule: Schedule::default(),
+            key_lifetime: KeyLifetime::default(),
             last_timestamp: 0,
             attempts: 0,
             drops: DropCounters::default(),
@@ -200,6 +203,12 @@ impl ClientEndpoint {
     /// Stream mode: the relay serves streams through [`super::StreamHost`].
     pub fn enable_streams(&mut self) {
         self.link.enable_streams();
+    }
+
+    /// Keys of later handshakes are replaced and retired as `lifetime` says (the
+    /// `[test_only] rekey_after_s` of root tests; the default is WireGuard's).
+    pub fn set_key_lifetime(&mut self, lifetime: KeyLifetime) {
+        self.key_lifetime = lifetime;
     }
 
     pub(super) fn link_mut(&mut self) -> &mut Link {
@@ -372,7 +381,8 @@ impl ClientEndpoint {
             }
         };
         let cause = self.handshake.take().map(|h| h.cause);
-        let keypair = Keypair::new(&keys, local_index, sender, now.mono, true);
+        let keypair = Keypair::new(&keys, local_index, sender, now.mono, true)
+            .with_lifetime(self.key_lifetime);
         let had_session = self.link.has_session();
         let server_made_fresh = flags & FLAG_FRESH_SESSION != 0;
         let fresh = self.link.complete_handshake(keypair, server_made_fresh);

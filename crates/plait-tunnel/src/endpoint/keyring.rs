@@ -13,7 +13,7 @@
 
 use plait_proto::Time;
 
-use crate::crypto::keypair::{Keypair, OpenError, REJECT_AFTER_TIME, SealedId};
+use crate::crypto::keypair::{Keypair, OpenError, SealedId};
 
 /// Why a data message was dropped (for the drop counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +93,7 @@ impl KeyRing {
         [&self.current, &self.previous, &self.next]
             .into_iter()
             .flatten()
-            .map(|k| k.created + REJECT_AFTER_TIME)
+            .map(Keypair::expires_at)
     }
 
     /// Drops `previous` (returning its index): done when a fresh engine session starts
@@ -192,6 +192,7 @@ impl KeyRing {
 mod tests {
     use super::*;
     use crate::crypto::handshake::SessionKeys;
+    use crate::crypto::keypair::REJECT_AFTER_TIME;
     use crate::message::{DATA_HEADER_LEN, DATA_OVERHEAD};
 
     /// Bytes of the engine datagrams the tests seal.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use plait_proto::Time;
 
 use crate::control::HandshakeCauses;
-use crate::crypto::keypair::{Keypair, REKEY_AFTER_TIME};
+use crate::crypto::keypair::Keypair;
 
 /// With keys but nothing authenticated from the server for this long (the engine sends a
 /// keepalive every second per path, so silence means the server lost our keys, e.g. it
@@ -171,7 +171,7 @@ impl Schedule {
         let Some(k) = keys else {
             return (Time::ZERO, Cause::First);
         };
-        let mut wanted = (k.created + REKEY_AFTER_TIME, Cause::Rekey);
+        let mut wanted = (k.rekey_at(), Cause::Rekey);
         let mut consider = |at: Time, cause| {
             if at < wanted.0 {
                 wanted = (at, cause);
@@ -201,6 +201,7 @@ impl Schedule {
 mod tests {
     use super::*;
     use crate::crypto::handshake::SessionKeys;
+    use crate::crypto::keypair::REKEY_AFTER_TIME;
 
     fn keys(created: Time) -> Keypair {
         let k = SessionKeys {
