@@ -34,7 +34,9 @@ pub mod traffic;
 pub mod worker;
 
 pub use netns::{ChildGuard, Namespace, cleanup_stale};
-pub use topology::{ClientSite, Direction, Family, PathLink, PathSpec, Topology, TopologySpec};
+pub use topology::{
+    AttachedHost, ClientSite, Direction, Family, PathLink, PathSpec, Topology, TopologySpec,
+};
 pub use traffic::{
     CounterSample, CounterSampler, GoodputSample, ProbeReport, RttProbe, SendLimit, SendOptions,
     SendReport, SinkReport, StreamProto, TcpSink, UdpBlastReport, UdpEcho, UdpReport, UdpSink,

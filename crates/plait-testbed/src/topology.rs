@@ -17,6 +17,7 @@
 //! | remote LAN | `10.2.0.0/24` | `fd02::/64` | server `.1`/`::1`, remote host `.2`/`::2` |
 //! | path c.i, client side | `10.3.k.0/24` | `fd03:c:i::/64` | client `.1`/`::1`, router `.2`/`::2` |
 //! | path c.i, server side | `10.4.k.0/24` | `fd04:c:i::/64` | router `.1`/`::1`, server `.2`/`::2` |
+//! | host attached to path c.i ([`Topology::attach_host`]) | `10.5.k.0/24` | `fd05:c:i::/64` | router `.1`/`::1`, host `.2`/`::2` |
 //!
 //! The LAN links are dual-stack. A path carries only its [`Family`]'s addresses (an IPv6
 //! path truly cannot carry IPv4 outer packets). The lan and remote hosts have default
@@ -24,6 +25,11 @@
 //! server-side network via that path's router, the server each client-side network back.
 //! Nothing routes between the LANs: only a tunnel can connect the lan host and the remote
 //! host. The tunnel's own addresses are the tests' business.
+//!
+//! A test may attach one more host to a path's router ([`Topology::attach_host`]: a third
+//! party on the path's network, e.g. a flooder): its network is routed by the server back
+//! through that router, so what it sends reaches the server the way the client's
+//! datagrams on that path do, from another address and another prefix.
 //!
 //! Invariants:
 //! - Routers, clients and the server forward IPv4 and IPv6. Every namespace keeps IPv6
@@ -92,6 +98,8 @@ pub const ROUTER_CLIENT_DEV: &str = "rc";
 pub const ROUTER_SERVER_DEV: &str = "rs";
 /// Client's LAN-facing interface.
 pub const CLIENT_LAN_DEV: &str = "lan";
+/// Router's interface towards an attached host ([`Topology::attach_host`]).
+pub const ROUTER_HOST_DEV: &str = "rh";
 /// Server's interface towards the remote host.
 pub const SERVER_WAN_DEV: &str = "wan";
 /// The lan host's and the remote host's only interface.
@@ -432,6 +440,15 @@ pub mod addr {
         match f {
             Family::V4 => v4(4, k(c, i)),
             Family::V6 => v6(0xfd04, small(c), small(i)),
+        }
+    }
+
+    /// The network between the router of path `c.i` and a host attached to it
+    /// ([`super::Topology::attach_host`]).
+    pub fn path_host_net(c: usize, i: usize, f: Family) -> IpNet {
+        match f {
+            Family::V4 => v4(5, k(c, i)),
+            Family::V6 => v6(0xfd05, small(c), small(i)),
         }
     }
 }
@@ -782,6 +799,48 @@ impl Topology {
         self.path(i)?.set_link(up)
     }
 
+    /// Attaches a host of its own to the router of client 0's path `i` (at most one per
+    /// path): a namespace with one interface on [`addr::path_host_net`], its default route
+    /// via the router, and a server route to that network back through the router. What the
+    /// host sends to the server's address on the path arrives as the client's datagrams on
+    /// that path do (shaping, delay and loss of the router's server side included), from
+    /// another address and prefix than the client's. Dropping the [`AttachedHost`] removes
+    /// it and the server's route; dropping the topology first removes them too.
+    pub fn attach_host(&self, i: usize) -> Result<AttachedHost> {
+        let path = self.path(i)?;
+        let f = path.family();
+        let net = addr::path_host_net(path.client, path.index, f);
+        let ns = Namespace::create(&self.spec.prefix, &format!("h{}x{}", path.client, i))?;
+        // From here on, dropping `host` undoes whatever was done.
+        let mut host = AttachedHost {
+            ns,
+            server: self.server.name().to_owned(),
+            net,
+            routed: false,
+        };
+        for conf in ["all", "default"] {
+            host.ns
+                .sysctl(&format!("net.ipv6.conf.{conf}.accept_dad"), "0")?;
+        }
+        veth(&path.router, ROUTER_HOST_DEV, &host.ns, HOST_DEV)?;
+        add_addr(&path.router, ROUTER_HOST_DEV, net, 1)?;
+        add_addr(&host.ns, HOST_DEV, net, 2)?;
+        default_route(&host.ns, f, addr::host(net, 1))?;
+        let snet = addr::path_server_net(path.client, path.index, f);
+        self.server.ip([
+            f.ip_flag(),
+            "route",
+            "add",
+            &net.to_string(),
+            "via",
+            &addr::host(snet, 1).to_string(),
+            "dev",
+            &path.server_dev(),
+        ])?;
+        host.routed = true;
+        Ok(host)
+    }
+
     /// The network between the server and the remote host.
     pub fn remote_net(&self, f: Family) -> IpNet {
         addr::remote_net(f)
@@ -823,6 +882,54 @@ impl Topology {
             names.extend(s.paths.into_iter().map(|p| p.router.keep()));
         }
         names
+    }
+}
+
+/// A host attached to a path's router ([`Topology::attach_host`]). Dropping it deletes
+/// its namespace (and with it the veth pair) and the server's route to its network.
+#[derive(Debug)]
+pub struct AttachedHost {
+    ns: Namespace,
+    /// The server namespace's name, for removing the route on drop.
+    server: String,
+    net: IpNet,
+    /// Whether the server's route was added (so drop removes it).
+    routed: bool,
+}
+
+impl AttachedHost {
+    /// The host's namespace.
+    pub fn namespace(&self) -> &Namespace {
+        &self.ns
+    }
+
+    /// The host's address.
+    pub fn addr(&self) -> IpAddr {
+        addr::host(self.net, 2)
+    }
+
+    /// The host's network (the router's interface holds `.1`/`::1` of it).
+    pub fn net(&self) -> IpNet {
+        self.net
+    }
+}
+
+impl Drop for AttachedHost {
+    fn drop(&mut self) {
+        // The server namespace may be gone already (the topology dropped first): then
+        // the route went with it, and the error says nothing worth printing.
+        if self.routed {
+            let _ = cmd::run(
+                "ip",
+                [
+                    "-n",
+                    self.server.as_str(),
+                    "route",
+                    "del",
+                    &self.net.to_string(),
+                ],
+            );
+        }
     }
 }
 
@@ -1177,6 +1284,14 @@ mod tests {
             addr::host(addr::path_server_net(0, 1, Family::V6), 2),
             a("fd04:0:1::2")
         );
+        assert_eq!(
+            addr::path_host_net(1, 2, Family::V4).to_string(),
+            "10.5.18.0/24"
+        );
+        assert_eq!(
+            addr::path_host_net(1, 2, Family::V6).to_string(),
+            "fd05:1:2::/64"
+        );
     }
 
     #[test]
@@ -1190,6 +1305,7 @@ mod tests {
                     for net in [
                         addr::path_client_net(c, i, f),
                         addr::path_server_net(c, i, f),
+                        addr::path_host_net(c, i, f),
                     ] {
                         assert!(seen.insert(net), "{net} twice");
                         assert!(net.contains(&addr::host(net, 1)));
