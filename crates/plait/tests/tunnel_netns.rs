@@ -1001,9 +1001,10 @@ fn longest_probe_gap(report: &plait_testbed::ProbeReport, started: Instant) -> D
 /// runs from the lan host to the remote host through the tunnel and a UDP probe goes round
 /// the tunnel every 10 ms. Asserts: at least two rekeys completed (client and server
 /// status), the engine session is the one it was (no fresh session), the transfer arrived
-/// intact, at least 99 % of the probes came back and none of the stretches without an
-/// answer lasted over [`REKEY_FLOOD_GAP_BOUND`]. Then, the flood still running, the client
-/// restarts: it connects within 10 s. Everything the test made is gone at the end.
+/// intact, at least 95 % of the probes came back and none of the stretches without an
+/// answer (nor of the transfer's) lasted over [`REKEY_FLOOD_GAP_BOUND`], and the server
+/// stayed under load (no junk reached Diffie-Hellman). Then, the flood still running, the
+/// client restarts: it connects within 10 s. Everything the test made is gone at the end.
 #[test]
 fn session_keeps_its_traffic_across_rekeys_under_a_remote_flood() {
     if !root() {
@@ -1174,6 +1175,12 @@ fn session_keeps_its_traffic_across_rekeys_under_a_remote_flood() {
         "the flood reached the server: {:?}",
         after.1.dropped
     );
+    // The server stayed under load: no junk reached Diffie-Hellman beyond, at most, one
+    // more unproven burst of the flooder's address (5) should the server have stopped
+    // reading for a second. (Before the handshake socket's datagrams were timed at
+    // their reading, 43 and 53 did in release runs.)
+    let dh = after.1.dropped.auth_failed - before.1.dropped.auth_failed;
+    assert!(dh <= 5, "{dh} junk initiations reached Diffie-Hellman");
     // The probes share the tunnel with a TCP flow that fills it, whose queue drops a few
     // of them (about 2 % in the first runs); a stall would take many in a row.
     assert!(
