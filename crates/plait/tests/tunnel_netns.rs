@@ -823,7 +823,7 @@ fn flood_initiations_until(
                 sent += 1;
                 // A sender behind its rate never catches up: it looks at the clock and
                 // the stop flag now and then instead.
-                if sent % 1024 == 0 && over() {
+                if sent.is_multiple_of(1024) && over() {
                     break 'flood;
                 }
             }
