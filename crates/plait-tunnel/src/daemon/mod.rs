@@ -580,7 +580,7 @@ fn recv_batch(socket: &UdpPath, bufs: &mut RecvBuffers, ready: &mut bool) -> Opt
 /// [`Now::at_kernel_time`] gives the read time instead for datagrams over a second old,
 /// so the times the endpoint saw jumped a second ahead and back again as the queue delay
 /// went over and under a second. Each jump ahead refilled the server's demand bucket and
-/// ended its under-load hold (docs/protocol.md#dos): in root test (r) 40 to 50 junk
+/// ended its under-load hold (docs/protocol.md#dos): in root test (r) 43 and 53 junk
 /// initiations reached Diffie-Hellman in 36 s of a 20,000/s flood instead of none. Read
 /// times measure the demand as the server meets it, as WireGuard's queue length does.
 /// (Without the steering program, initiations share the data socket and keep its kernel
