@@ -140,6 +140,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
     }
     let scenario = Scenario {
         shared_bottleneck: None,
+        cbr: None,
         name: format!("{} in simulation", file.name),
         description: format!("{} ({})", file.description, file.summary()),
         note: String::new(),
@@ -188,6 +189,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
             .collect(),
         bin_s: 0.1,
         per_path_table: false,
+        app_delay_table: false,
     };
     scenario.validate()?;
     Ok(scenario)

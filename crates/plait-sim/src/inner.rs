@@ -6,13 +6,16 @@
 //! [`HEADER`]: an IPv4 header without options (protocol TCP or UDP, the addresses of
 //! the mobile host's and the server's side, [`MOBILE_SIDE`] and [`SERVER_SIDE`]), then
 //! where a transport header starts
-//! `flow u32 | kind u8 | flags u8 | payload u16 | a u48 | b u48`, then zeros. The flow
+//! `flow u32 | kind u8 | flags u8 | payload u16 | a u48 | b u48`, then zeros (a numbered
+//! datagram, [`Body::Datagram`], is UDP with its number in `a` and its send time in
+//! nanoseconds in `b`). The flow
 //! id sits where the ports are, so the send queue's 5-tuple hash
 //! (docs/protocol.md#send-queue) tells the simulated flows apart as it would real ones.
 //!
 //! Invariants: `decode(encode(p, side)) == p` for every packet of at least [`HEADER`]
-//! bytes whose sequence numbers fit 48 bits and payload 16 bits (smaller packets come
-//! back [`HEADER`] bytes long); `decode` never panics.
+//! bytes whose sequence numbers and send times fit 48 bits (78 hours of nanoseconds:
+//! scenarios last at most a day) and payload 16 bits (smaller packets come back
+//! [`HEADER`] bytes long); `decode` never panics.
 
 use std::net::Ipv4Addr;
 
@@ -24,6 +27,7 @@ const IPV4_HEADER: usize = 20;
 const KIND_DATA: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_UDP: u8 = 3;
+const KIND_DATAGRAM: u8 = 4;
 const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
 const U48_MAX: u64 = (1 << 48) - 1;
@@ -42,6 +46,7 @@ pub fn encode(pkt: &Packet, from_mobile: bool, out: &mut Vec<u8>) {
     let (kind, a, b, flags, payload) = match &pkt.body {
         Body::Tcp(s) => (KIND_DATA, s.seq, 0, u8::from(s.retransmit), s.payload),
         Body::TcpAck(ack) => (KIND_ACK, ack.next_expected, ack.echo_seq, 0, 0),
+        Body::Datagram { seq, sent_ns } => (KIND_DATAGRAM, *seq, *sent_ns, 0, 0),
         Body::Udp
         | Body::Plait { .. }
         | Body::CmtData(_)
@@ -55,7 +60,7 @@ pub fn encode(pkt: &Packet, from_mobile: bool, out: &mut Vec<u8>) {
     } else {
         (SERVER_SIDE, MOBILE_SIDE)
     };
-    let protocol = if kind == KIND_UDP {
+    let protocol = if matches!(kind, KIND_UDP | KIND_DATAGRAM) {
         PROTO_UDP
     } else {
         PROTO_TCP
@@ -103,6 +108,7 @@ pub fn decode(bytes: &[u8]) -> Option<Packet> {
             echo_seq: b,
         }),
         KIND_UDP => Body::Udp,
+        KIND_DATAGRAM => Body::Datagram { seq: a, sent_ns: b },
         _ => return None,
     };
     Some(Packet {
@@ -150,6 +156,17 @@ mod tests {
                     body: Body::Udp,
                 },
                 true,
+            ),
+            (
+                Packet {
+                    flow: 10,
+                    size: 1200,
+                    body: Body::Datagram {
+                        seq: 12_345,
+                        sent_ns: 86_400_000_000_000,
+                    },
+                },
+                false,
             ),
         ] {
             encode(&pkt, from_mobile, &mut buf);

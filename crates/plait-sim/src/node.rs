@@ -11,11 +11,13 @@ use plait_proto::Time;
 use crate::packet::Packet;
 use crate::route::{Hop, Routing};
 
+pub mod app_delay;
 mod cbr;
 mod cmt_receiver;
 mod cmt_sender;
 #[cfg(test)]
 mod cmt_tests;
+mod datagram_sink;
 mod hmtp_config;
 mod hmtp_fountain;
 mod hmtp_nodes;
@@ -32,6 +34,7 @@ mod tcp_nodes;
 pub use cbr::{CbrSource, OnOffSource};
 pub use cmt_receiver::{CmtReceiver, CmtReceiverCore, CmtReceiverStats};
 pub use cmt_sender::{CmtConfig, CmtCore, CmtSender, CmtSenderStats};
+pub use datagram_sink::DatagramSink;
 pub use hmtp_config::{HmtpConfig, HmtpTransport};
 pub use hmtp_fountain::HmtpSenderStats;
 pub use hmtp_nodes::{HmtpReceiver, HmtpSender, REPORT_BYTES};
@@ -96,6 +99,8 @@ pub enum Node {
     OnOff(OnOffSource),
     /// Counts what arrives.
     Sink(CountingSink),
+    /// Counts numbered datagrams and their delays (mode `plait-cbr`).
+    DatagramSink(DatagramSink),
     /// The `cmt-sctp` baseline's sender.
     CmtSender(CmtSender),
     /// The `cmt-sctp` baseline's receiver.
@@ -115,6 +120,7 @@ impl Node {
             Node::Plait(n) => n.on_receive(now, pkt),
             Node::Cbr(_) | Node::OnOff(_) => {}
             Node::Sink(n) => n.on_receive(now, pkt),
+            Node::DatagramSink(n) => n.on_receive(now, pkt),
             Node::CmtSender(n) => n.on_receive(now, pkt),
             Node::CmtReceiver(n) => n.on_receive(now, pkt),
             Node::HmtpSender(n) => n.on_receive(now, pkt),
@@ -130,7 +136,7 @@ impl Node {
             Node::Plait(n) => n.on_wakeup(now, out),
             Node::Cbr(n) => n.on_wakeup(now, out),
             Node::OnOff(n) => n.on_wakeup(now, out),
-            Node::Sink(_) => {}
+            Node::Sink(_) | Node::DatagramSink(_) => {}
             Node::CmtSender(n) => n.on_wakeup(now, out),
             Node::CmtReceiver(n) => n.on_wakeup(now, out),
             Node::HmtpSender(n) => n.on_wakeup(now, out),
@@ -146,7 +152,10 @@ impl Node {
             Node::Plait(n) => n.next_event(),
             Node::Cbr(n) => n.next_event(),
             Node::OnOff(n) => n.next_event(),
-            Node::Sink(_) | Node::CmtReceiver(_) | Node::HmtpReceiver(_) => None,
+            Node::Sink(_)
+            | Node::DatagramSink(_)
+            | Node::CmtReceiver(_)
+            | Node::HmtpReceiver(_) => None,
             Node::CmtSender(n) => n.next_event(),
             Node::HmtpSender(n) => n.next_event(),
         }

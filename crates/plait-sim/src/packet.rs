@@ -119,6 +119,14 @@ pub enum Body {
     HmtpAck(HmtpAck),
     /// An unreliable datagram (constant-rate UDP cross traffic): only its size matters.
     Udp,
+    /// A numbered datagram of a measured constant-rate UDP flow (mode `plait-cbr`): its
+    /// number and when its source sent it, as an RTP header would carry them.
+    Datagram {
+        /// Sequence number, from 0.
+        seq: u64,
+        /// When the source sent it, nanoseconds of simulated time.
+        sent_ns: u64,
+    },
     /// A plait datagram on one of the engine's paths (outer IP/UDP headers in `size`).
     Plait {
         /// The engine path it travels on.

@@ -43,10 +43,42 @@ pub fn table(result: &SweepResult) -> String {
     .collect::<Vec<_>>();
     header.extend((0..paths).map(|i| format!("path{i} kb/s")));
     header.extend(["reorder p50 ms".into(), "reorder p99 ms".into()]);
+    // Seed HMTP Fig. 8(b)'s measure, where a row has it.
+    let app_delay = result.rows.iter().any(|r| r.app_delay_mean_s.is_some());
+    if app_delay {
+        header.extend(["app delay s".into(), "app delay p99 s".into()]);
+    }
+    // A constant-rate UDP flow's measures (mode `plait-cbr`), where a row has them.
+    let udp = result.rows.iter().any(|r| r.udp.is_some());
+    if udp {
+        header.extend([
+            "residual loss %".into(),
+            "repair overhead %".into(),
+            "delay p99 ms".into(),
+            "p99 − min ms".into(),
+        ]);
+    }
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for r in &result.rows {
-        let _ = writeln!(out, "| {} |", row_cells(r, paths).join(" | "));
+        let mut cells = row_cells(r, paths);
+        if app_delay {
+            for s in [&r.app_delay_mean_s, &r.app_delay_p99_s] {
+                cells.push(s.as_ref().map_or("-".into(), |s| fmt_stat(s, 2)));
+            }
+        }
+        if udp {
+            match &r.udp {
+                Some(u) => cells.extend([
+                    fmt_stat(&u.residual_loss_pct, 3),
+                    fmt_stat(&u.repair_overhead_pct, 1),
+                    fmt_stat(&u.delay_p99_ms, 1),
+                    fmt_stat(&u.p99_over_min_ms, 1),
+                ]),
+                None => cells.extend(std::iter::repeat_n("-".to_string(), 4)),
+            }
+        }
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
 }
@@ -99,14 +131,14 @@ pub fn write_files(
 
 fn csv_text(result: &SweepResult) -> String {
     let mut out = String::from(
-        "variant,run,seed,goodput_kbps,throughput_kbps,dupacks,retransmissions,timeouts,reorder_p50_ms,reorder_p99_ms,per_path_kbps\n",
+        "variant,run,seed,goodput_kbps,throughput_kbps,dupacks,retransmissions,timeouts,reorder_p50_ms,reorder_p99_ms,app_delay_mean_s,app_delay_p99_s,per_path_kbps\n",
     );
     for (variant, r) in &result.runs {
         let paths: Vec<String> = r.per_path_kbps.iter().map(|k| format!("{k:.3}")).collect();
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
         let _ = writeln!(
             out,
-            "{},{},{},{:.3},{:.3},{},{},{},{},{},{}",
+            "{},{},{},{:.3},{:.3},{},{},{},{},{},{},{},{}",
             csv_field(variant),
             csv_field(&r.run),
             r.seed,
@@ -117,6 +149,8 @@ fn csv_text(result: &SweepResult) -> String {
             r.timeouts,
             opt(r.reorder_p50_ms),
             opt(r.reorder_p99_ms),
+            opt(r.app_delay_mean_s),
+            opt(r.app_delay_p99_s),
             paths.join(";")
         );
     }

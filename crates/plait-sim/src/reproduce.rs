@@ -101,6 +101,12 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
         if s.per_path_table {
             out.push_str(&per_path_table(&result.rows));
         }
+        if s.app_delay_table {
+            out.push_str(&app_delay_table(variants, &result.rows));
+        }
+        if result.rows.iter().any(|r| r.udp.is_some()) {
+            out.push_str(&udp_table(&result.rows));
+        }
         if !notes.is_empty() {
             let _ = write!(out, "\nNotes:\n\n{}\n", notes.join("\n"));
         }
@@ -159,6 +165,129 @@ fn per_path_table(rows: &[crate::sweep::RowSummary]) -> String {
             _ => "-".to_string(),
         };
         let _ = writeln!(out, " {paper} | {ratio} |");
+    }
+    out
+}
+
+/// The application-layer delay table (`app_delay_table`, seed HMTP Fig. 8(b)): each row's
+/// delay per unit of k packets, against the `cmt-sctp` row of the same variant and
+/// against the row's own first variant (the shape as path 2's loss rises).
+fn app_delay_table(variants: &[Variant], rows: &[crate::sweep::RowSummary]) -> String {
+    let mode_of = |run: &str| {
+        variants
+            .iter()
+            .flat_map(|v| &v.scenario.runs)
+            .find(|r| r.name == run)
+            .map(|r| r.mode)
+    };
+    let mut out = String::from(
+        "\nApplication-layer delay (seed HMTP Fig. 8(b)): per unit of k = 1000 packets (HMTP's \
+         chunk; the baseline's same 1000 packets of the stream), from its first packet sent \
+         to the receiving application holding all of it in order, seconds, mean ± 95 % CI \
+         over the seeds of each run's mean and 99th percentile; units unfinished at the end \
+         are not counted (\"units\": those counted per run, mean over the seeds; a run with \
+         none has no delay and is left out of the mean). \"÷ cmt-sctp\" is the mean over \
+         the `cmt-sctp` row's in the same variant, \"÷ first\" over the row's own in its \
+         first variant.\n\n\
+         | variant | row | mean s | p99 s | units | ÷ cmt-sctp | ÷ first |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let Some(units) = row.app_delay_units else {
+            continue;
+        };
+        let (Some(mean), Some(p99)) = (row.app_delay_mean_s, row.app_delay_p99_s) else {
+            let _ = writeln!(
+                out,
+                "| {} | {} | - | - | {:.1} | - | - |",
+                if row.variant.is_empty() {
+                    "-"
+                } else {
+                    &row.variant
+                },
+                row.run,
+                units.mean
+            );
+            continue;
+        };
+        let variant = if row.variant.is_empty() {
+            "-"
+        } else {
+            &row.variant
+        };
+        let ratio = |other: Option<&crate::sweep::RowSummary>| match other
+            .and_then(|o| o.app_delay_mean_s)
+        {
+            Some(o) if o.mean > 0.0 => format!("{:.2}", mean.mean / o.mean),
+            _ => "-".to_string(),
+        };
+        let baseline = rows.iter().find(|r| {
+            r.variant == row.variant && mode_of(&r.run) == Some(crate::scenario::Mode::CmtSctp)
+        });
+        let first = rows.iter().find(|r| r.run == row.run);
+        let _ = writeln!(
+            out,
+            "| {variant} | {} | {:.2} ± {:.2} | {:.2} ± {:.2} | {:.1} | {} | {} |",
+            row.run,
+            mean.mean,
+            mean.ci95,
+            p99.mean,
+            p99.ci95,
+            units.mean,
+            ratio(baseline),
+            ratio(first)
+        );
+    }
+    out
+}
+
+/// The constant-rate UDP flow's table (mode `plait-cbr`): issue 18's three measures. The
+/// added delay is against the first row of the same variant (the scenario lists its run
+/// without repair first), as plait-proto's FEC test measures it.
+fn udp_table(rows: &[crate::sweep::RowSummary]) -> String {
+    let mut out = String::from(
+        "\nThe UDP flow (mode `plait-cbr`), mean ± 95 % CI over the seeds: residual loss (datagrams \
+         sent up to 1 s before the end that never reached the receiving application), repair \
+         overhead (the sending engine's FEC symbols, each its shard and 12-byte frame body, and \
+         loss-repair copies, over the flow's bytes), one-way delay from the source to the \
+         receiving application (median and 99th percentile), the 99th percentile's excess over \
+         the run's smallest delay (the fastest path's) and over the first row's 99th percentile \
+         in the same variant (the added delay), FEC symbols sent, packets rebuilt from them, \
+         loss-repair copies sent.\n\n\
+         | variant | row | residual loss % | repair overhead % | delay p50 ms | delay p99 ms | p99 − min ms | added p99 ms | FEC symbols | rebuilt | repairs |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let f = |s: &crate::sweep::Stat, d: usize| format!("{:.*} ± {:.*}", d, s.mean, d, s.ci95);
+    for row in rows {
+        let Some(u) = &row.udp else {
+            continue;
+        };
+        let variant = if row.variant.is_empty() {
+            "-"
+        } else {
+            &row.variant
+        };
+        let first_p99 = rows
+            .iter()
+            .find(|r| r.variant == row.variant && r.udp.is_some())
+            .and_then(|r| r.udp.as_ref())
+            .map(|f| f.delay_p99_ms.mean);
+        let added = first_p99.map_or("-".to_string(), |p| {
+            format!("{:+.1}", u.delay_p99_ms.mean - p)
+        });
+        let _ = writeln!(
+            out,
+            "| {variant} | {} | {} | {} | {} | {} | {} | {added} | {:.0} | {:.0} | {:.0} |",
+            row.run,
+            f(&u.residual_loss_pct, 3),
+            f(&u.repair_overhead_pct, 1),
+            f(&u.delay_p50_ms, 1),
+            f(&u.delay_p99_ms, 1),
+            f(&u.p99_over_min_ms, 1),
+            u.fec_symbols.mean,
+            u.fec_rebuilt.mean,
+            u.repairs.mean
+        );
     }
     out
 }

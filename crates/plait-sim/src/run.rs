@@ -6,6 +6,13 @@
 //! - dupACKs received, retransmissions and retransmission timeouts at the senders;
 //! - per-path throughput: the main flow's bytes the links delivered on each path;
 //! - reorder delay: how long the mobile host's reorder buffer held each packet (p50, p99);
+//! - application-layer delay (`hmtp`, `hmtp-tcp`, `cmt-sctp`): per unit of k packets, from
+//!   its first packet sent to the receiving application holding it in order (mean, p99;
+//!   seed HMTP Fig. 8(b), [`crate::node::app_delay`]);
+//! - for a constant-rate UDP flow (`plait-cbr`): residual loss (datagrams sent up to
+//!   [`LOSS_GRACE_S`] before the end that never arrived), repair overhead (the sending
+//!   engine's FEC symbols and loss-repair copies over the flow's bytes), one-way delay
+//!   p50 and p99 and the p99's excess over the smallest delay of the run;
 //! - goodput and per-path throughput per time bin, for plots.
 //!
 //! Invariant: a result is a pure function of (scenario, run, seed): no wall-clock value is
@@ -15,7 +22,7 @@ use serde::Serialize;
 
 use plait_proto::Time;
 
-use crate::node::Node;
+use crate::node::{CbrSource, DatagramSink, Node};
 use crate::scenario::{RunSpec, Scenario};
 use crate::topology::{Handles, build};
 use crate::world::World;
@@ -45,6 +52,20 @@ pub struct RunResult {
     pub reorder_p50_ms: Option<f64>,
     /// Reorder-buffer holding time, 99th percentile, ms (plait runs).
     pub reorder_p99_ms: Option<f64>,
+    /// Application-layer delay per unit of k packets, mean, s (`hmtp`, `hmtp-tcp` and
+    /// `cmt-sctp` runs in which a unit completed; [`crate::node::app_delay`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_delay_mean_s: Option<f64>,
+    /// The same, 99th percentile (nearest rank: the largest with under 100 units), s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_delay_p99_s: Option<f64>,
+    /// Units the application held in order by the end (those the delay counts); `None`
+    /// for runs without the measure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_delay_units: Option<u64>,
+    /// Constant-rate UDP flow (`plait-cbr`): see [`UdpResult`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpResult>,
     /// Goodput of the long-lived cross-traffic TCP flows, kbit/s (when a path has any):
     /// the competitor of seed mHIP's friendliness factor.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -64,6 +85,77 @@ pub struct RunResult {
     pub path_series_kbps: Vec<Vec<f64>>,
 }
 
+/// Datagrams sent this close to the end are not counted as lost: they may still be in
+/// flight (every simulated path's delay is far shorter).
+pub const LOSS_GRACE_S: f64 = 1.0;
+
+/// What a constant-rate UDP flow's receiver and the sending engine measured (the goals of
+/// issue 18: residual loss, repair overhead, delay).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct UdpResult {
+    /// Datagrams sent up to [`LOSS_GRACE_S`] before the end.
+    pub counted: u64,
+    /// Of those, the fraction that never arrived.
+    pub residual_loss: f64,
+    /// The sending engine's repair bytes over the flow's bytes: each FEC symbol as its
+    /// shard (the packet and a 2-byte length) and its 12-byte frame body, each
+    /// loss-repair copy as the packet (docs/protocol.md#fec, #repair); datagram headers
+    /// are not counted (symbols share datagrams with ACKs when they fit).
+    pub repair_overhead: f64,
+    /// FEC repair symbols the sending engine sent.
+    pub fec_symbols: u64,
+    /// Packets the receiving engine rebuilt from them.
+    pub fec_rebuilt: u64,
+    /// Loss-repair copies the sending engine sent.
+    pub repairs: u64,
+    /// One-way delay, source to the receiving application, median, ms.
+    pub delay_p50_ms: f64,
+    /// The same, 99th percentile, ms.
+    pub delay_p99_ms: f64,
+    /// The 99th percentile over the smallest delay any datagram had (the fastest path's
+    /// propagation and serialisation), ms.
+    pub p99_over_min_ms: f64,
+}
+
+/// The UDP flow's measurements from its source, its sink and the engines' counters
+/// (sending, receiving); `None` without a delivered datagram.
+fn udp_result(
+    scenario: &Scenario,
+    src: &CbrSource,
+    sink: &DatagramSink,
+    engines: Option<(plait_proto::SessionStats, plait_proto::SessionStats)>,
+) -> Option<UdpResult> {
+    let end = scenario.duration_s - LOSS_GRACE_S;
+    let counted = src.sent_by(Time::from_nanos((end.max(0.0) * 1e9) as u64));
+    let arrived = sink.arrived_below(counted);
+    let size = f64::from(scenario.cbr.as_ref()?.packet_size);
+    let (tx, rx) = engines.unwrap_or_default();
+    let repair_bytes =
+        tx.fec_symbols_sent as f64 * (size + 2.0 + 12.0) + tx.repairs_sent as f64 * size;
+    let flow_bytes = src.sent() as f64 * size;
+    let (p50, p99) = percentiles(&sink.delays_us);
+    let min = f64::from(*sink.delays_us.iter().min()?) / 1000.0;
+    Some(UdpResult {
+        counted,
+        residual_loss: if counted == 0 {
+            0.0
+        } else {
+            1.0 - arrived as f64 / counted as f64
+        },
+        repair_overhead: if flow_bytes > 0.0 {
+            repair_bytes / flow_bytes
+        } else {
+            0.0
+        },
+        fec_symbols: tx.fec_symbols_sent,
+        fec_rebuilt: rx.fec_recovered,
+        repairs: tx.repairs_sent,
+        delay_p50_ms: p50?,
+        delay_p99_ms: p99?,
+        p99_over_min_ms: p99? - min,
+    })
+}
+
 /// Runs `run` of `scenario` with `seed` to the scenario's end.
 pub fn run_one(scenario: &Scenario, run: &RunSpec, seed: u64) -> RunResult {
     let (mut world, handles) = build(scenario, run, seed);
@@ -79,6 +171,8 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
     let payload = u64::from(scenario.tcp.packet_size);
 
     let (mut dupacks, mut retransmissions, mut timeouts) = (0, 0, 0);
+    let mut unit_starts: &[Time] = &[];
+    let mut cbr: Option<&CbrSource> = None;
     for s in &h.senders {
         match world.node(*s) {
             Node::TcpSender(n) => {
@@ -93,6 +187,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 dupacks += st.dup_sacks;
                 retransmissions += st.retransmissions;
                 timeouts += st.timeouts;
+                unit_starts = n.unit_starts();
             }
             Node::HmtpSender(n) => {
                 // The transport's retransmissions carry fresh symbols (refills).
@@ -100,12 +195,16 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 dupacks += d;
                 timeouts += o;
                 retransmissions += n.core().stats().refills;
+                unit_starts = n.core().chunk_starts();
             }
+            Node::Cbr(n) => cbr = Some(n),
             _ => {}
         }
     }
     let (mut in_order, mut received) = (0u64, 0u64);
     let mut series: Vec<u64> = Vec::new();
+    let mut units_done: &[Time] = &[];
+    let mut datagrams: Option<&DatagramSink> = None;
     if let Some(Node::Plait(g)) = h.stream_sink.map(|n| world.node(n))
         && let Some(crate::node::StreamApp::Sink { bytes, bins, .. }) = g.app()
     {
@@ -136,6 +235,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 let st = n.core().stats();
                 in_order += st.delivered * payload;
                 received += st.received * payload;
+                units_done = &n.units_done;
                 &n.bins
             }
             Node::HmtpReceiver(n) => {
@@ -143,7 +243,18 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 let st = n.core().stats();
                 in_order += st.decoded * n.chunk_bytes();
                 received += st.symbols * payload;
+                units_done = n.core().in_order_at();
                 &n.bins
+            }
+            Node::DatagramSink(n) => {
+                let size = scenario
+                    .cbr
+                    .as_ref()
+                    .map_or(0, |c| u64::from(c.packet_size));
+                in_order += n.distinct * size;
+                received += (n.distinct + n.duplicates) * size;
+                datagrams = Some(n);
+                continue;
             }
             _ => continue,
         };
@@ -212,6 +323,16 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
             .sum();
         (wire > 0.0).then(|| mine / wire)
     });
+    let app_delay = crate::node::app_delay::summary(unit_starts, units_done);
+    let engines = h
+        .gateways
+        .and_then(|(gp, gm)| match (world.node(gp), world.node(gm)) {
+            (Node::Plait(p), Node::Plait(m)) => Some((p.session()?.stats(), m.session()?.stats())),
+            _ => None,
+        });
+    let udp = cbr
+        .zip(datagrams)
+        .and_then(|(src, sink)| udp_result(scenario, src, sink, engines));
     let reorder_mean_ms = (!held.is_empty())
         .then(|| held.iter().map(|us| f64::from(*us)).sum::<f64>() / held.len() as f64 / 1000.0);
     RunResult {
@@ -226,6 +347,11 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         reorder_mean_ms,
         reorder_p50_ms,
         reorder_p99_ms,
+        app_delay_mean_s: app_delay.map(|d| d.0),
+        app_delay_p99_s: app_delay.map(|d| d.1),
+        app_delay_units: (!unit_starts.is_empty())
+            .then(|| unit_starts.len().min(units_done.len()) as u64),
+        udp,
         cross_tcp_kbps,
         friendliness,
         events: world.events(),

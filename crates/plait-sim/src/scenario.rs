@@ -38,6 +38,9 @@ pub struct Scenario {
     /// The main flow's TCP.
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// The constant-rate UDP flow of mode `plait-cbr` (required by it, unused otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cbr: Option<CbrSpec>,
     /// Server – proxy link.
     #[serde(default)]
     pub server_proxy: WiredSpec,
@@ -60,6 +63,10 @@ pub struct Scenario {
     /// figures are per path).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub per_path_table: bool,
+    /// `plait reproduce` adds a table of each row's application-layer delay (seed HMTP
+    /// Fig. 8(b); rows of modes `hmtp`, `hmtp-tcp` and `cmt-sctp`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub app_delay_table: bool,
 }
 
 fn default_duration() -> f64 {
@@ -106,6 +113,23 @@ impl Default for TcpSpec {
             start_jitter_s: 0.0,
         }
     }
+}
+
+/// A constant-rate UDP flow from the server's side to the mobile host's (mode
+/// `plait-cbr`): numbered IPv4/UDP packets whose loss and one-way delay the mobile host's
+/// application measures.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CbrSpec {
+    /// Rate, kbit/s, counting whole inner packets.
+    pub rate_kbps: f64,
+    /// Inner packet size, bytes (IPv4 header included).
+    #[serde(default = "default_cbr_packet")]
+    pub packet_size: u32,
+}
+
+fn default_cbr_packet() -> u32 {
+    1200
 }
 
 /// A wired link.
@@ -318,9 +342,11 @@ pub struct RunSpec {
     /// Packet mode paced by each path's congestion controller; absent: the engine's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_pacing: Option<bool>,
-    /// Packet-mode FEC policy on both engines (mode `plait`): `off`, `sparse` or `all`
-    /// (docs/protocol.md#fec); absent: the engine's default (off). The simulator's inner
-    /// packets are not IP, so `sparse` protects nothing here: use `all`.
+    /// Packet-mode FEC policy on both engines (modes `plait` and `plait-cbr`): `off`,
+    /// `sparse` or `all` (docs/protocol.md#fec); absent: the engine's default (off). The
+    /// simulator's inner packets are IPv4 with the flow id in the ports, so the send
+    /// queue meters each flow and `sparse` protects the flows at or below its rate (a
+    /// `plait-cbr` flow; not a bulk TCP transfer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec: Option<String>,
     /// The receiver's buffer of the `cmt-sctp` baseline, packets (chunks held above a hole
@@ -391,6 +417,10 @@ pub enum Mode {
     Asi,
     /// One TCP flow through two plait engines (proxy and mobile host).
     Plait,
+    /// The scenario's constant-rate UDP flow (`[cbr]`) through two plait engines, from
+    /// the server's side to the mobile host's application, which measures its residual
+    /// loss and one-way delay.
+    PlaitCbr,
     /// The split connection (seed ETOM §IV-B): the transfer's TCP ends at the proxy's
     /// engine, whose application writes it into one engine stream that the mobile host's
     /// engine reads; each path under its own congestion controller.
@@ -412,7 +442,7 @@ pub enum Mode {
 impl Mode {
     /// Whether the run goes through plait engines.
     pub fn uses_plait(self) -> bool {
-        matches!(self, Mode::Plait | Mode::PlaitStream)
+        matches!(self, Mode::Plait | Mode::PlaitStream | Mode::PlaitCbr)
     }
 }
 
@@ -486,6 +516,15 @@ impl Scenario {
                 "must be >= 0 and shorter than the run",
             ));
         }
+        if let Some(c) = &self.cbr {
+            range("cbr.rate_kbps", c.rate_kbps, 1e-3, 1e8)?;
+            if !(crate::inner::HEADER as u32..=9000).contains(&c.packet_size) {
+                return Err(invalid(
+                    "cbr.packet_size",
+                    format!("{} ..= 9000 bytes", crate::inner::HEADER),
+                ));
+            }
+        }
         let sp = &self.server_proxy;
         range("server_proxy.rate_mbps", sp.rate_mbps, 1e-3, 1e5)?;
         range("server_proxy.delay_ms", sp.delay_ms, 0.0, 1e5)?;
@@ -554,11 +593,17 @@ impl Scenario {
             return Err(invalid("runs", "give at least one run"));
         }
         for (i, r) in self.runs.iter().enumerate() {
+            if r.mode == Mode::PlaitCbr && self.cbr.is_none() {
+                return Err(invalid(
+                    format!("runs[{i}].mode"),
+                    "mode = \"plait-cbr\" needs a [cbr] table (rate_kbps, packet_size)",
+                ));
+            }
             if let Some(fec) = r.fec.as_deref() {
-                if r.mode != Mode::Plait {
+                if !matches!(r.mode, Mode::Plait | Mode::PlaitCbr) {
                     return Err(invalid(
                         format!("runs[{i}].fec"),
-                        "fec applies only to mode = \"plait\"",
+                        "fec applies only to modes \"plait\" and \"plait-cbr\"",
                     ));
                 }
                 if plait_proto::fec::FecPolicy::from_name(fec).is_none() {
@@ -708,6 +753,22 @@ scheduler = "edpf"
     }
 
     #[test]
+    fn a_cbr_flow_parses_with_its_defaults() {
+        let text = MIN
+            .replace("name = \"t\"", "name = \"t\"\ncbr = { rate_kbps = 4000 }")
+            .replace("mode = \"plait\"", "mode = \"plait-cbr\"\nfec = \"sparse\"");
+        let s = Scenario::from_toml(&text).unwrap();
+        assert_eq!(s.runs[0].mode, Mode::PlaitCbr);
+        assert_eq!(
+            s.cbr,
+            Some(CbrSpec {
+                rate_kbps: 4000.0,
+                packet_size: 1200
+            })
+        );
+    }
+
+    #[test]
     fn hmtp_modes_parse_and_take_a_buffer() {
         let text = MIN.replace(
             "mode = \"plait\"\nscheduler = \"edpf\"",
@@ -760,6 +821,25 @@ scheduler = "edpf"
             (
                 MIN.replace("name = \"t\"", "name = \"t\"\nduration_s = 0"),
                 "duration_s",
+            ),
+            (
+                MIN.replace("mode = \"plait\"", "mode = \"plait-cbr\""),
+                "runs[0].mode",
+            ),
+            (
+                MIN.replace(
+                    "name = \"t\"",
+                    "name = \"t\"\ncbr = { rate_kbps = 4000, packet_size = 20 }",
+                ),
+                "cbr.packet_size",
+            ),
+            (
+                MIN.replace("name = \"t\"", "name = \"t\"\ncbr = { rate_kbps = -4 }"),
+                "cbr.rate_kbps",
+            ),
+            (
+                MIN.replace("scheduler = \"edpf\"", "fec = \"some\""),
+                "runs[0].fec",
             ),
             (
                 MIN.replace(

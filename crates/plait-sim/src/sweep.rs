@@ -281,6 +281,18 @@ pub struct RowSummary {
     pub reorder_p50_ms: Option<Stat>,
     /// Reorder p99, ms.
     pub reorder_p99_ms: Option<Stat>,
+    /// Application-layer delay per unit, mean, s (see `RunResult::app_delay_mean_s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_delay_mean_s: Option<Stat>,
+    /// Application-layer delay per unit, p99, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_delay_p99_s: Option<Stat>,
+    /// Units the delay counts per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_delay_units: Option<Stat>,
+    /// The constant-rate UDP flow's measurements (`plait-cbr`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpSummary>,
     /// The paper's value, if the scenario gives it.
     pub paper_kbps: Option<f64>,
     /// The paper's per-path values, path 1 first (may be fewer than the paths).
@@ -290,6 +302,50 @@ pub struct RowSummary {
     pub cross_tcp_kbps: Option<Stat>,
     /// Seed mHIP's friendliness factor (see `RunResult::friendliness`).
     pub friendliness: Option<Stat>,
+}
+
+/// A constant-rate UDP flow's measurements over the seeds (see `run::UdpResult`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct UdpSummary {
+    /// Residual loss, %.
+    pub residual_loss_pct: Stat,
+    /// Repair overhead, % of the flow's bytes.
+    pub repair_overhead_pct: Stat,
+    /// One-way delay p50, ms.
+    pub delay_p50_ms: Stat,
+    /// One-way delay p99, ms.
+    pub delay_p99_ms: Stat,
+    /// p99 over the smallest delay, ms.
+    pub p99_over_min_ms: Stat,
+    /// FEC symbols sent.
+    pub fec_symbols: Stat,
+    /// Packets rebuilt from FEC symbols.
+    pub fec_rebuilt: Stat,
+    /// Loss-repair copies sent.
+    pub repairs: Stat,
+}
+
+impl UdpSummary {
+    /// Over the runs that measured a UDP flow; `None` if none did.
+    fn of(group: &[RunResult]) -> Option<UdpSummary> {
+        let u: Vec<&crate::run::UdpResult> = group.iter().filter_map(|r| r.udp.as_ref()).collect();
+        if u.is_empty() {
+            return None;
+        }
+        let stat = |f: &dyn Fn(&crate::run::UdpResult) -> f64| {
+            Stat::of(&u.iter().map(|r| f(r)).collect::<Vec<_>>())
+        };
+        Some(UdpSummary {
+            residual_loss_pct: stat(&|r| r.residual_loss * 100.0),
+            repair_overhead_pct: stat(&|r| r.repair_overhead * 100.0),
+            delay_p50_ms: stat(&|r| r.delay_p50_ms),
+            delay_p99_ms: stat(&|r| r.delay_p99_ms),
+            p99_over_min_ms: stat(&|r| r.p99_over_min_ms),
+            fec_symbols: stat(&|r| r.fec_symbols as f64),
+            fec_rebuilt: stat(&|r| r.fec_rebuilt as f64),
+            repairs: stat(&|r| r.repairs as f64),
+        })
+    }
 }
 
 /// Everything a sweep produced.
@@ -376,6 +432,10 @@ fn summarise(variant: &str, paper_kbps: Option<f64>, group: &[RunResult]) -> Row
         per_path_kbps: (0..paths).map(|i| stat(&|r| r.per_path_kbps[i])).collect(),
         reorder_p50_ms: opt(&|r| r.reorder_p50_ms),
         reorder_p99_ms: opt(&|r| r.reorder_p99_ms),
+        app_delay_mean_s: opt(&|r| r.app_delay_mean_s),
+        app_delay_p99_s: opt(&|r| r.app_delay_p99_s),
+        app_delay_units: opt(&|r| r.app_delay_units.map(|u| u as f64)),
+        udp: UdpSummary::of(group),
         paper_kbps,
         paper_path_kbps: Vec::new(),
         cross_tcp_kbps: opt(&|r| r.cross_tcp_kbps),

@@ -10,6 +10,8 @@
 //! - `plait`: one TCP flow entering the plait engine at the proxy and leaving it at the MH;
 //!   the MH's ACKs go back through the engines too (both directions are symmetric);
 //! - `plait-stream`: the split connection, one engine stream from the proxy to the MH;
+//! - `plait-cbr`: the scenario's constant-rate UDP flow (`[cbr]`) from the server through
+//!   the engines to a [`DatagramSink`] at the MH, which measures loss and delay;
 //! - `cmt-sctp`: a CMT-SCTP-like sender at the proxy and receiver at the MH (seed ETOM's
 //!   baseline, `node/cmt_sender.rs`), one data and one SACK flow per path.
 //!
@@ -33,9 +35,9 @@ use plait_tunnel::keys::Key;
 use crate::inner;
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
 use crate::node::{
-    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, Endpoint, HmtpConfig, HmtpReceiver,
-    HmtpSender, HmtpTransport, Node, OnOffSource, PlaitGateway, StreamApp, TcpReceiver, TcpSender,
-    TunnelAddresses,
+    CbrSource, CmtConfig, CmtReceiver, CmtSender, CountingSink, DatagramSink, Endpoint, HmtpConfig,
+    HmtpReceiver, HmtpSender, HmtpTransport, Node, OnOffSource, PlaitGateway, StreamApp,
+    TcpReceiver, TcpSender, TunnelAddresses,
 };
 use crate::packet::{FlowId, TCP_HEADER};
 use crate::route::{Hop, LinkId, NodeId};
@@ -377,6 +379,36 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             h.path_flows = down_flows;
             h.gateways = Some((gp, gm));
         }
+        Mode::PlaitCbr => {
+            let data = flows.next();
+            let (gp, gm, down_flows) =
+                plait_gateways(&mut world, &mut flows, &links, scenario, run, seed, None);
+            // Validated: the mode needs `[cbr]`; without it the run carries nothing.
+            if let Some(cbr) = &scenario.cbr {
+                let src = world.add_node(Node::Cbr(CbrSource::numbered(
+                    data,
+                    cbr.packet_size,
+                    cbr.rate_kbps * 1e3,
+                    main_start,
+                    duration,
+                )));
+                let sink = world.add_node(Node::DatagramSink(DatagramSink::default()));
+                world.set_route(
+                    data,
+                    vec![
+                        Hop::Link(to_proxy),
+                        Hop::Node(gp),
+                        Hop::Node(gm),
+                        Hop::Node(sink),
+                    ],
+                );
+                h.senders.push(src);
+                h.receivers.push(sink);
+                h.main_flows.push(data);
+            }
+            h.path_flows = down_flows;
+            h.gateways = Some((gp, gm));
+        }
         Mode::PlaitStream => {
             let source = StreamApp::Source { stream: None };
             let sink = StreamApp::Sink {
@@ -569,7 +601,8 @@ pub(crate) fn endpoints(
     seed: u64,
 ) -> (Endpoint, Endpoint, TunnelAddresses) {
     let settings = run.engine_settings();
-    let inner_max = scenario.tcp.packet_size + TCP_HEADER;
+    let inner_max = (scenario.tcp.packet_size + TCP_HEADER)
+        .max(scenario.cbr.as_ref().map_or(0, |c| c.packet_size));
     // Hints: the wireless rate (bytes on the link per second, as the engine counts them
     // with `datagram_overhead`) and the one-way path delay, at both ends (the daemon's
     // server knows neither).

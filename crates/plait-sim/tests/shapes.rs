@@ -196,3 +196,81 @@ fn hmtp_path1_stays_flat_where_cmt_sctp_falls() {
         );
     }
 }
+
+/// One row of a swept HMTP scenario file: the variant `label`, the row of `mode`, one
+/// seed, `duration_s` seconds.
+fn hmtp_row(
+    file: &str,
+    label: &str,
+    mode: plait_sim::scenario::Mode,
+    duration_s: f64,
+) -> plait_sim::run::RunResult {
+    let path = format!("{}/../../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("scenario file");
+    let variants = plait_sim::sweep::load_variants(&text).expect("valid");
+    let mut s = variants
+        .into_iter()
+        .find(|v| v.label == label)
+        .expect("variant")
+        .scenario;
+    s.duration_s = duration_s;
+    let run = s.runs.iter().find(|r| r.mode == mode).expect("row");
+    run_one(&s, run, 1)
+}
+
+/// Seed HMTP Fig. 10 (`scenarios/hmtp-fig10.toml`: two 5 Mbit/s wireless paths, 0 to 3
+/// TCP clients sharing AP-2's): as the clients take path 2, HMTP's path 1 keeps within
+/// 5 % of its throughput without them, while the CMT-SCTP-like baseline's path 1 falls by
+/// more than 10 % (receive buffer blocking behind path 2's losses) and ends more than
+/// 10 % below HMTP's. Ratios within the simulation, one seed, 20 s, 0 and 3 clients.
+#[test]
+fn hmtp_fig10_path1_keeps_its_rate_as_ap2_fills() {
+    use plait_sim::scenario::Mode::{CmtSctp, Hmtp, HmtpTcp};
+    let path1 = |clients: &str, mode| {
+        hmtp_row(
+            "hmtp-fig10.toml",
+            &format!("AP-2 clients={clients}"),
+            mode,
+            20.0,
+        )
+        .per_path_kbps[0]
+    };
+    let (c0, c3) = (path1("0", CmtSctp), path1("3", CmtSctp));
+    println!("CMT-SCTP path 1: {c0:.0} -> {c3:.0} kbit/s");
+    assert!(c3 < 0.9 * c0, "CMT-SCTP path 1: {c0} -> {c3} kbit/s");
+    for mode in [Hmtp, HmtpTcp] {
+        let (h0, h3) = (path1("0", mode), path1("3", mode));
+        println!("{mode:?} path 1: {h0:.0} -> {h3:.0} kbit/s");
+        assert!(h3 > 0.95 * h0, "{mode:?} path 1: {h0} -> {h3} kbit/s");
+        assert!(
+            h3 > 1.1 * c3,
+            "{mode:?} {h3} vs CMT-SCTP {c3} kbit/s on path 1"
+        );
+    }
+}
+
+/// Seed HMTP Fig. 8(b) (`scenarios/hmtp-fig8.toml`), the part plait's model shows: the
+/// application-layer delay per chunk-sized unit is longer for HMTP than for the
+/// CMT-SCTP-like baseline when path 2 loses as little as path 1 (k' = 1137 symbols carry
+/// k = 1000 packets) but by less than 30 %, and the baseline's grows by more than half as
+/// path 2's loss reaches 30 %. Ratios, one seed, 60 s.
+#[test]
+fn hmtp_fig8b_delay_costs_little_at_equal_loss_and_the_baselines_grows() {
+    use plait_sim::scenario::Mode::{CmtSctp, Hmtp};
+    let delay = |label: &str, mode| {
+        hmtp_row("hmtp-fig8.toml", label, mode, 60.0)
+            .app_delay_mean_s
+            .expect("a unit completes")
+    };
+    let (h1, c1) = (
+        delay("path-2 loss=1 %", Hmtp),
+        delay("path-2 loss=1 %", CmtSctp),
+    );
+    assert!(
+        h1 > c1 && h1 < 1.3 * c1,
+        "at 1 %: HMTP {h1} s, CMT-SCTP {c1} s"
+    );
+    let c30 = delay("path-2 loss=30 %", CmtSctp);
+    println!("HMTP {h1:.2} s, CMT-SCTP {c1:.2} s at 1 %; CMT-SCTP {c30:.2} s at 30 %");
+    assert!(c30 > 1.5 * c1, "CMT-SCTP: {c1} s at 1 %, {c30} s at 30 %");
+}

@@ -117,6 +117,9 @@ pub struct CmtReceiver {
     bin: Duration,
     /// Payload bytes delivered in order per bin (goodput over time).
     pub bins: Vec<u64>,
+    /// When the application held each unit of
+    /// [`super::app_delay::DELAY_UNIT_PACKETS`] packets in order.
+    pub units_done: Vec<Time>,
 }
 
 impl CmtReceiver {
@@ -130,6 +133,7 @@ impl CmtReceiver {
             inbox: VecDeque::new(),
             bin,
             bins: Vec::new(),
+            units_done: Vec::new(),
         }
     }
 
@@ -153,6 +157,12 @@ impl CmtReceiver {
                     self.bins.resize(i + 1, 0);
                 }
                 self.bins[i] += delivered * u64::from(self.payload);
+                super::app_delay::note_in_order(
+                    &mut self.units_done,
+                    self.core.stats().delivered,
+                    super::app_delay::DELAY_UNIT_PACKETS,
+                    now,
+                );
             }
             let Some(&flow) = self.sack_flows.get(usize::from(d.path)) else {
                 continue;

@@ -537,6 +537,9 @@ pub struct CmtSender {
     start: Time,
     started: bool,
     sacks: VecDeque<CmtSack>,
+    /// When each application data unit's first packet first went out
+    /// ([`super::app_delay`]).
+    unit_starts: Vec<Time>,
 }
 
 impl CmtSender {
@@ -548,12 +551,18 @@ impl CmtSender {
             start,
             started: false,
             sacks: VecDeque::new(),
+            unit_starts: Vec::new(),
         }
     }
 
     /// The state machine (statistics).
     pub fn core(&self) -> &CmtCore {
         &self.core
+    }
+
+    /// When each unit of [`super::app_delay::DELAY_UNIT_PACKETS`] packets started.
+    pub fn unit_starts(&self) -> &[Time] {
+        &self.unit_starts
     }
 
     pub(crate) fn on_receive(&mut self, _now: Time, pkt: Packet) {
@@ -576,13 +585,21 @@ impl CmtSender {
         // One SACK at a time, each followed by what it allows (as the TCP sender does).
         while let Some(sack) = self.sacks.pop_front() {
             self.core.on_sack(now, &sack);
-            self.flush(out);
+            self.flush(now, out);
         }
-        self.flush(out);
+        self.flush(now, out);
     }
 
-    fn flush(&mut self, out: &mut Outbox) {
+    fn flush(&mut self, now: Time, out: &mut Outbox) {
         while let Some(data) = self.core.poll_send() {
+            if !data.retransmit {
+                super::app_delay::note_first_send(
+                    &mut self.unit_starts,
+                    data.tsn,
+                    super::app_delay::DELAY_UNIT_PACKETS,
+                    now,
+                );
+            }
             let Some(&flow) = self.flows.get(usize::from(data.path)) else {
                 continue;
             };

@@ -20,7 +20,8 @@
 //! a path's sink holds segments only up to `seg_window` above its cumulative point (the
 //! SCTP transport's up to `sctp_rwnd`); a segment on a path that does not exist is
 //! dropped. So the receiver holds at most `rx_window` decoders and `paths * seg_window`
-//! (or `sctp_rwnd`) sequence numbers.
+//! (or `sctp_rwnd`) sequence numbers, plus one timestamp per chunk decoded in order (the
+//! application-layer delay, [`super::app_delay`]).
 //!
 //! Invariants: `done` holds only chunks in `base + 1 .. base + rx_window`; `active` only
 //! chunks in `base .. base + rx_window` not in `done`.
@@ -81,6 +82,9 @@ pub struct HmtpReceiverCore {
     done: BTreeSet<u32>,
     acks: VecDeque<HmtpAck>,
     stats: HmtpReceiverStats,
+    /// When each chunk, and every one before it, had decoded: the application holds it in
+    /// order ([`super::app_delay`]).
+    in_order_at: Vec<Time>,
 }
 
 impl HmtpReceiverCore {
@@ -102,6 +106,7 @@ impl HmtpReceiverCore {
             done: BTreeSet::new(),
             acks: VecDeque::new(),
             stats: HmtpReceiverStats::default(),
+            in_order_at: Vec::new(),
             cfg,
         }
     }
@@ -121,6 +126,11 @@ impl HmtpReceiverCore {
         self.base
     }
 
+    /// When each chunk was decoded with every earlier one, chunk 0 first.
+    pub fn in_order_at(&self) -> &[Time] {
+        &self.in_order_at
+    }
+
     /// The next ACK to send, if any.
     pub fn poll_ack(&mut self) -> Option<HmtpAck> {
         self.acks.pop_front()
@@ -135,6 +145,7 @@ impl HmtpReceiverCore {
         };
         let before = self.stats.decoded;
         let report = d.chunk.and_then(|c| self.on_symbol(c, &d.symbol));
+        super::app_delay::note_in_order(&mut self.in_order_at, u64::from(self.base), 1, now);
         for f in feedback {
             self.acks.push_back(HmtpAck {
                 path: d.path,

@@ -18,7 +18,8 @@
 //!
 //! Invariants: `seq_chunk` holds only sequence numbers at or above the transport's
 //! cumulative point (per path for `Tcp`), so at most the windows' worth; a symbol is never
-//! sent twice. No clock, no randomness beyond the chunk seeds.
+//! sent twice; `chunk_starts` holds one time per chunk opened (the application-layer
+//! delay, [`super::app_delay`]). No clock, no randomness beyond the chunk seeds.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -45,6 +46,9 @@ pub struct HmtpSenderCore {
     /// number carries.
     seq_chunk: Vec<BTreeMap<u64, u32>>,
     out: VecDeque<HmtpData>,
+    /// When each chunk's first symbol went out (chunk ids count from 0): the application
+    /// data unit's start ([`super::app_delay`]).
+    chunk_starts: Vec<Time>,
 }
 
 impl HmtpSenderCore {
@@ -82,6 +86,7 @@ impl HmtpSenderCore {
             transport,
             seq_chunk: vec![BTreeMap::new(); maps],
             out: VecDeque::new(),
+            chunk_starts: Vec::new(),
         }
     }
 
@@ -104,6 +109,11 @@ impl HmtpSenderCore {
     /// Chunks open now.
     pub fn open_chunks(&self) -> usize {
         self.fountain.open_chunks()
+    }
+
+    /// When each chunk's first symbol was sent, chunk 0 first.
+    pub fn chunk_starts(&self) -> &[Time] {
+        &self.chunk_starts
     }
 
     /// Outstanding sequence numbers remembered (bounded by the windows).
@@ -200,6 +210,10 @@ impl HmtpSenderCore {
                 }
             };
             let data = self.fill(path, seg);
+            // Chunks open in id order, so a chunk's first symbol is the next start.
+            if data.chunk == u32::try_from(self.chunk_starts.len()).ok() {
+                self.chunk_starts.push(now);
+            }
             self.out.push_back(data);
         }
     }

@@ -1,0 +1,107 @@
+//! The receiving application of a measured constant-rate UDP flow (mode `plait-cbr`):
+//! which numbered datagrams ([`Body::Datagram`]) arrived, and each one's one-way delay
+//! from its source to here.
+//!
+//! Invariants: a number counts once however often it arrives (`duplicates` counts the
+//! rest); memory is one bit per number up to the highest seen and one delay sample per
+//! distinct arrival, as the gateways' `held_us` keeps one per packet.
+
+use plait_proto::Time;
+
+use crate::packet::{Body, Packet};
+
+/// What the sink counted (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct DatagramSink {
+    /// Bit `seq` set: datagram `seq` arrived.
+    seen: Vec<u64>,
+    /// Distinct datagrams that arrived.
+    pub distinct: u64,
+    /// Arrivals of a datagram already seen.
+    pub duplicates: u64,
+    /// Packets that were not numbered datagrams.
+    pub other: u64,
+    /// One-way delay of each distinct arrival, microseconds (saturated).
+    pub delays_us: Vec<u32>,
+}
+
+/// Highest datagram number the sink tracks: 2^32 (512 MiB of bits would be the most).
+const MAX_SEQ: u64 = 1 << 32;
+
+impl DatagramSink {
+    pub(crate) fn on_receive(&mut self, now: Time, pkt: Packet) {
+        let Body::Datagram { seq, sent_ns } = pkt.body else {
+            self.other += 1;
+            return;
+        };
+        if seq >= MAX_SEQ {
+            self.other += 1;
+            return;
+        }
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if self.seen.len() <= word {
+            self.seen.resize(word + 1, 0);
+        }
+        if self.seen[word] & (1 << bit) != 0 {
+            self.duplicates += 1;
+            return;
+        }
+        self.seen[word] |= 1 << bit;
+        self.distinct += 1;
+        let us = now.as_nanos().saturating_sub(sent_ns) / 1000;
+        self.delays_us.push(u32::try_from(us).unwrap_or(u32::MAX));
+    }
+
+    /// Distinct datagrams numbered below `n` that arrived.
+    pub fn arrived_below(&self, n: u64) -> u64 {
+        let full = (n / 64) as usize;
+        let mut count: u64 = self
+            .seen
+            .iter()
+            .take(full)
+            .map(|w| u64::from(w.count_ones()))
+            .sum();
+        if let Some(w) = self.seen.get(full) {
+            let mask = (1u64 << (n % 64)) - 1;
+            count += u64::from((w & mask).count_ones());
+        }
+        count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn datagram(seq: u64, sent_ns: u64) -> Packet {
+        Packet {
+            flow: 1,
+            size: 1200,
+            body: Body::Datagram { seq, sent_ns },
+        }
+    }
+
+    #[test]
+    fn counts_each_number_once_and_its_delay() {
+        let mut s = DatagramSink::default();
+        for (seq, at) in [(0, 10_000), (2, 30_000), (2, 31_000), (70, 90_000)] {
+            s.on_receive(Time::from_nanos(at * 1000), datagram(seq, seq * 1_000_000));
+        }
+        s.on_receive(
+            Time::ZERO,
+            Packet {
+                flow: 1,
+                size: 10,
+                body: Body::Udp,
+            },
+        );
+        assert_eq!((s.distinct, s.duplicates, s.other), (3, 1, 1));
+        assert_eq!(s.delays_us, vec![10_000, 28_000, 20_000]);
+        assert_eq!(s.arrived_below(0), 0);
+        assert_eq!(s.arrived_below(1), 1);
+        assert_eq!(s.arrived_below(3), 2);
+        assert_eq!(s.arrived_below(70), 2);
+        assert_eq!(s.arrived_below(71), 3);
+        assert_eq!(s.arrived_below(1000), 3);
+    }
+}
