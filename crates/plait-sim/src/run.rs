@@ -254,7 +254,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
                 in_order += n.distinct * size;
                 received += (n.distinct + n.duplicates) * size;
                 datagrams = Some(n);
-                continue;
+                &n.bins
             }
             _ => continue,
         };

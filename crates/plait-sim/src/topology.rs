@@ -392,7 +392,9 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                     main_start,
                     duration,
                 )));
-                let sink = world.add_node(Node::DatagramSink(DatagramSink::default()));
+                let sink = world.add_node(Node::DatagramSink(DatagramSink::new(
+                    Duration::from_secs_f64(scenario.bin_s),
+                )));
                 world.set_route(
                     data,
                     vec![
