@@ -80,7 +80,8 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
             out.push_str(
                 "\nFriendliness (seed mHIP): the main flow's rate where it meets a long-lived TCP \
                  NewReno flow (on the path they share, or all of it at a shared bottleneck), \
-                 over that flow's, both on the wire; 1 is an equal share.\n\n| variant | row | competing TCP kb/s | friendliness factor |\n|---|---|---|---|\n",
+                 over that flow's (with several such flows, their mean per flow; the competing TCP \
+                 column is their sum), both on the wire; 1 is an equal share.\n\n| variant | row | competing TCP kb/s | friendliness factor |\n|---|---|---|---|\n",
             );
             for row in &result.rows {
                 let (Some(tcp), Some(ff)) = (row.cross_tcp_kbps, row.friendliness) else {

@@ -71,8 +71,8 @@ pub struct RunResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_tcp_kbps: Option<f64>,
     /// Seed mHIP's friendliness factor: the main flow's kbit/s on the competitor's path
-    /// over the competitor's, both counted on the wire (datagrams with their headers,
-    /// segments with theirs).
+    /// over the competitor's (with several competitors, their mean per flow), both counted
+    /// on the wire (datagrams with their headers, segments with theirs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub friendliness: Option<f64>,
     /// Simulator events processed.
@@ -299,10 +299,14 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         // Over the whole run: the competitors start at 0.
         bytes as f64 * 8.0 / 1000.0 / scenario.duration_s
     });
+    // Against one competitor: their mean when a path has several (the scenarios put every
+    // per-path competitor on one path).
+    let competitors = h.cross_tcp_receivers.len().max(1) as f64;
     let friendliness = cross_tcp_kbps
         .zip(h.cross_tcp_path)
         .and_then(|(tcp, path)| {
-            let wire = tcp * f64::from(scenario.tcp.packet_size + crate::packet::TCP_HEADER)
+            let wire = tcp / competitors
+                * f64::from(scenario.tcp.packet_size + crate::packet::TCP_HEADER)
                 / f64::from(scenario.tcp.packet_size.max(1));
             let mine = h
                 .path_flows
@@ -313,8 +317,8 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
     // At a shared bottleneck: the whole main flow against one competitor.
     let friendliness = friendliness.or_else(|| {
         let tcp = cross_tcp_kbps.filter(|_| h.shared_competitors)?;
-        let n = h.cross_tcp_receivers.len().max(1) as f64;
-        let wire = tcp / n * f64::from(scenario.tcp.packet_size + crate::packet::TCP_HEADER)
+        let wire = tcp / competitors
+            * f64::from(scenario.tcp.packet_size + crate::packet::TCP_HEADER)
             / f64::from(scenario.tcp.packet_size.max(1));
         let mine: f64 = h
             .path_flows
