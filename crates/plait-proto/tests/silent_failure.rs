@@ -8,7 +8,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use plait_proto::path::PathState;
+use plait_proto::path::{LivenessConfig, PathState};
 use plait_proto::sched::SchedulerKind;
 use plait_proto::{Config, Event, PathId, Time};
 use support::{Pair, lossless, steady};
@@ -31,6 +31,10 @@ fn run(repair: bool) -> Outcome {
     let config = Config {
         scheduler: SchedulerKind::RoundRobin,
         repair,
+        liveness: LivenessConfig {
+            fast_failover: true,
+            ..LivenessConfig::default()
+        },
         ..Config::default()
     };
     // 50 ms each way: a 100 ms round trip, so one RTO (about 130 ms) and the down bound

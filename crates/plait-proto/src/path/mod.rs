@@ -682,7 +682,8 @@ impl Path {
     /// and the peer's ACK delay): it may have failed, and is not yet declared down
     /// (docs/protocol.md#path-states, "suspect").
     pub fn is_silent(&self, now: Time) -> bool {
-        self.state.is_usable()
+        self.liveness.fast_failover
+            && self.state.is_usable()
             && self.silence_since().is_some_and(|t| {
                 now.saturating_since(t)
                     > self
@@ -823,7 +824,7 @@ impl Path {
                     };
                     // Just past the bound, so the judgement sees silence > bound.
                     consider(Some(since + bound + Duration::from_nanos(1)));
-                    if self.state == PathState::Degraded {
+                    if self.state == PathState::Degraded && liveness.fast_failover {
                         // A suspect path's probe (`probes_due`): due once the path is
                         // suspect, then once per degraded bound. The same threshold as
                         // `is_silent`, or the timer would fire with nothing to do.

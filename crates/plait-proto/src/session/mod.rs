@@ -451,7 +451,7 @@ impl Session {
         let mut queued = false;
         for slot in self.paths.iter_mut().flatten() {
             for global in slot.tx.take_abandoned() {
-                if store.request(now, global) {
+                if self.config.liveness.fast_failover && store.request(now, global) {
                     self.stats.repairs_on_down += 1;
                     queued = true;
                 }
