@@ -54,6 +54,7 @@ fuzz_target!(|data: &[u8]| {
                 server,
                 rate_hint: None,
                 backup: false,
+                attributes: Default::default(),
             })
             .collect(),
         engine: EngineParams {

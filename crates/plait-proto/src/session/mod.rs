@@ -275,6 +275,17 @@ impl Session {
         id: PathId,
         backup: bool,
     ) -> Result<(), PathError> {
+        self.change_path_role(now, id, |tx| tx.set_backup(backup))
+    }
+
+    /// Applies `change` to path `id`'s role (backup, priority) and rebuilds what depends
+    /// on the path set.
+    fn change_path_role(
+        &mut self,
+        now: Time,
+        id: PathId,
+        change: impl FnOnce(&mut Path),
+    ) -> Result<(), PathError> {
         self.advance(now);
         let slot = self
             .paths
@@ -282,7 +293,7 @@ impl Session {
             .ok_or(PathError::OutOfRange(id))?
             .as_mut()
             .ok_or(PathError::Unknown(id))?;
-        slot.tx.set_backup(backup);
+        change(&mut slot.tx);
         self.on_paths_changed(now);
         Ok(())
     }
@@ -316,16 +327,7 @@ impl Session {
         id: PathId,
         priority: u8,
     ) -> Result<(), PathError> {
-        self.advance(now);
-        let slot = self
-            .paths
-            .get_mut(id.index())
-            .ok_or(PathError::OutOfRange(id))?
-            .as_mut()
-            .ok_or(PathError::Unknown(id))?;
-        slot.tx.set_priority(priority);
-        self.on_paths_changed(now);
-        Ok(())
+        self.change_path_role(now, id, |tx| tx.set_priority(priority))
     }
 
     /// Holds a path (`held`) or lets it go: a held path still takes what arrives on it and
