@@ -46,11 +46,6 @@ use plait_proto::{MAX_PATHS, PathId, Session, Time};
 use tracing::{debug, info, warn};
 
 use super::binding::Bindings;
-use crate::message::{ControlFrame, REGISTER_ACK};
-use crate::registration::{PathAttributes, Quality, Registrar};
-
-/// How often the client hands its paths' measured quality to the registrar.
-const QUALITY_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 use super::link::{DataDrop, FreshSession, Link, LinkCounters};
 use super::schedule::{Cause, Schedule};
 #[cfg(doc)]
@@ -66,14 +61,19 @@ use crate::crypto::keypair::REKEY_AFTER_TIME;
 use crate::crypto::keypair::{KeyLifetime, Keypair, REKEY_TIMEOUT, SealedId};
 use crate::keys::Key;
 use crate::message::{
-    DataId, INITIATION_LEN, Message, RESPONSE_HEADER_LEN, RESPONSE_MAC1_OFFSET, parse,
+    ControlFrame, DataId, INITIATION_LEN, Message, REGISTER_ACK, RESPONSE_HEADER_LEN,
+    RESPONSE_MAC1_OFFSET, parse,
 };
 use crate::ratelimit::LogLimiter;
+use crate::registration::{PathAttributes, Quality, Registrar};
 
 /// After a cookie reply to an initiation copy without mac2, the initiation is repeated
 /// (with mac2) this long after, unless a response to another path's copy completes it
 /// first. WireGuard waits for its usual retry (5 s).
 pub const COOKIE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How often the client hands its paths' measured quality to the registrar.
+const QUALITY_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// An initiation in flight.
 #[derive(Debug)]

@@ -17,7 +17,8 @@
 //! arrive at most once and in order; every bounded structure stays under its bound. At the
 //! end: the session is established and carries traffic after the last fault; the counters
 //! add up (see [`soak_24_hours_of_rekeys_flaps_loss_and_a_restart`]); the maxima sampled in
-//! the second 12 hours are within 1.5 times those of the first 12; the rekeys number what
+//! the second 12 hours are within 1.5 times those of the first 12 (for the reorder buffer:
+//! or within its transient peak, below); the rekeys number what
 //! 24 h / [`REKEY_AFTER_TIME`] predicts, within 10 %.
 //!
 //! Why halves and not the first and last hour: a burst that meets a loss on the 300 ms path
@@ -25,14 +26,16 @@
 //! waits for the hole, docs/protocol.md#reorder-buffer). Whether one hour holds such a
 //! moment is luck (with the same seed, one run's first hour peaked at 24 KB and its last at
 //! 277 KB, while the whole run peaked at 377 KB with nothing growing), so hour-to-hour
-//! maxima flake; twelve hours hold dozens of bursts each, and a leak still shows as a
-//! second half above the first.
+//! maxima flake; twelve hours usually hold such a moment each, but not always (one run's
+//! first half peaked at 124 KB and its second at 376 KB), so the reorder buffer may always
+//! reach [`REORDER_TRANSIENT_BYTES`]; a leak still shows as a second half above both.
 //!
 //! Inner packets may arrive out of order only when the reorder buffer releases one late
 //! (after declaring it lost, docs/protocol.md#reorder-buffer): each such packet must be
 //! counted `late`.
 
 use std::cmp::Ordering;
+
 use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -47,6 +50,13 @@ use super::*;
 use crate::crypto::keypair::{REJECT_AFTER_TIME, REKEY_AFTER_TIME};
 use crate::keys::Key;
 use crate::message::{Message, parse};
+
+/// The inner packets the soak sends, bytes.
+const INNER_PACKET_LEN: usize = 1200;
+
+/// What the reorder buffer holds at most while one hole on the soak's 300 ms path is
+/// awaited (measured peaks 375-383 KB), with room to spare.
+const REORDER_TRANSIENT_BYTES: usize = 400_000;
 
 const SEED: u64 = 0x5eed_50a4;
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -939,7 +949,7 @@ fn soak_24_hours_of_rekeys_flaps_loss_and_a_restart() {
                 burst = None;
             }
             for dir in dirs {
-                s.send_inner(dir, 1200);
+                s.send_inner(dir, INNER_PACKET_LEN);
             }
             // Bursts are when buffers fill: sample them closely.
             if left.is_multiple_of(20) {
@@ -1109,8 +1119,18 @@ fn soak_24_hours_of_rekeys_flaps_loss_and_a_restart() {
         let second = s.second_half.get(name).copied().unwrap_or(0);
         let whole = s.whole_run[name];
         eprintln!("{name:?}: first 12 h {first}, second 12 h {second}, whole run {whole}");
+        // The reorder buffer's peak is a moment, not a level: a burst that meets a loss on
+        // the 300 ms path holds about 380 KB while it waits for the hole (module docs).
+        // Whether a half holds such a moment depends on the run's randomness (one run's
+        // first half peaked at 124 KB, its second at 376 KB), so that peak is the least
+        // either half may reach; a leak still shows, growing past it over 24 h.
+        let transient = match name.1 {
+            "reorder_bytes" => REORDER_TRANSIENT_BYTES,
+            "reorder_packets" => REORDER_TRANSIENT_BYTES / INNER_PACKET_LEN,
+            _ => 0,
+        };
         assert!(
-            second <= first + first / 2 + 16,
+            second <= (first + first / 2 + 16).max(transient),
             "{name:?} grew: first 12 h {first}, second 12 h {second}"
         );
     }
