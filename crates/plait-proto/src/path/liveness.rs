@@ -42,7 +42,7 @@ pub struct LivenessConfig {
     /// each such bound, and with repair on, what a path had in flight when it went down
     /// is resent on the others at once. It cut the simulator's T4 stall from 1.6 s to
     /// 0.5 s, but cost stream mode under heavy random and bursty loss (ETOM Fig. 3 and 7)
-    /// and once broke the 24-hour soak's order accounting; see docs/protocol.md.
+    /// (a path silent for an RTO there is often only in a bad spell); see docs/protocol.md.
     pub fast_failover: bool,
 }
 
