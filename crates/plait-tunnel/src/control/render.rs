@@ -353,7 +353,7 @@ fn render_drops(d: &DropCounters) -> String {
 
 /// Every drop counter with its reason name (the same names as the metrics' `reason`
 /// label and the JSON fields).
-pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 14] {
+pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 16] {
     [
         ("malformed", d.malformed),
         ("unknown_index", d.unknown_index),
@@ -363,6 +363,8 @@ pub fn drop_reasons(d: &DropCounters) -> [(&'static str, u64); 14] {
         ("rate_limited", d.rate_limited),
         ("bad_mac", d.bad_mac),
         ("cookie_replied", d.cookie_replied),
+        ("known_admitted", d.known_admitted),
+        ("known_over_budget", d.known_over_budget),
         ("hinted", d.hinted),
         ("hint_ignored", d.hint_ignored),
         ("spoofed_source", d.spoofed_source),

@@ -362,6 +362,16 @@ pub struct DropCounters {
     /// server was under load or their source over its budget (docs/protocol.md#dos).
     #[serde(default)]
     pub cookie_replied: u64,
+    /// Server: initiations from a client's validated path address, while its session runs,
+    /// processed at once on that address's own budget, whatever the load
+    /// (docs/protocol.md#known-first). Not a drop: counted so a flood's effect shows.
+    #[serde(default)]
+    pub known_admitted: u64,
+    /// Server: initiations from such an address over its own budget (or the known
+    /// addresses' shared one): handled by the ordinary rules instead, like any source's
+    /// (a spoofer of the address, or a client that sends too often).
+    #[serde(default)]
+    pub known_over_budget: u64,
     /// Server: data messages with an unknown index (counted in `unknown_index` too) answered
     /// with an unknown-index hint (docs/protocol.md#unknown-index).
     #[serde(default)]

@@ -315,6 +315,27 @@ impl Link {
         self.addresses.iter().map(PathAddress::validated).collect()
     }
 
+    /// Server: the addresses at which this client's initiations are served first
+    /// (docs/protocol.md#known-first): its paths' validated addresses while its engine
+    /// session runs. (Its keys' expiry is checked at each lookup, [`Link::is_known_at`].)
+    pub fn known_addresses(&self) -> Vec<PathEndpoint> {
+        if self.session.is_none() {
+            return Vec::new();
+        }
+        self.addresses
+            .iter()
+            .filter_map(PathAddress::validated)
+            .collect()
+    }
+
+    /// Server: whether `at` is one of [`Link::known_addresses`] and the current keys have
+    /// not expired: the client is established there now (docs/protocol.md#known-first).
+    pub fn is_known_at(&self, at: PathEndpoint) -> bool {
+        self.session.is_some()
+            && self.keys.current().is_some()
+            && self.addresses.iter().any(|a| a.validated() == Some(at))
+    }
+
     /// Whether some path of the engine session is down (silent beyond the liveness
     /// bound, docs/protocol.md#path-states).
     pub(crate) fn any_path_down(&self) -> bool {
@@ -703,7 +724,9 @@ impl Link {
     /// moves its path there; a PATH_WITHDRAW or PATH_RESTORE with a newer number takes the
     /// path out of the session or lets it back (docs/protocol.md#binding), and is
     /// acknowledged either way; a REGISTER or QUERY is handled as
-    /// docs/protocol.md#registration says; anything else is counted and ignored.
+    /// docs/protocol.md#registration says; anything else is counted and ignored. Returns
+    /// whether a path's validated address changed (the server's index of
+    /// [`Link::known_addresses`] follows it).
     pub fn receive_path_control(
         &mut self,
         now: Time,
@@ -711,7 +734,7 @@ impl Link {
         socket: usize,
         remote: SocketAddr,
         out: &mut impl Outputs,
-    ) {
+    ) -> bool {
         self.settle(&mut opened);
         let from = PathEndpoint { socket, remote };
         let frame = match ControlFrame::decode(opened.datagram) {
@@ -719,42 +742,47 @@ impl Link {
             Ok(ControlFrame::Registration {
                 kind: REGISTER,
                 registration,
-            }) => return self.receive_registration(now, from, registration, out),
+            }) => {
+                self.receive_registration(now, from, registration, out);
+                return false;
+            }
             Err(ControlFrameError::Registration(e)) => {
                 self.counters.registrations_refused += 1;
                 debug!(%remote, error = %e, "registration refused");
-                return;
+                return false;
             }
             Ok(ControlFrame::Registration { .. }) | Err(_) => {
                 self.counters.path_frames_ignored += 1;
-                return;
+                return false;
             }
         };
         match frame.kind {
-            PATH_RESPONSE => self.receive_path_response(now, from, frame, out),
+            PATH_RESPONSE => return self.receive_path_response(now, from, frame, out),
             PATH_WITHDRAW | PATH_RESTORE => self.receive_binding(now, from, frame, out),
             QUERY => self.answer_query(now, from, out),
             _ => self.counters.path_frames_ignored += 1,
         }
+        false
     }
 
+    /// Returns whether the path's validated address changed.
     fn receive_path_response(
         &mut self,
         now: Time,
         from: PathEndpoint,
         frame: PathFrame,
         out: &mut impl Outputs,
-    ) {
+    ) -> bool {
         let remote = from.remote;
         let Some(addr) = self.addresses.get_mut(usize::from(frame.path)) else {
             self.counters.path_frames_ignored += 1;
-            return;
+            return false;
         };
         let old = addr.validated();
         if !addr.on_response(from, &frame.token) {
             self.counters.path_frames_ignored += 1;
             debug!(path = frame.path, %remote, "path response ignored: no challenge sent there with that token");
-            return;
+            return false;
         }
         self.counters.paths_validated += 1;
         let path = PathId(frame.path);
@@ -767,6 +795,7 @@ impl Link {
             None => debug!(%path, %remote, "path address validated"),
         }
         self.drive(now, out);
+        true
     }
 
     /// A withdrawal or restoration from the client (docs/protocol.md#binding): applied if

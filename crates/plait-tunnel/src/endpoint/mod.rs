@@ -21,6 +21,9 @@ pub(crate) mod binding;
 mod client;
 mod inner;
 mod keyring;
+mod known;
+#[cfg(test)]
+mod known_tests;
 mod link;
 #[cfg(test)]
 mod link_tests;

@@ -26,7 +26,9 @@
 //! under load and its source is within its per-source budget; otherwise it gets a cookie
 //! reply and nothing else. One with a valid mac2 (its source proved it receives at its
 //! address) has per-source budgets of its own and is processed under load too; the global
-//! budget stays the last line for all.
+//! budget stays the last line for all. Before those rules, an initiation from a client's
+//! validated path address, while that client's session runs, is processed at once on
+//! budgets of its own ([`super::known`], docs/protocol.md#known-first).
 //!
 //! An answered initiation only sets the client's `next` keys. If it names an engine
 //! session the server does not have, it is answered with `FLAG_FRESH_SESSION` (and so is
@@ -45,7 +47,8 @@ use ipnet::IpNet;
 use plait_proto::{Session, Time};
 use tracing::{debug, info, warn};
 
-use super::link::{DataDrop, FreshSession, Link, Opened, ReceiveDrop};
+use super::known::{Known, KnownAddresses};
+use super::link::{DataDrop, FreshSession, Link, Opened, PathEndpoint, ReceiveDrop};
 use super::{EngineParams, Now, Outputs, Random};
 use crate::control::{DropCounters, SessionStatus};
 use crate::crypto::cookie::CookieChecker;
@@ -156,6 +159,8 @@ pub struct ServerEndpoint {
     /// Per-source budgets of initiations without, and with, a valid mac2.
     unproven: SourceLimiter,
     proven: SourceLimiter,
+    /// Clients' validated path addresses, served first (docs/protocol.md#known-first).
+    known: KnownAddresses,
     /// Unknown-index hints: their MAC key, per-source and global budgets.
     hint_key: HintKey,
     hint_sources: SourceLimiter,
@@ -207,6 +212,7 @@ impl ServerEndpoint {
             last_under_load: None,
             unproven,
             proven,
+            known: KnownAddresses::default(),
             hint_sources,
             hints: TokenBucket::new(HINT_RATE.0, HINT_RATE.1),
             drops: DropCounters::default(),
@@ -314,6 +320,23 @@ impl ServerEndpoint {
         }
         // Counted in the demand whatever becomes of it (an empty bucket just stays empty).
         let _ = self.demand.allow(t);
+        // docs/protocol.md#known-first: a client established at this very address is
+        // served at once, on budgets no other initiation spends; over them (a spoofer of
+        // the address spent them), the rules below, as for anyone.
+        let at = PathEndpoint {
+            socket,
+            remote: from,
+        };
+        let peers = &self.peers;
+        let still_known = |p: usize| peers.get(p).is_some_and(|p| p.link.is_known_at(at));
+        match self.known.admit(t, at, still_known) {
+            Known::Admitted => {
+                self.drops.known_admitted += 1;
+                return true;
+            }
+            Known::OverBudget => self.drops.known_over_budget += 1,
+            Known::Stranger => {}
+        }
         if self.has_valid_mac2(t, from, msg) {
             // The source receives at its address: its own budgets, and the whole global one.
             if !self.proven.allow(t, from.ip()) || !self.handshakes.allow(t) {
@@ -479,8 +502,18 @@ impl ServerEndpoint {
         }
         if let Some(fresh) = opened.take_fresh_session() {
             Self::start_fresh_session(&self.engine, &mut self.random, peer, fresh);
+            // The old session's addresses are forgotten.
+            self.reindex_known(p);
         }
         Some(opened)
+    }
+
+    /// Client `p`'s validated addresses or session changed: the index of known addresses
+    /// follows (docs/protocol.md#known-first).
+    fn reindex_known(&mut self, p: usize) {
+        if let Some(peer) = self.peers.get(p) {
+            self.known.set_peer(p, &peer.link.known_addresses());
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -538,8 +571,12 @@ impl ServerEndpoint {
             return;
         };
         let peer = &mut self.peers[p];
-        peer.link
-            .receive_path_control(now, opened, socket, from, out);
+        if peer
+            .link
+            .receive_path_control(now, opened, socket, from, out)
+        {
+            self.reindex_known(p);
+        }
     }
 
     /// A data message of `len` bytes named `receiver`, an index no client's keys have
@@ -589,6 +626,12 @@ impl ServerEndpoint {
     /// The counters of the `i`-th configured client's link.
     pub fn peer_counters(&self, i: usize) -> Option<super::link::LinkCounters> {
         self.peers.get(i).map(|p| p.link.counters())
+    }
+
+    /// The index of known addresses and their clients (docs/protocol.md#known-first).
+    #[cfg(test)]
+    pub(crate) fn known_addresses(&self) -> Vec<(PathEndpoint, usize)> {
+        self.known.addresses()
     }
 
     /// Key indices the server maps to peers (soak tests: at most three per peer).

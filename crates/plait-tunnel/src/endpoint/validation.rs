@@ -43,7 +43,7 @@ pub const CHALLENGE_TIMEOUT_MAX: Duration = Duration::from_secs(2);
 pub const MAX_CANDIDATES: usize = 4;
 
 /// Where a path's datagrams go: which local socket, which peer address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PathEndpoint {
     /// Local socket index.
     pub socket: usize,
