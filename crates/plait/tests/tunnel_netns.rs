@@ -1002,7 +1002,8 @@ fn longest_probe_gap(report: &plait_testbed::ProbeReport, started: Instant) -> D
 /// the tunnel every 10 ms. Asserts: at least two rekeys completed (client and server
 /// status), the engine session is the one it was (no fresh session), the transfer arrived
 /// intact, at least 95 % of the probes came back and none of the stretches without an
-/// answer (nor of the transfer's) lasted over [`REKEY_FLOOD_GAP_BOUND`], and the server
+/// answer (nor of the transfer's) lasted over [`REKEY_FLOOD_GAP_BOUND`], the rekeys were
+/// admitted as known (docs/protocol.md#known-first: `known_admitted`), and the server
 /// stayed under load (no junk reached Diffie-Hellman). Then, the flood still running, the
 /// client restarts: it connects within 10 s. Everything the test made is gone at the end.
 #[test]
@@ -1173,6 +1174,14 @@ fn session_keeps_its_traffic_across_rekeys_under_a_remote_flood() {
         after.1.dropped.cookie_replied > before.1.dropped.cookie_replied
             && after.1.dropped.bad_mac > before.1.dropped.bad_mac,
         "the flood reached the server: {:?}",
+        after.1.dropped
+    );
+    // docs/protocol.md#known-first: the rekeys came from the client's validated path
+    // addresses and were served there at once, on budgets the flood cannot drain.
+    let known = after.1.dropped.known_admitted - before.1.dropped.known_admitted;
+    assert!(
+        known >= rekeys,
+        "{known} initiations admitted as known for {rekeys} rekeys: {:?}",
         after.1.dropped
     );
     // The server stayed under load: no junk reached Diffie-Hellman beyond, at most, one
