@@ -616,6 +616,7 @@ pub(crate) fn endpoints(
             one_way_delay: Some(ms(p.wired_delay_ms + p.wireless_delay_ms)),
             backup: false,
             priority: 0,
+            overflow: false,
         })
         .collect();
     let engine = |component: u64| EngineParams {

@@ -887,6 +887,8 @@ impl Path {
             shallow_loss_rate: self.shallow_loss_rate,
             backup: self.hints.backup,
             priority: self.hints.priority,
+            overflow: self.hints.overflow,
+            overflow_only: false,
             standby: false,
         }
     }
@@ -894,6 +896,11 @@ impl Path {
     /// Makes the path a backup path or a primary one (`PathHints::backup`).
     pub fn set_backup(&mut self, backup: bool) {
         self.hints.backup = backup;
+    }
+
+    /// Makes the path an overflow path or not (`PathHints::overflow`).
+    pub fn set_overflow(&mut self, overflow: bool) {
+        self.hints.overflow = overflow;
     }
 
     /// Sets the path's priority within its class (`PathHints::priority`, at most

@@ -23,6 +23,10 @@ pub struct PathHints {
     /// stands by while a usable path of its class with a lower number exists, so the
     /// session runs on its preferred subset (docs/protocol.md#priority; seed MMS §II-B).
     pub priority: u8,
+    /// An overflow path (a metered link): it carries only the load the other usable paths
+    /// of its class cannot, and everything when none of them is usable
+    /// (docs/protocol.md#overflow).
+    pub overflow: bool,
 }
 
 /// Largest path priority: eight levels, 0 (preferred) to 7.
@@ -108,6 +112,14 @@ pub struct PathView {
     pub backup: bool,
     /// Its priority within its class (`PathHints::priority`).
     pub priority: u8,
+    /// An overflow path (`PathHints::overflow`).
+    pub overflow: bool,
+    /// In its overflow role now (docs/protocol.md#overflow): an overflow path while a
+    /// non-overflow path of its class may carry data. Such a path is not
+    /// [`PathView::is_usable`]; a scheduler that spills (`plait`) may still pick it when
+    /// [`PathView::may_overflow`] and every other path is backed up. Set by the session
+    /// when it builds the views; `false` when the overflow paths are all that is left.
+    pub overflow_only: bool,
     /// Held back, not usable for data: a backup while another path is usable
     /// (docs/protocol.md#backup), a path while a usable one of its class has a lower
     /// priority number (docs/protocol.md#priority), or a path the driver holds (`Session::set_path_held`:
@@ -137,6 +149,8 @@ impl PathView {
             shallow_loss_rate: 0.0,
             backup: false,
             priority: 0,
+            overflow: false,
+            overflow_only: false,
             standby: false,
         }
     }
@@ -147,9 +161,23 @@ impl PathView {
     }
 
     /// Whether the path may carry data at all, its congestion window aside: its state is
-    /// usable and it is not in standby (a backup held back, or a held path).
+    /// usable, it is not in standby (a backup held back, or a held path) and not in its
+    /// overflow role.
     pub fn may_carry(&self) -> bool {
-        self.state.is_usable() && !self.standby
+        self.state.is_usable() && !self.standby && !self.overflow_only
+    }
+
+    /// Whether a scheduler that spills may put the load the other paths cannot carry on
+    /// this path: it is in its overflow role (`overflow_only`), its state is usable, it is
+    /// not in standby and its window has room (docs/protocol.md#overflow).
+    pub fn may_overflow(&self) -> bool {
+        self.overflow_only && self.state.is_usable() && !self.standby && self.cwnd_room != Some(0)
+    }
+
+    /// Whether a scheduler may return this path: [`PathView::is_usable`], or
+    /// [`PathView::may_overflow`] (only schedulers that spill return such a path).
+    pub fn is_selectable(&self) -> bool {
+        self.is_usable() || self.may_overflow()
     }
 
     /// Best estimate of the path's capacity in bytes per second: the packet-pair rate (a

@@ -4,8 +4,12 @@
 //! it may keep its own per-path bookkeeping (indexed by [`PathId`], never a `HashMap`).
 //!
 //! Invariants every scheduler keeps (property-tested in `tests`):
-//! - it never returns a path that is not [`PathView::is_usable`];
-//! - if no path is usable it returns [`Selection::Wait`];
+//! - it never returns a path that is not [`PathView::is_usable`], except that `plait` may
+//!   return a path in its overflow role ([`PathView::may_overflow`]) when every usable path
+//!   is backed up (docs/protocol.md#overflow); every other scheduler leaves such paths
+//!   alone, so for them an overflow path carries data only when it is all that is left;
+//! - if no path is usable (nor, for `plait`, in its overflow role) it returns
+//!   [`Selection::Wait`];
 //! - it is deterministic: the same calls give the same answers.
 //!
 //! Adding a scheduler: one file here, one variant in [`SchedulerKind`] and [`AnyScheduler`].

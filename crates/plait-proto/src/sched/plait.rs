@@ -41,9 +41,17 @@
 //!    bounding them moves that wait into the receiver's reorder buffer, which holds
 //!    instead of dropping.
 //! 5. Control datagrams are placed the same way (their bytes are booked like data).
+//! 6. **Overflow paths** (docs/protocol.md#overflow). A path in its overflow role
+//!    ([`PathView::may_overflow`]: a metered link) is a candidate only when every other
+//!    usable path is backed up: its modelled backlog (rule 1) is over
+//!    [`OVERFLOW_BACKLOG`] (and over its rule-4 target), or no other path has window room.
+//!    Then it competes by rules 1 to 4 like any path, so it takes the excess and the
+//!    others stay about `OVERFLOW_BACKLOG` full. A path without a rate is never backed up.
 //!
-//! Invariants: never an unusable path; `Wait(None)` iff no path is usable; deterministic;
-//! per-path state in a `Vec` indexed by `PathId`.
+//! Invariants: never a path that is neither usable nor in its overflow role; an overflow
+//! path only while every usable non-overflow path is backed up; `Wait(None)` iff no path
+//! is selectable; deterministic; per-path state in a `Vec` indexed by `PathId`. Without
+//! overflow paths the decisions are exactly rules 1 to 5.
 
 use std::time::Duration;
 
@@ -65,6 +73,14 @@ pub const QUEUE_TARGET_PACKETS: u32 = 4;
 /// the earliest path: the receiver would have to hold everything behind it that long (half
 /// the reorder buffer's default 1 s cap, docs/protocol.md#reorder-buffer).
 pub const REORDER_BUDGET: Duration = Duration::from_millis(500);
+
+/// A non-overflow path is backed up when its modelled backlog exceeds this (and its rule-4
+/// target); only when every usable one is does an overflow path take packets
+/// (docs/protocol.md#overflow). Above `QUEUE_TARGET`, so that among the other paths plait
+/// first spreads as it always does; a few tens of ms, so that a burst the primaries drain
+/// at once (a TCP initial window: 15 KB is 12 ms at 10 Mbit/s) stays off the metered link,
+/// while a sustained excess moves there within a round trip.
+pub const OVERFLOW_BACKLOG: Duration = Duration::from_millis(30);
 
 /// What a loss the link causes by itself (found while the path's queue was short,
 /// [`PathView::shallow_loss_rate`]) costs on top of its retransmission timeout, in timeouts.
@@ -183,7 +199,7 @@ impl Plait {
         let mut n = 0;
         for view in paths
             .iter()
-            .filter(|p| p.is_usable())
+            .filter(|p| p.is_selectable())
             .take(crate::ids::MAX_PATHS)
         {
             let load = self.expected(now, view, pkt, floor).map(|d| {
@@ -197,14 +213,32 @@ impl Plait {
                     delivery: d,
                     over: backlog > target,
                     ratio: backlog.as_secs_f64() / target.as_secs_f64(),
+                    backed_up: backlog > target.max(OVERFLOW_BACKLOG),
                 }
             });
             candidates[n] = Candidate {
                 id: view.id,
                 delay: self.slots.get(view.id).delay,
                 load,
+                overflow: !view.is_usable(),
             };
             n += 1;
+        }
+        // 6. Overflow paths only when every other usable path is backed up; then they
+        //    compete like the others. Without overflow paths this changes nothing.
+        let spill = candidates[..n]
+            .iter()
+            .filter(|c| !c.overflow)
+            .all(|c| c.load.is_some_and(|l| l.backed_up));
+        if !spill {
+            let mut kept = 0;
+            for i in 0..n {
+                if !candidates[i].overflow {
+                    candidates[kept] = candidates[i];
+                    kept += 1;
+                }
+            }
+            n = kept;
         }
         let candidates = &candidates[..n];
         let Some(earliest) = candidates
@@ -257,6 +291,8 @@ struct Candidate {
     delay: Duration,
     /// `None`: no rate, so no delivery time.
     load: Option<Load>,
+    /// In its overflow role (rule 6).
+    overflow: bool,
 }
 
 /// Where a packet would stand on a path with a rate.
@@ -268,6 +304,8 @@ struct Load {
     over: bool,
     /// Backlog divided by target (the target is at least `QUEUE_TARGET`, never zero).
     ratio: f64,
+    /// The backlog is over `OVERFLOW_BACKLOG` and the target (rule 6).
+    backed_up: bool,
 }
 
 impl Scheduler for Plait {
@@ -426,6 +464,57 @@ mod tests {
         assert_eq!(choose(0.0), Selection::Send(PathId(0)));
         // The link's own: 10 × 2 ms = 20 ms, more than 5 ms.
         assert_eq!(choose(0.02), Selection::Send(PathId(1)));
+    }
+
+    #[test]
+    fn an_overflow_path_takes_packets_only_while_every_other_path_is_backed_up() {
+        let mut s = Plait::default();
+        let now = Time::from_millis(100);
+        let p0 = view(0, Some(1e6), 20);
+        // The overflow path is faster and earlier: without its role it would win.
+        let p1 = PathView {
+            overflow: true,
+            overflow_only: true,
+            ..view(1, Some(4e6), 10)
+        };
+        let mut paths = [p0, p1];
+        let mut used = [0u32; 2];
+        // 100 packets of 1000 bytes at once: 100 ms of the primary's queue.
+        for _ in 0..100 {
+            let Selection::Send(p) = s.select(now, &paths, &pkt(now, 1000)) else {
+                panic!()
+            };
+            s.on_sent(now, p, &pkt(now, 1000));
+            paths[p.index()].bytes_in_flight += 1000;
+            used[p.index()] += 1;
+        }
+        // The primary fills to OVERFLOW_BACKLOG (30 packet times at 1 MB/s, and one more),
+        // the rest spills.
+        assert_eq!(used[0], 31, "{used:?}");
+        // Later, its backlog drained: the primary again.
+        let later = now + Duration::from_secs(1);
+        for v in &mut paths {
+            v.bytes_in_flight = 0;
+        }
+        assert_eq!(
+            s.select(later, &paths, &pkt(later, 1000)),
+            Selection::Send(PathId(0))
+        );
+        // A primary with a full window: the overflow path may take it.
+        paths[0].cwnd_room = Some(0);
+        assert_eq!(
+            s.select(later, &paths, &pkt(later, 1000)),
+            Selection::Send(PathId(1))
+        );
+        // A primary without a rate is never backed up: nothing spills.
+        paths[0].cwnd_room = None;
+        paths[0].pair_rate = None;
+        paths[1].overflow_only = true;
+        let mut s = Plait::default();
+        assert_eq!(
+            s.select(later, &paths, &pkt(later, 1000)),
+            Selection::Send(PathId(0))
+        );
     }
 
     #[test]

@@ -363,14 +363,16 @@ fn arb_view(id: u8) -> impl Strategy<Value = PathView> {
         Just(PathState::Down),
     ];
     let room = prop::option::of(prop_oneof![Just(0u64), 0u64..100_000]);
+    // One path in four in its overflow role (docs/protocol.md#overflow).
+    let overflow = prop::bool::weighted(0.25);
     (
         state,
         (arb_duration(), arb_duration(), arb_duration()),
         (arb_rate(), arb_rate(), arb_rate()),
-        room,
+        (room, overflow),
     )
         .prop_map(
-            move |(state, (srtt, min_rtt, base_owd), (pr, dr, cr), room)| PathView {
+            move |(state, (srtt, min_rtt, base_owd), (pr, dr, cr), (room, overflow))| PathView {
                 srtt,
                 min_rtt,
                 base_owd,
@@ -379,6 +381,8 @@ fn arb_view(id: u8) -> impl Strategy<Value = PathView> {
                 delivery_rate: dr,
                 configured_rate: cr,
                 cwnd_room: room,
+                overflow,
+                overflow_only: overflow,
                 ..PathView::new(pid(id), state)
             },
         )
@@ -400,9 +404,22 @@ fn arb_step() -> impl Strategy<Value = (Vec<PathView>, usize, u64, u64)> {
     )
 }
 
-fn check(sel: &Selection, now: Time, views: &[PathView]) -> Result<(), TestCaseError> {
-    let usable = |id: &PathId| views.iter().any(|v| v.id == *id && v.is_usable());
-    let any_usable = views.iter().any(PathView::is_usable);
+/// `spills`: the scheduler may pick paths in their overflow role (`plait` only).
+fn check(
+    sel: &Selection,
+    now: Time,
+    views: &[PathView],
+    spills: bool,
+) -> Result<(), TestCaseError> {
+    let ok = |v: &PathView| {
+        if spills {
+            v.is_selectable()
+        } else {
+            v.is_usable()
+        }
+    };
+    let usable = |id: &PathId| views.iter().any(|v| v.id == *id && ok(v));
+    let any_usable = views.iter().any(ok);
     match sel {
         Selection::Send(id) => prop_assert!(usable(id), "{sel:?} names an unusable path"),
         Selection::Duplicate(ids) => {
@@ -433,7 +450,7 @@ proptest! {
                 now += Duration::from_nanos(*dt);
                 let p = pkt(seq as u64, *len, now.saturating_sub(Duration::from_nanos(*waited)));
                 let sel = s.select(now, views, &p);
-                check(&sel, now, views)?;
+                check(&sel, now, views, kind == SchedulerKind::Plait)?;
                 prop_assert_eq!(&twin.select(now, views, &p), &sel, "{} not deterministic", kind.name());
                 let sent = match &sel {
                     Selection::Send(id) => vec![*id],

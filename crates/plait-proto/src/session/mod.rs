@@ -278,7 +278,19 @@ impl Session {
         self.change_path_role(now, id, |tx| tx.set_backup(backup))
     }
 
-    /// Applies `change` to path `id`'s role (backup, priority) and rebuilds what depends
+    /// Makes a path an overflow path (it carries only the load the other usable paths of
+    /// its class cannot, and everything when none of them is usable) or not
+    /// (docs/protocol.md#overflow).
+    pub fn set_path_overflow(
+        &mut self,
+        now: Time,
+        id: PathId,
+        overflow: bool,
+    ) -> Result<(), PathError> {
+        self.change_path_role(now, id, |tx| tx.set_overflow(overflow))
+    }
+
+    /// Applies `change` to path `id`'s role (backup, overflow, priority) and rebuilds what depends
     /// on the path set.
     fn change_path_role(
         &mut self,

@@ -72,7 +72,7 @@ impl Session {
             }
             Selection::Wait(_) => None,
         }
-        .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_usable()));
+        .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_selectable()));
         if choice.is_none() {
             self.stream_pace_until = earliest;
         }

@@ -266,18 +266,32 @@ impl Session {
                 v.standby |= silent & bit(v.id) != 0;
             }
         }
-        // docs/protocol.md#backup and #priority: a path stands by while a usable path
-        // ranks before it, backups after every primary and, within a class, lower
-        // priority numbers first. Only the best usable rank carries data.
-        let rank = |v: &crate::path::PathView| (v.backup, v.priority);
-        let best = self
-            .views
-            .iter()
-            .filter(|v| v.state.is_usable() && !v.standby)
-            .map(rank)
-            .min();
-        if let Some(best) = best {
-            for v in self.views.iter_mut() {
+        // docs/protocol.md#backup, #priority and #overflow: a path stands by while a usable
+        // path ranks before it, backups after every primary and, within a class, overflow
+        // paths after the others, then lower priority numbers first. Only the best usable
+        // rank carries data, except that while it is not an overflow rank, the best usable
+        // overflow paths of its class take the overflow role (`overflow_only`): they carry
+        // only what a scheduler that spills gives them.
+        let rank = |v: &crate::path::PathView| (v.backup, v.overflow, v.priority);
+        let may = |v: &&crate::path::PathView| v.state.is_usable() && !v.standby;
+        let Some(best) = self.views.iter().filter(may).map(rank).min() else {
+            return;
+        };
+        let spill = if best.1 {
+            None
+        } else {
+            let overflow = (best.0, true);
+            self.views
+                .iter()
+                .filter(may)
+                .map(rank)
+                .filter(|r| (r.0, r.1) == overflow)
+                .min()
+        };
+        for v in self.views.iter_mut() {
+            if Some(rank(v)) == spill {
+                v.overflow_only = true;
+            } else {
                 v.standby |= rank(v) > best;
             }
         }
@@ -341,8 +355,9 @@ impl Session {
             }
             FlowAction::Stripe => self.scheduler.select(now, &self.views, &meta),
         };
+        // docs/protocol.md#overflow: a scheduler that spills may pick an overflow path.
         let usable = |views: &[crate::path::PathView], id: PathId| {
-            views.iter().any(|v| v.id == id && v.is_usable())
+            views.iter().any(|v| v.id == id && v.is_selectable())
         };
         // The common case, one path, allocates nothing; copies go to `self.copies`.
         let (first, mut rest) = match selection {
@@ -572,7 +587,7 @@ impl Session {
                 Selection::Duplicate(ps) => ps.first().copied(),
                 Selection::Wait(_) => None,
             }
-            .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_usable()));
+            .filter(|p| self.views.iter().any(|v| v.id == *p && v.is_selectable()));
             let sent = path.and_then(|p| {
                 self.transmit_data_on(now, p, global, &bytes, now, buf, DataKind::Repair)
             });
@@ -796,7 +811,7 @@ impl Session {
             arrival: now,
             control: true,
         };
-        let usable = |id: PathId| self.views.iter().any(|v| v.id == id && v.is_usable());
+        let usable = |id: PathId| self.views.iter().any(|v| v.id == id && v.is_selectable());
         let placed = self
             .scheduler
             .select_control(now, &self.views, &meta)
