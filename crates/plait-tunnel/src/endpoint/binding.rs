@@ -143,6 +143,25 @@ impl Bindings {
         true
     }
 
+    /// Makes `path` a backup path or a primary one (a metered path whose budget is spent,
+    /// docs/protocol.md#overflow). Returns whether that is a change; a change is announced
+    /// at once (a PATH_RESTORE with the role, or with the next restoration while the
+    /// link is gone).
+    pub fn set_backup(&mut self, now: Time, path: usize, backup: bool) -> bool {
+        let Some(p) = self.paths.get_mut(path).filter(|p| p.present) else {
+            return false;
+        };
+        if p.backup == backup {
+            return false;
+        }
+        p.backup = backup;
+        if p.available {
+            p.seq += 1;
+            p.resend_at = Some(now);
+        }
+        true
+    }
+
     /// The server applied change `seq` of `path` (or a newer one).
     pub fn on_ack(&mut self, path: usize, seq: u64) {
         if let Some(p) = self.paths.get_mut(path)
@@ -351,6 +370,22 @@ mod tests {
         b.close(t(400), 3);
         b.on_fresh_session(t(500));
         assert!(b.due(t(500)).is_empty());
+    }
+
+    #[test]
+    fn a_role_change_is_announced_and_applied() {
+        let mut b = Bindings::new(&[false, false]);
+        assert!(b.set_backup(t(0), 1, true));
+        assert!(!b.set_backup(t(0), 1, true), "no change, nothing announced");
+        let due = b.due(t(0));
+        assert_eq!(
+            due,
+            vec![PathFrame::binding(PATH_RESTORE, 1, 1, BINDING_FLAG_BACKUP)]
+        );
+        let mut s = ServerBinding::default();
+        assert!(s.apply(&due[0]));
+        assert!(s.backup && !s.withdrawn);
+        assert!(!b.set_backup(t(0), 7, true), "no path on id 7");
     }
 
     #[test]

@@ -617,6 +617,37 @@ impl ClientEndpoint {
         self.record(now.mono, u8::try_from(id).ok(), &name, "server moved", &why);
     }
 
+    /// Makes the path on `id` a backup path or gives it back its configured role (the
+    /// daemon does so when a metered path's byte budget is spent, or a new budget period
+    /// begins: docs/protocol.md#overflow). The engine session applies it at once and the
+    /// server hears it in a PATH_RESTORE (docs/protocol.md#backup); the role holds for
+    /// later sessions too.
+    pub fn set_path_backup(&mut self, now: Now, id: usize, backup: bool, out: &mut impl Outputs) {
+        let t = now.mono;
+        let Some(Some(p)) = self.slots.get_mut(id) else {
+            return;
+        };
+        if p.backup == backup {
+            return;
+        }
+        p.backup = backup;
+        let name = p.name.clone();
+        self.bindings.set_backup(t, id, backup);
+        self.registrar.set_backup(t, id, backup);
+        if let (Some(session), Ok(pid)) = (self.link.session_mut(), u8::try_from(id)) {
+            // Unknown to the session (its link is down): it gets the role when it rejoins.
+            let _ = session.set_path_backup(t, PathId(pid), backup);
+        }
+        let (event, why) = if backup {
+            ("backup", "its byte budget is spent")
+        } else {
+            ("overflow", "a new budget period began")
+        };
+        self.record(t, u8::try_from(id).ok(), &name, event, why);
+        self.send_bindings(t, out);
+        self.link.drive(t, out);
+    }
+
     /// The path on `id`, if any.
     pub fn path(&self, id: usize) -> Option<&ClientPath> {
         self.slots.get(id).and_then(Option::as_ref)

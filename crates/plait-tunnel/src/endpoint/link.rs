@@ -558,18 +558,20 @@ impl Link {
             .get(usize::from(path.0))
             .copied()
             .unwrap_or_default();
-        // docs/protocol.md#registration: the registered priority, if the client sent one.
-        let priority = self
-            .registration
-            .as_ref()
-            .and_then(|r| r.entry(path.0))
-            .map_or(known.priority, |e| e.attributes.priority);
+        // docs/protocol.md#registration: the registered priority and cost class (a metered
+        // path is an overflow path, docs/protocol.md#overflow), if the client sent them.
+        let entry = self.registration.as_ref().and_then(|r| r.entry(path.0));
+        let priority = entry.map_or(known.priority, |e| e.attributes.priority);
+        let overflow = entry.map_or(known.overflow, |e| {
+            e.attributes.cost == crate::registration::CostClass::Metered
+        });
         session.add_path(
             now,
             path,
             PathHints {
                 backup,
                 priority,
+                overflow,
                 ..known
             },
         )?;

@@ -180,6 +180,8 @@ impl EngineParams {
             rate: path.rate_hint.or(known.rate),
             backup: path.backup,
             priority: path.attributes.priority,
+            // docs/protocol.md#overflow: a metered path carries only the excess.
+            overflow: path.attributes.cost == crate::registration::CostClass::Metered,
             ..known
         }
     }

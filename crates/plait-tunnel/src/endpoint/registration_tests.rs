@@ -15,10 +15,15 @@ use crate::registration::{
 
 const ATTACKER: &str = "203.0.113.66:5555";
 
-/// Path 0 (10 ms, the faster) is a wired link at priority 1; path 1 (30 ms) a metered
-/// cellular link at priority 0: the preferred subset is path 1 alone, so both ends put
-/// data there although path 0 is faster.
+/// Path 0 (10 ms, the faster) is a wired link at priority 1; path 1 (30 ms) a cellular
+/// link at priority 0: the preferred subset is path 1 alone, so both ends put data there
+/// although path 0 is faster.
 fn world() -> World {
+    world_with(CostClass::Unmetered)
+}
+
+/// [`world`] with path 1 of cost class `cost`.
+fn world_with(cost: CostClass) -> World {
     let k = keys();
     let mut w = World::new(&k);
     let path = |name: &str, link, cost, priority| ClientPath {
@@ -38,7 +43,7 @@ fn world() -> World {
         preshared_key: None,
         paths: vec![
             path("fibre", LinkKind::Wired, CostClass::Unmetered, 1),
-            path("lte", LinkKind::Cellular, CostClass::Metered, 0),
+            path("lte", LinkKind::Cellular, cost, 0),
         ],
         engine: engine(),
     });
@@ -64,7 +69,10 @@ fn the_server_holds_the_registration_runs_on_the_preferred_subset_and_answers_a_
         .collect();
     assert_eq!(
         shape,
-        vec![(0, "wired", "unmetered", 1), (1, "cellular", "metered", 0)]
+        vec![
+            (0, "wired", "unmetered", 1),
+            (1, "cellular", "unmetered", 0)
+        ]
     );
     let client = w
         .client
@@ -99,6 +107,72 @@ fn the_server_holds_the_registration_runs_on_the_preferred_subset_and_answers_a_
     assert!(
         w.server_sent[0] - s0 >= 200 && w.client_sent[0] - c0 >= 200,
         "path 0 took over: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
+}
+
+/// docs/protocol.md#overflow: a metered path is an overflow path at both ends (the server
+/// learns it from the registration), so it ranks after the unmetered one whatever its
+/// priority; light traffic leaves it alone, and it takes over when the other is cut.
+#[test]
+fn a_metered_path_carries_only_what_the_other_cannot_at_both_ends() {
+    let mut w = world_with(CostClass::Metered);
+    assert_eq!(held(&w).paths[1].cost, "metered");
+    let (s1, c1) = (w.server_sent[1], w.client_sent[1]);
+    w.traffic(200, 0);
+    assert_eq!(tags(&w.server_tun), (0..200).collect::<Vec<_>>());
+    assert_eq!(tags(&w.client_tun), (0..200).collect::<Vec<_>>());
+    assert!(
+        w.server_sent[1] - s1 < 40 && w.client_sent[1] - c1 < 40,
+        "the metered path carried data: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
+    w.cut = Some(0);
+    w.run_for(Duration::from_secs(2));
+    let (s1, c1) = (w.server_sent[1], w.client_sent[1]);
+    w.traffic(200, 200);
+    assert_eq!(tags(&w.server_tun), (0..400).collect::<Vec<_>>());
+    assert!(
+        w.server_sent[1] - s1 >= 200 && w.client_sent[1] - c1 >= 200,
+        "the metered path took over: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
+}
+
+/// A spent budget (the daemon's call) makes a path a backup at both ends, and a new
+/// period gives it back its role.
+#[test]
+fn a_path_made_a_backup_stands_by_at_both_ends() {
+    let mut w = world();
+    let mut cap = super::tests::Capture::default();
+    let now = w.stamp();
+    // Path 1 is the preferred one; as a backup it must stand by for path 0.
+    w.client.set_path_backup(now, 1, true, &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_millis(500));
+    let (s1, c1) = (w.server_sent[1], w.client_sent[1]);
+    w.traffic(200, 0);
+    assert_eq!(tags(&w.client_tun), (0..200).collect::<Vec<_>>());
+    assert!(
+        w.server_sent[1] - s1 < 40 && w.client_sent[1] - c1 < 40,
+        "the backup carried data: server {:?}, client {:?}",
+        w.server_sent,
+        w.client_sent
+    );
+    assert!(held(&w).paths[1].backup, "registered as a backup");
+    let mut cap = super::tests::Capture::default();
+    let now = w.stamp();
+    w.client.set_path_backup(now, 1, false, &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_millis(500));
+    let (s1, c1) = (w.server_sent[1], w.client_sent[1]);
+    w.traffic(200, 200);
+    assert!(
+        w.server_sent[1] - s1 >= 200 && w.client_sent[1] - c1 >= 200,
+        "the path is preferred again: server {:?}, client {:?}",
         w.server_sent,
         w.client_sent
     );

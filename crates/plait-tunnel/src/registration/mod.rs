@@ -8,7 +8,9 @@
 //! address, when it knows it), whether its link works, and its measured quality (smoothed
 //! RTT, loss, delivery rate). The server keeps the latest one per client, applies each
 //! path's priority to its engine session (so the session runs on the preferred subset
-//! both ways), shows it in `plait status`, and answers a QUERY with what it holds.
+//! both ways) and makes each metered path an overflow path there
+//! (docs/protocol.md#overflow), shows it in `plait status`, and answers a QUERY with what
+//! it holds.
 //!
 //! Invariants:
 //! - A [`Registration`] has at most [`MAX_PATHS`] entries, path ids below [`MAX_PATHS`],
@@ -89,7 +91,8 @@ pub enum CostClass {
     /// Flat rate: use freely.
     #[default]
     Unmetered,
-    /// Paid by the byte (a metered LTE or satellite plan).
+    /// Paid by the byte (a metered LTE or satellite plan): an overflow path at both ends
+    /// (docs/protocol.md#overflow), with an optional byte budget at the client.
     Metered,
 }
 

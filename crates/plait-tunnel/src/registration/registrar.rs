@@ -126,6 +126,18 @@ impl Registrar {
         self.changed(now);
     }
 
+    /// Path `id` became a backup path or a primary one (a spent byte budget,
+    /// docs/protocol.md#overflow): a new registration reports it.
+    pub fn set_backup(&mut self, now: Time, id: usize, backup: bool) {
+        let Some(Some(p)) = self.paths.get_mut(id) else {
+            return;
+        };
+        if p.backup != backup {
+            p.backup = backup;
+            self.changed(now);
+        }
+    }
+
     /// The link of path `id` works (`available`) or not.
     pub fn set_available(&mut self, now: Time, id: usize, available: bool) {
         let Some(Some(p)) = self.paths.get_mut(id) else {

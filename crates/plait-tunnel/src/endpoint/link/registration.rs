@@ -95,8 +95,16 @@ impl Link {
                     },
                     |e| e.attributes.priority,
                 );
+                // docs/protocol.md#overflow: a metered path carries only the excess.
+                let overflow = registration.entry(id.0).map_or(
+                    self.path_hints
+                        .get(usize::from(id.0))
+                        .is_some_and(|h| h.overflow),
+                    |e| e.attributes.cost == crate::registration::CostClass::Metered,
+                );
                 // The path is in the session (listed just now): nothing to refuse.
                 let _ = session.set_path_priority(now, id, priority);
+                let _ = session.set_path_overflow(now, id, overflow);
             }
         }
         if attributes_changed {
