@@ -21,6 +21,7 @@
 //! - [`socks5`]: the sans-IO SOCKS5 server handshake (RFC 1928/1929) and the encoding of
 //!   a stream's target.
 
+pub mod budget;
 pub mod config;
 pub mod control;
 pub mod crypto;

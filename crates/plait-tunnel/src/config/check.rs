@@ -22,8 +22,9 @@ use super::file::SecurityFile;
 use super::file::{ClientEntryFile, ClientFile, ClientStreamsFile, ControlFile, EngineFile};
 use super::file::{List, PathFile, PolicyFile, ServerFile, ServerStreamsFile, TunFile};
 use super::secrets::readable_by_others;
-use super::values::{FileName, KeyText, PeerAddr, Port, Prefix, Socks5Password, TunAddress};
+use super::values::{ByteSize, FileName, KeyText, PeerAddr, Port, Prefix, ResetDay};
 use super::values::{PortAddr, Socks5Username, credential_len};
+use super::values::{Socks5Password, TunAddress};
 use super::*;
 
 impl Doc<'_> {
@@ -44,10 +45,15 @@ impl Doc<'_> {
         };
         let mut engine = engine(f.engine);
         engine.flow_policy = self.policies(f.policy)?;
+        let state_dir = f.state_dir.map_or_else(
+            || PathBuf::from(DEFAULT_STATE_DIR),
+            |d| self.dir.join(d.into_inner().0),
+        );
         Ok(ClientConfig {
             private_key,
             server_public_key,
             preshared_key,
+            state_dir,
             tun: self.tun(f.tun)?,
             engine,
             control: self.control(f.control, DEFAULT_CLIENT_STATUS_SOCKET)?,
@@ -100,6 +106,8 @@ impl Doc<'_> {
                 let message = format!("`{name}` is already the name of path[{j}]");
                 return Err(self.at(&format!("path[{i}].name"), &p.name, message));
             }
+            let cost = p.cost.as_ref().map(|c| c.get_ref().0).unwrap_or_default();
+            let budget = self.budget(i, cost, p.budget, p.budget_reset_day)?;
             paths.push(PathConfig {
                 name,
                 server,
@@ -111,12 +119,41 @@ impl Doc<'_> {
                 backup: p.backup.unwrap_or(false),
                 attributes: crate::registration::PathAttributes {
                     link: p.link.map(|l| l.0).unwrap_or_default(),
-                    cost: p.cost.map(|c| c.0).unwrap_or_default(),
+                    cost,
                     priority: p.priority.map_or(0, |p| p.0),
                 },
+                budget,
             });
         }
         Ok(paths)
+    }
+
+    /// `budget` and `budget_reset_day` of `path[i]`: only on a metered path, the day only
+    /// with a budget (docs/tunnel-config.md#budget).
+    fn budget(
+        &self,
+        i: usize,
+        cost: crate::registration::CostClass,
+        budget: Option<S<ByteSize>>,
+        reset_day: Option<S<ResetDay>>,
+    ) -> Result<Option<crate::budget::BudgetConfig>, ConfigError> {
+        let Some(budget) = budget else {
+            if let Some(day) = reset_day {
+                let message = "a reset day without a `budget`: give the path a `budget` or \
+                               leave `budget_reset_day` out";
+                return Err(self.at(&format!("path[{i}].budget_reset_day"), &day, message));
+            }
+            return Ok(None);
+        };
+        if cost != crate::registration::CostClass::Metered {
+            let message = "only a metered path has a budget: add `cost = \"metered\"` to the \
+                           path or leave `budget` out";
+            return Err(self.at(&format!("path[{i}].budget"), &budget, message));
+        }
+        Ok(Some(crate::budget::BudgetConfig {
+            bytes: budget.into_inner().0,
+            reset_day: reset_day.map_or(DEFAULT_BUDGET_RESET_DAY, |d| d.into_inner().0),
+        }))
     }
 
     pub(super) fn server(&self, f: ServerFile) -> Result<ServerConfig, ConfigError> {

@@ -10,10 +10,11 @@ use serde::Deserialize;
 use toml::Spanned as S;
 
 use super::values::{
-    BindAddr, BufferMib, CongestionName, ConnectSecs, CostName, DevicesValue, Dscp, FecName,
-    FileName, FlowActionName, FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label, LinkName,
-    MAX_NAME, PathMtu, Port, PortAddr, Priority, RateMbit, RekeySecs, ReorderName, SchedulerName,
-    SeccompName, ServerAddr, Socks5Password, Socks5Username, StreamCount, TunMtu, UnorderedKbps,
+    BindAddr, BufferMib, ByteSize, CongestionName, ConnectSecs, CostName, DevicesValue, Dscp,
+    FecName, FileName, FlowActionName, FlowProtocol, HoldMs, IdleSecs, IfName, KeyText, Label,
+    LinkName, MAX_NAME, PathMtu, Port, PortAddr, Priority, RateMbit, RekeySecs, ReorderName,
+    ResetDay, SchedulerName, SeccompName, ServerAddr, Socks5Password, Socks5Username, StreamCount,
+    TunMtu, UnorderedKbps,
 };
 use super::{DEFAULT_PATH_MTU, DEFAULT_TUN_NAME};
 
@@ -32,6 +33,8 @@ pub(super) struct ClientFile {
     pub(super) preshared_key: Option<S<KeyText>>,
     pub(super) preshared_key_file: Option<S<FileName>>,
     pub(super) route: Option<List>,
+    /// Default `DEFAULT_STATE_DIR`.
+    pub(super) state_dir: Option<S<FileName>>,
     pub(super) tun: TunFile,
     #[serde(default)]
     pub(super) engine: EngineFile,
@@ -96,8 +99,10 @@ pub(super) struct PathFile {
     pub(super) rate_mbit: Option<RateMbit>,
     pub(super) backup: Option<bool>,
     pub(super) link: Option<LinkName>,
-    pub(super) cost: Option<CostName>,
+    pub(super) cost: Option<S<CostName>>,
     pub(super) priority: Option<Priority>,
+    pub(super) budget: Option<S<ByteSize>>,
+    pub(super) budget_reset_day: Option<S<ResetDay>>,
 }
 
 #[derive(Deserialize)]

@@ -52,6 +52,10 @@ pub const DEFAULT_TUN_NAME: &str = "plait0";
 pub const DEFAULT_MAX_HOLD_MS: u64 = plait_proto::reorder::DEFAULT_MAX_HOLD.as_millis() as u64;
 /// Default status socket of `plait client`.
 pub const DEFAULT_CLIENT_STATUS_SOCKET: &str = "/run/plait/client.sock";
+/// Default `state_dir` of `plait client`: where metered paths' budget counts are kept.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/plait";
+/// Default `budget_reset_day` of a metered path: budgets begin on the first of the month.
+pub const DEFAULT_BUDGET_RESET_DAY: u8 = 1;
 /// Default status socket of `plait server`.
 pub const DEFAULT_SERVER_STATUS_SOCKET: &str = "/run/plait/server.sock";
 /// Default `listen` of `plait server`.
@@ -117,6 +121,9 @@ pub struct ClientConfig {
     pub security: SecurityConfig,
     /// Prefixes to route into the tunnel (`--route`); empty = none.
     pub route: Vec<IpNet>,
+    /// Directory of the daemon's state across restarts (`state_dir`): the budget counts
+    /// of metered paths (docs/tunnel-config.md#budget).
+    pub state_dir: PathBuf,
     /// The `[[path]]` tables, in file order (1..=16). Fixed paths (no `devices`) take
     /// path ids 0, 1, … in this order; pattern paths take free ids as they open.
     pub paths: Vec<PathConfig>,
@@ -153,8 +160,12 @@ pub struct PathConfig {
     pub backup: bool,
     /// Link type, cost class and priority (`link`, `cost`, `priority`), registered with
     /// the server (docs/protocol.md#registration); the priority orders paths within
-    /// their class (docs/protocol.md#priority).
+    /// their class (docs/protocol.md#priority); a metered path is an overflow path
+    /// (docs/protocol.md#overflow).
     pub attributes: crate::registration::PathAttributes,
+    /// A metered path's byte budget per period (`budget`, `budget_reset_day`): once
+    /// spent, the path is a backup until the next period (docs/tunnel-config.md#budget).
+    pub budget: Option<crate::budget::BudgetConfig>,
 }
 
 /// A path's `server`: an address, or a DNS name the daemon resolves at start and again

@@ -251,8 +251,10 @@ fn minimal_client_gets_defaults() {
             rate_mbit: None,
             backup: false,
             attributes: Default::default(),
+            budget: None,
         }]
     );
+    assert_eq!(c.state_dir, PathBuf::from("/var/lib/plait"));
 }
 
 #[test]
@@ -782,6 +784,74 @@ fn path_attributes_have_defaults_and_clear_errors() {
     }
     let text = format!("{}priority = \"high\"\n", min_client());
     client_fails(&text, "path[0].priority", "priority");
+}
+
+/// docs/tunnel-config.md#budget: `budget` and `budget_reset_day` of a metered path, and
+/// `state_dir`.
+#[test]
+fn a_metered_path_takes_a_budget_and_nothing_else_does() {
+    use crate::budget::BudgetConfig;
+    let metered = format!("{}cost = \"metered\"\n", min_client());
+    assert_eq!(client_ok(&metered).paths[0].budget, None);
+    for (text, bytes) in [
+        ("20 GB", 20_000_000_000),
+        ("500 MiB", 500 << 20),
+        ("1.5TB", 1_500_000_000_000),
+        ("2 gib", 2 << 30),
+        ("1000", 1000),
+        (" 7 B ", 7),
+    ] {
+        let t = format!("{metered}budget = \"{text}\"\n");
+        assert_eq!(
+            client_ok(&t).paths[0].budget,
+            Some(BudgetConfig {
+                bytes,
+                reset_day: 1
+            }),
+            "{text}"
+        );
+    }
+    let t = format!("{metered}budget = \"1 GB\"\nbudget_reset_day = 28\n");
+    assert_eq!(client_ok(&t).paths[0].budget.unwrap().reset_day, 28);
+    // Malformed, zero and too large: one clear line at the value.
+    for (bad, says) in [
+        ("20 GBs", "unknown unit `GBs`"),
+        ("twenty GB", "is not a size"),
+        ("GB", "is not a size"),
+        ("1.2.3 GB", "is not a size"),
+        ("-5 GB", "is not a size"),
+        ("0 GB", "above 0"),
+        ("0.1 B", "above 0"),
+        ("99999999 TB", "too large"),
+        ("", "is not a size"),
+    ] {
+        let t = format!("{metered}budget = \"{bad}\"\n");
+        let m = client_fails(&t, "path[0].budget", "budget");
+        assert!(m.contains(says), "{bad}: {m}");
+        assert!(!m.contains('\n'), "one line: {m}");
+    }
+    let t = format!("{metered}budget = 20\n");
+    client_fails(&t, "path[0].budget", "budget");
+    for bad in ["0", "29", "31", "-1"] {
+        let t = format!("{metered}budget = \"1 GB\"\nbudget_reset_day = {bad}\n");
+        let m = client_fails(&t, "path[0].budget_reset_day", "budget_reset_day");
+        assert!(m.contains("between 1 and 28"), "{bad}: {m}");
+    }
+    // A budget without `cost = "metered"`, and a reset day without a budget.
+    for cost in ["", "cost = \"unmetered\"\n"] {
+        let t = format!("{}{cost}budget = \"20 GB\"\n", min_client());
+        let m = client_fails(&t, "path[0].budget", "budget");
+        assert!(m.contains("only a metered path has a budget"), "{m}");
+    }
+    let t = format!("{metered}budget_reset_day = 5\n");
+    let m = client_fails(&t, "path[0].budget_reset_day", "budget_reset_day");
+    assert!(m.contains("without a `budget`"), "{m}");
+    // `state_dir`, relative to the config file's directory.
+    let t = format!("state_dir = \"state\"\n{}", min_client());
+    assert_eq!(
+        client_ok(&t).state_dir,
+        origin().parent().unwrap().join("state")
+    );
 }
 
 #[test]

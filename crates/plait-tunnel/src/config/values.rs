@@ -536,3 +536,61 @@ value! {
         u8::try_from(n).ok().filter(|p| *p <= max).ok_or_else(|| out_of_range(0, max, n))
     }
 }
+
+value! {
+    /// A metered path's byte budget per period (docs/tunnel-config.md#budget): a number
+    /// and a unit, `"20 GB"`, `"500 MiB"`, `"1.5 TB"` (SI units are powers of 1000, `KiB`
+    /// `MiB` `GiB` `TiB` powers of 1024; `B` or no unit: bytes). Above 0.
+    ByteSize(u64) from String = |text| parse_byte_size(&text)
+}
+
+value! {
+    /// The day of the month (UTC) a budget period begins: 1 to 28, so every month has it.
+    ResetDay(u8) from i64 = |n| {
+        let max = crate::budget::MAX_RESET_DAY;
+        u8::try_from(n).ok().filter(|d| (1..=max).contains(d)).ok_or_else(|| {
+            format!("{}; 29 to 31 are not in every month", out_of_range(1, max, n))
+        })
+    }
+}
+
+/// Reads a [`ByteSize`]: see there.
+pub(super) fn parse_byte_size(text: &str) -> Result<u64, String> {
+    const UNITS: [(&str, f64); 9] = [
+        ("B", 1.0),
+        ("kB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("TB", 1e12),
+        ("KiB", 1024.0),
+        ("MiB", 1_048_576.0),
+        ("GiB", 1_073_741_824.0),
+        ("TiB", 1_099_511_627_776.0),
+    ];
+    let hint = "write a number and a unit, e.g. \"20 GB\" or \"500 MiB\" (units: B, kB, MB, \
+                GB, TB, KiB, MiB, GiB, TiB)";
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let unit = unit.trim_start();
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size; {hint}"))?;
+    let wanted = if unit.is_empty() { "B" } else { unit };
+    let Some(&(_, scale)) = UNITS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+    else {
+        return Err(format!("`{text}`: unknown unit `{unit}`; {hint}"));
+    };
+    let bytes = (value * scale).round();
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("`{text}` is too large"));
+    }
+    if bytes < 1.0 {
+        return Err(format!("`{text}`: a budget must be above 0 bytes"));
+    }
+    Ok(bytes as u64)
+}

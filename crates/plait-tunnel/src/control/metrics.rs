@@ -833,6 +833,7 @@ mod tests {
                 ..DropCounters::default()
             },
             relay: None,
+            budgets: Vec::new(),
         }
     }
 

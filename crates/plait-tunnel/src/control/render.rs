@@ -65,10 +65,37 @@ pub fn render_table(s: &StatusSnapshot) -> String {
             r.open, r.relayed, r.refused, r.reset
         );
     }
+    render_budgets(&mut out, &s.budgets);
     out.push('\n');
     out.push_str(&render_drops(&s.dropped));
     out.push('\n');
     out
+}
+
+/// `budget lte: used 1.2 GB of 20 GB (resets 2025-07-01)`, per metered path with a budget
+/// (docs/tunnel-config.md#budget).
+fn render_budgets(out: &mut String, budgets: &[crate::control::snapshot::BudgetStatus]) {
+    if budgets.is_empty() {
+        return;
+    }
+    out.push('\n');
+    for b in budgets {
+        let _ = write!(
+            out,
+            "budget {}: used {} of {} (resets {})",
+            b.path,
+            crate::budget::format_bytes(b.used),
+            crate::budget::format_bytes(b.budget),
+            b.resets
+        );
+        if b.spent {
+            out.push_str(" spent: a backup until then");
+        }
+        if !b.saved {
+            out.push_str(" (not saved: a restart counts from 0)");
+        }
+        out.push('\n');
+    }
 }
 
 fn render_session(out: &mut String, session: &SessionStatus) {
@@ -502,6 +529,7 @@ mod tests {
             }],
             dropped: DropCounters::default(),
             relay: None,
+            budgets: Vec::new(),
         }
     }
 

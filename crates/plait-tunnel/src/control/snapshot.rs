@@ -28,6 +28,26 @@ pub struct StatusSnapshot {
     /// Stream mode's relay (`None`: packet mode only).
     #[serde(default)]
     pub relay: Option<RelayStatus>,
+    /// A client's byte budgets of metered paths (docs/tunnel-config.md#budget).
+    #[serde(default)]
+    pub budgets: Vec<BudgetStatus>,
+}
+
+/// One metered `[[path]]`'s byte budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetStatus {
+    /// The `[[path]]`'s name (its pattern paths share the budget).
+    pub path: String,
+    /// Outer bytes sent and received in the current period.
+    pub used: u64,
+    /// Bytes allowed per period.
+    pub budget: u64,
+    /// The day the next period begins (UTC, `YYYY-MM-DD`).
+    pub resets: String,
+    /// The budget is spent: the path is a backup until `resets`.
+    pub spent: bool,
+    /// The count is kept in its state file (else in memory only).
+    pub saved: bool,
 }
 
 /// Stream mode's relayed TCP connections (docs/tunnel.md#stream-mode).

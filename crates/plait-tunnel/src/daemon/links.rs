@@ -248,6 +248,8 @@ impl Sockets<'_> {
             batches: self.batches,
             tun: self.tun,
             tun_write_errors: self.tun_write_errors,
+            // Path-set announcements: a few bytes, not counted in budgets.
+            budgets: None,
         }
     }
 }

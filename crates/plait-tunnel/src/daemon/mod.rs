@@ -13,6 +13,7 @@
 //! one session can move sealing and opening to a second thread in batches. The endpoint
 //! API does not change for either.
 
+mod budgets;
 mod error;
 mod links;
 mod setup;
@@ -110,6 +111,12 @@ pub trait Driven: StreamHost {
     fn server_unanswering(&self) -> bool {
         false
     }
+    /// The name of the client's path on `id` (`None`: no path there, or a server).
+    fn path_name(&self, _id: usize) -> Option<&str> {
+        None
+    }
+    /// See [`ClientEndpoint::set_path_backup`].
+    fn set_path_backup(&mut self, _now: Now, _id: usize, _backup: bool, _out: &mut impl Outputs) {}
 }
 
 impl Driven for ClientEndpoint {
@@ -169,6 +176,12 @@ impl Driven for ClientEndpoint {
     fn server_unanswering(&self) -> bool {
         ClientEndpoint::server_unanswering(self)
     }
+    fn path_name(&self, id: usize) -> Option<&str> {
+        self.path(id).map(|p| p.name.as_str())
+    }
+    fn set_path_backup(&mut self, now: Now, id: usize, backup: bool, out: &mut impl Outputs) {
+        ClientEndpoint::set_path_backup(self, now, id, backup, out)
+    }
 }
 
 impl Driven for ServerEndpoint {
@@ -223,6 +236,8 @@ struct RealOut<'a> {
     batches: &'a mut [SendBatch],
     tun: &'a Tun,
     tun_write_errors: &'a mut u64,
+    /// A client's byte budgets, which count what each path socket sends.
+    budgets: Option<&'a mut budgets::Budgets>,
 }
 
 impl Outputs for RealOut<'_> {
@@ -231,6 +246,9 @@ impl Outputs for RealOut<'_> {
             (self.sockets.get_mut(socket), self.batches.get_mut(socket))
         {
             b.push(s, to, datagram);
+            if let Some(budgets) = self.budgets.as_deref_mut() {
+                budgets.count(socket, on_wire(to, datagram.len()));
+            }
         }
     }
 
@@ -249,6 +267,12 @@ impl RealOut<'_> {
             }
         }
     }
+}
+
+/// Bytes a datagram of `len` bytes to or from `peer` occupies as an IP packet (what a
+/// metered link bills): the UDP payload and the IP and UDP headers.
+fn on_wire(peer: SocketAddr, len: usize) -> usize {
+    len + crate::endpoint::outer_ip_udp_overhead(&peer)
 }
 
 /// A one-shot timer with microsecond resolution.
@@ -324,6 +348,8 @@ pub(crate) struct Watched {
     /// path's link goes to [`Driven::set_path_available`], pattern paths open and close
     /// with their sockets, server names are resolved again ([`links`]).
     pub(crate) links: Option<links::ClientLinks>,
+    /// A client's byte budgets of metered paths ([`budgets`]).
+    pub(crate) budgets: Option<budgets::Budgets>,
 }
 
 /// Runs `endpoint` until SIGINT/SIGTERM (or `stop` is set). Sockets are indexed as the
@@ -370,6 +396,7 @@ pub(crate) fn run_loop(
     let Watched {
         handshake,
         mut links,
+        mut budgets,
     } = watched;
     if let Some(fd) = links.as_ref().and_then(links::ClientLinks::event_fd) {
         poll.registry()
@@ -483,6 +510,7 @@ pub(crate) fn run_loop(
             batches: batches_ref,
             tun,
             tun_write_errors: &mut tun_write_errors,
+            budgets: budgets.as_mut(),
         };
         for (i, ready) in socket_ready.iter_mut().enumerate() {
             for _ in 0..SOCKET_BATCHES_PER_ROUND {
@@ -496,6 +524,9 @@ pub(crate) fn run_loop(
                     let (from, kernel_ts, datagrams) = recv.datagrams(m);
                     let at = now.at_kernel_time(kernel_ts);
                     for d in datagrams {
+                        if let Some(b) = out.budgets.as_deref_mut() {
+                            b.count(i, on_wire(from, d.len()));
+                        }
                         endpoint.handle_udp(at, i, from, d, &mut out);
                     }
                 }
@@ -544,14 +575,33 @@ pub(crate) fn run_loop(
             r.process(endpoint, now.mono, poll.registry());
             endpoint.flush_streams(now, &mut out);
         }
+        // docs/tunnel-config.md#budget: what was counted reaches the budgets; a spent
+        // one makes its paths backups.
+        if let Some(b) = out.budgets.take() {
+            b.tick(now, endpoint, &mut out);
+            out.budgets = Some(b);
+        }
         deadline = endpoint.poll_timeout();
         out.flush();
+        if let Some(b) = budgets.as_ref() {
+            deadline = Some(deadline.map_or(b.next_tick(), |d| d.min(b.next_tick())));
+        }
         if Instant::now() >= next_snapshot {
-            publish(endpoint, relay.as_ref(), &clock, tun, snapshot);
+            publish(
+                endpoint,
+                relay.as_ref(),
+                budgets.as_ref(),
+                &clock,
+                tun,
+                snapshot,
+            );
             next_snapshot = Instant::now() + SNAPSHOT_EVERY;
         }
     }
     info!("shutting down");
+    if let Some(b) = budgets.as_mut() {
+        b.save();
+    }
     Ok(())
 }
 
@@ -596,6 +646,7 @@ fn deadline_due(endpoint: &impl Driven, now: Now) -> bool {
 fn publish(
     endpoint: &impl Driven,
     relay: Option<&Relay>,
+    budgets: Option<&budgets::Budgets>,
     clock: &Clock,
     tun: &Tun,
     shared: &SharedSnapshot,
@@ -619,6 +670,7 @@ fn publish(
                 reset: s.reset,
             }
         }),
+        budgets: budgets.map_or_else(Vec::new, budgets::Budgets::status),
     };
     match shared.lock() {
         Ok(mut s) => *s = snap,

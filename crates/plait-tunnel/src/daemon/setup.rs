@@ -225,6 +225,12 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         endpoint.enable_streams();
     }
     let links = ClientLinks::new(&cfg.paths, &servers, netwatch, fwmark, tun.name());
+    // docs/tunnel-config.md#budget: the state files are opened before the lock-down, which
+    // leaves no way to create one.
+    let wall_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let budgets = super::budgets::Budgets::open(&cfg.paths, &cfg.state_dir, wall_ns);
     lock_down(&cfg.security, &mut control)?;
     let result = run_loop(
         &mut endpoint,
@@ -233,6 +239,7 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         Watched {
             handshake: Vec::new(),
             links: Some(links),
+            budgets,
         },
         relay,
         &control.snapshot,
@@ -341,6 +348,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         Watched {
             handshake: handshake_sockets,
             links: None,
+            budgets: None,
         },
         relay,
         &control.snapshot,

@@ -178,6 +178,9 @@ pub fn allow_list() -> Vec<Syscall> {
         sys!(SYS_uname),
         // The status socket's file, removed at stop.
         sys!(SYS_unlinkat),
+        // Metered paths' budget state files (opened at set-up, written in place):
+        // flushed to the disk after each save (docs/tunnel-config.md#budget).
+        sys!(SYS_fdatasync),
         // Undoing the network configuration at stop: start `ip` and `nft`, wait for them,
         // and what they and their dynamic loader do before their netlink work.
         sys!(SYS_execve),
