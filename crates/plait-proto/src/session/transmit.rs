@@ -565,7 +565,11 @@ impl Session {
         loop {
             let store = self.repair.as_mut()?;
             let &global = store.queue.front()?;
-            let paced = self.repair_wait_until.is_some_and(|t| t > now);
+            // A pacing deadline that has passed is cleared: `poll_timeout` offers it while
+            // repairs are queued, and a past one would wake the driver at once, again and
+            // again, while the scheduler is blocked.
+            self.repair_wait_until = self.repair_wait_until.filter(|t| *t > now);
+            let paced = self.repair_wait_until.is_some();
             if paced || self.sched_blocked || self.sched_wait_until.is_some_and(|t| t > now) {
                 return None;
             }

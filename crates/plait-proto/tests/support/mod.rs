@@ -242,7 +242,11 @@ impl Pair {
 
     /// Runs until `until`, calling `source(now, pair)` before each step so a test can feed
     /// inner packets; returns when virtual time reaches `until`.
+    ///
+    /// Panics if the sessions keep asking to be woken without time moving on (a timer
+    /// offered in the past that nothing clears spins a real driver at full CPU).
     pub fn run_until(&mut self, until: Time, mut source: impl FnMut(&mut Pair) -> Option<Time>) {
+        let mut steps_at_now = 0u32;
         loop {
             let next_src = source(self);
             let next = [self.next_event(), next_src].into_iter().flatten().min();
@@ -250,6 +254,16 @@ impl Pair {
                 self.now = until;
                 return;
             };
+            if next <= self.now {
+                steps_at_now += 1;
+                assert!(
+                    steps_at_now < 100_000,
+                    "the sessions' timers do not advance: stuck at {:?}",
+                    self.now
+                );
+            } else {
+                steps_at_now = 0;
+            }
             self.now = self.now.max(next);
             for dir in 0..2 {
                 for path in 0..self.links[dir].len() {
