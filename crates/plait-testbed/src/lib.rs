@@ -38,9 +38,9 @@ pub use topology::{
     AttachedHost, ClientSite, Direction, Family, PathLink, PathSpec, Topology, TopologySpec,
 };
 pub use traffic::{
-    CounterSample, CounterSampler, GoodputSample, ProbeReport, RttProbe, SendLimit, SendOptions,
-    SendReport, SinkReport, StreamProto, TcpSink, UdpBlastReport, UdpEcho, UdpReport, UdpSink,
-    tcp_send, tcp_send_opts, udp_blast,
+    CbrOptions, CbrReport, CbrSendReport, CbrSink, CounterSample, CounterSampler, GoodputSample,
+    ProbeReport, RttProbe, SendLimit, SendOptions, SendReport, SinkReport, StreamProto, TcpSink,
+    UdpBlastReport, UdpEcho, UdpReport, UdpSink, cbr_send, tcp_send, tcp_send_opts, udp_blast,
 };
 
 use std::time::Duration;

@@ -15,6 +15,9 @@
 //! counters from inside a namespace (`/proc/thread-self/net/dev`, parsed by procfs) every
 //! sample interval.
 //!
+//! [`cbr_send`] → [`CbrSink`] measure a constant-rate UDP flow's loss, duplicates,
+//! reordering and one-way delay (numbered, timestamped datagrams; `cbr/`).
+//!
 //! Files: `payload.rs` (the payload stream and its digests), `tcp.rs` (the one TCP
 //! sender and its options), `tcp_sink.rs` (the TCP sink and its goodput windows), `udp.rs`
 //! (UDP sender, sink and echo), `rtt.rs` (the RTT prober), `counters.rs` (interface
@@ -32,6 +35,7 @@
 //! - Goodput samples are the bytes received in consecutive [`SAMPLE_INTERVAL`] windows
 //!   counted from the accept, including empty windows, so stalls are visible.
 
+mod cbr;
 mod counters;
 mod payload;
 mod rtt;
@@ -42,6 +46,10 @@ mod udp;
 use std::io::ErrorKind;
 use std::time::Duration;
 
+pub use cbr::{
+    CbrAccount, CbrHeader, CbrOptions, CbrReport, CbrSendReport, CbrSink, CbrWireError, cbr_send,
+    monotonic_ns,
+};
 pub use counters::{CounterSample, CounterSampler};
 pub use payload::{Digest, hex, payload_block, payload_sha256};
 pub use rtt::{ProbeReport, RttProbe, RttSample};
