@@ -85,6 +85,7 @@ pub fn demo(args: DemoOptions) -> Result<()> {
         progress: false,
         cc: "cubic".into(),
         engine: Vec::new(),
+        cbr: None,
     };
     let started = std::time::Instant::now();
     let r = run::run_topology(&file, &opts)?;

@@ -192,6 +192,7 @@ pub fn bench_doc(args: BenchDocOptions) -> Result<()> {
                 progress: !args.quiet,
                 cc: args.cc.clone(),
                 engine: Vec::new(),
+                cbr: None,
             };
             let r = run::run_topology(&s.file, &opts)
                 .with_context(|| format!("{} repetition {}", s.file.name, rep + 1))?;

@@ -12,6 +12,8 @@
 //! - [`doc`]: docs/benchmarks.md from several repetitions of every topology.
 //! - [`demo`]: the one-command demonstration for newcomers.
 //! - [`tunnel`]: starting and stopping a real plait tunnel over a topology.
+//! - [`cbr`]: `plait-cbr`, a constant-rate UDP flow through the tunnel under several
+//!   engine settings (issue 18's FEC goal on the test bed).
 //!
 //! Invariants: all three commands need root and say so otherwise; Ctrl-C (or SIGTERM) sets
 //! a flag that every phase checks, so the command unwinds through its guards and removes
@@ -19,6 +21,7 @@
 //! once; the next run then removes what is left); a benchmark reports numbers and never
 //! fails on speed, only when something does not work.
 
+pub mod cbr;
 pub mod demo;
 pub mod doc;
 pub mod mode;
@@ -48,8 +51,10 @@ pub struct BenchOptions {
     pub topology: PathBuf,
     /// plait's scheduler (`[engine] scheduler` of both daemons).
     pub scheduler: String,
-    /// Modes to run, comma-separated: single, mptcp, plait, plait-stream.
+    /// Modes to run, comma-separated: single, mptcp, plait, plait-stream, plait-cbr.
     pub modes: Vec<String>,
+    /// `plait-cbr`'s flow.
+    pub cbr: cbr::report::CbrSettings,
     /// Directory for NAME.json and NAME.svg.
     pub out: PathBuf,
     /// Seed of the loss emulation and the payload.
@@ -133,12 +138,28 @@ pub fn bench(args: BenchOptions) -> Result<()> {
         .map(|kv| engine_line(kv))
         .collect::<Result<Vec<_>>>()?;
     let mut modes = Vec::new();
+    let mut with_cbr = false;
     for m in &args.modes {
-        modes.push(
-            Mode::from_name(m.trim())
-                .with_context(|| format!("unknown mode `{m}`; modes are {}", Mode::names()))?,
-        );
+        // `plait-cbr` is not a transfer (no TCP flow, no goodput): its rows are kept
+        // apart from the `Mode`s, which bench-doc runs on every topology.
+        if m.trim() == CBR_MODE {
+            with_cbr = true;
+            continue;
+        }
+        modes.push(Mode::from_name(m.trim()).with_context(|| {
+            format!(
+                "unknown mode `{m}`; modes are {}, {CBR_MODE}",
+                Mode::names()
+            )
+        })?);
     }
+    let cbr = if with_cbr {
+        cbr::check_engine(&engine)?;
+        check_cbr(args.cbr)?;
+        Some(args.cbr)
+    } else {
+        None
+    };
     plait_testbed::netns::validate_prefix(&args.prefix)?;
     need_root("bench")?;
     let cancel = interrupt_flag()?;
@@ -152,23 +173,84 @@ pub fn bench(args: BenchOptions) -> Result<()> {
         progress: !args.quiet,
         cc: args.cc.clone(),
         engine,
+        cbr,
     };
     let r = run::run_topology(&file, &opts)?;
-    print!("{}", report::table(&r));
+    if !r.modes.is_empty() {
+        print!("{}", report::table(&r));
+    }
+    if let Some(c) = &r.cbr {
+        print!(
+            "{}",
+            cbr::report::table(c.settings, &c.rows, c.faster_rtt_ms)
+        );
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let json = args.out.join(format!("{}.json", r.name));
     std::fs::write(&json, serde_json::to_string_pretty(&r)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
-    let svg = args.out.join(format!("{}.svg", r.name));
-    plot::write_svg(&r, &svg)?;
-    println!("wrote {}\nwrote {}", json.display(), svg.display());
+    println!("wrote {}", json.display());
+    // The plot shows the transfers' goodput over time; the UDP flow has none.
+    if !r.modes.is_empty() {
+        let svg = args.out.join(format!("{}.svg", r.name));
+        plot::write_svg(&r, &svg)?;
+        println!("wrote {}", svg.display());
+    }
+    Ok(())
+}
+
+/// The mode name of the constant-rate UDP flow's rows ([`cbr`]).
+pub const CBR_MODE: &str = "plait-cbr";
+
+/// Checks `plait-cbr`'s flow: a rate the paths can carry and a packet the tunnel's
+/// default MTU takes whole (docs/tunnel.md#mtu).
+fn check_cbr(c: cbr::report::CbrSettings) -> Result<()> {
+    if !(c.rate_kbps.is_finite() && c.rate_kbps > 0.0 && c.rate_kbps <= 100_000.0) {
+        bail!(
+            "--cbr-rate-kbps {}: must be above 0 and at most 100000",
+            c.rate_kbps
+        );
+    }
+    let max = report::DEFAULT_TUN_MTU;
+    if !(48..=max).contains(&c.packet_size) {
+        bail!(
+            "--cbr-packet-size {}: must be 48 (IPv4, UDP and the flow's 20-byte header) to {max} (the tunnel's MTU)",
+            c.packet_size
+        );
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cbr_flows_the_tunnel_cannot_carry_whole_are_refused() {
+        let ok = cbr::report::CbrSettings::default();
+        assert!(check_cbr(ok).is_ok());
+        for bad in [
+            cbr::report::CbrSettings {
+                rate_kbps: 0.0,
+                ..ok
+            },
+            cbr::report::CbrSettings {
+                rate_kbps: f64::NAN,
+                ..ok
+            },
+            cbr::report::CbrSettings {
+                packet_size: 47,
+                ..ok
+            },
+            cbr::report::CbrSettings {
+                packet_size: 1500,
+                ..ok
+            },
+        ] {
+            assert!(check_cbr(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn engine_settings_become_toml_lines_and_bad_ones_are_named() {

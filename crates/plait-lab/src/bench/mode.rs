@@ -79,6 +79,8 @@ pub struct RunOptions {
     pub cc: String,
     /// Extra lines of both daemons' `[engine]` table (`key = value`).
     pub engine: Vec<String>,
+    /// `plait-cbr`: the constant-rate UDP flow's rows, after the modes (`None`: not run).
+    pub cbr: Option<super::cbr::report::CbrSettings>,
 }
 
 impl RunOptions {

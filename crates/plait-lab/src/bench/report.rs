@@ -183,6 +183,9 @@ pub struct TopologyResult {
     pub events: Vec<EventFile>,
     /// One entry per mode run.
     pub modes: Vec<ModeResult>,
+    /// `plait-cbr`'s constant-rate UDP flow, if it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cbr: Option<super::cbr::report::CbrResult>,
 }
 
 impl TopologyResult {
@@ -202,6 +205,7 @@ impl TopologyResult {
             paths: file.paths.clone(),
             events: file.events.clone(),
             modes: Vec::new(),
+            cbr: None,
         }
     }
 

@@ -17,6 +17,8 @@
 //!   the client's nftables rules redirect it to its relay, the server connects to the
 //!   remote host. The run fails unless the client's relay counted the connection (so a
 //!   stream-mode row never measures packet mode by mistake).
+//! - **plait-cbr** (after the others): a constant-rate UDP flow through the same tunnel
+//!   under several engine settings, one tunnel per row ([`super::cbr`]).
 //!
 //! Every sender uses the congestion control of [`RunOptions::cc`] (cubic by
 //! default: the kernel default of most systems and the references' figures; this
@@ -49,6 +51,7 @@ use plait_testbed::{
     Topology, UdpEcho, cleanup_stale, tcp_send_opts,
 };
 
+use super::cbr;
 use super::mode::{Mode, PROBE_INTERVAL, RunOptions, SAMPLE};
 use super::report::{self, ModeResult, TopologyResult};
 use super::spec::testbed_spec;
@@ -95,7 +98,7 @@ pub fn run_topology(file: &TopologyFile, opts: &RunOptions) -> Result<TopologyRe
     let mut modes = opts.modes.clone();
     modes.sort();
     modes.dedup();
-    if modes.is_empty() {
+    if modes.is_empty() && opts.cbr.is_none() {
         bail!("no mode to run");
     }
     if let Err(e) = cleanup_stale(&opts.prefix) {
@@ -139,9 +142,33 @@ pub fn run_topology(file: &TopologyFile, opts: &RunOptions) -> Result<TopologyRe
             bail!("interrupted (everything it had set up is removed)");
         }
     }
+    // The UDP flow's rows last (`plait-cbr`), after every transfer mode.
+    if let Some(settings) = opts.cbr {
+        let tunnel = tunnel_options(opts, file.paths.len(), false);
+        let rows = cbr::run_rows(&topo, file, opts, settings, &tunnel)?;
+        result.cbr = Some(cbr::report::CbrResult {
+            settings,
+            faster_rtt_ms: cbr::faster_rtt_ms(file),
+            rows,
+        });
+    }
     drop(echo);
     drop(topo);
     Ok(result)
+}
+
+/// The tunnel of the tunnel modes (and of `plait-cbr`'s rows, which add their own
+/// `[engine]` lines) over `paths` paths.
+pub(crate) fn tunnel_options(opts: &RunOptions, paths: usize, streams: bool) -> TunnelOptions {
+    TunnelOptions {
+        program: opts.program.clone(),
+        paths,
+        scheduler: opts.scheduler.clone(),
+        tun: TUN.into(),
+        port: TUNNEL_PORT,
+        streams,
+        engine: opts.engine.clone(),
+    }
 }
 
 /// Lifts an event it applied when dropped (so an early end never leaves a path dead or
@@ -267,18 +294,7 @@ fn run_mode(
             opts.scheduler,
             if streams { ", stream mode" } else { "" }
         ));
-        Some(Tunnel::start(
-            topo,
-            &TunnelOptions {
-                program: opts.program.clone(),
-                paths: n,
-                scheduler: opts.scheduler.clone(),
-                tun: TUN.into(),
-                port: TUNNEL_PORT,
-                streams,
-                engine: opts.engine.clone(),
-            },
-        )?)
+        Some(Tunnel::start(topo, &tunnel_options(opts, n, streams))?)
     } else {
         None
     };

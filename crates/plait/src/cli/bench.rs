@@ -17,7 +17,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "plait")]
     pub scheduler: String,
     /// Modes to run, comma-separated: single, mptcp, plait (packet mode), plait-stream
-    /// (stream mode).
+    /// (stream mode); and plait-cbr (not by default): a constant-rate UDP flow through the
+    /// tunnel without repair, with loss repair, with FEC and with both (docs/fec.md).
     #[arg(
         long,
         value_delimiter = ',',
@@ -43,6 +44,12 @@ pub struct BenchArgs {
     /// e.g. `--engine packet_pacing=true --engine congestion='"bbr"'`.
     #[arg(long, value_name = "KEY=VALUE")]
     pub engine: Vec<String>,
+    /// plait-cbr: the flow's rate of IP packets, kbit/s.
+    #[arg(long, default_value_t = 4000.0)]
+    pub cbr_rate_kbps: f64,
+    /// plait-cbr: the flow's IP packet size (IPv4 and UDP headers included), bytes.
+    #[arg(long, default_value_t = 1200)]
+    pub cbr_packet_size: usize,
     /// No progress lines.
     #[arg(long)]
     pub quiet: bool,
@@ -54,6 +61,10 @@ impl From<BenchArgs> for BenchOptions {
             topology: a.topology,
             scheduler: a.scheduler,
             modes: a.modes,
+            cbr: plait_lab::bench::cbr::report::CbrSettings {
+                rate_kbps: a.cbr_rate_kbps,
+                packet_size: a.cbr_packet_size,
+            },
             out: a.out,
             seed: a.seed,
             duration: a.duration,
