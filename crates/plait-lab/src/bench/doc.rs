@@ -18,8 +18,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::mode::{Mode, RunOptions};
-use super::report::{self, ModeResult, TopologyResult, shares_text};
+use super::report::{self, ModeResult, TopologyResult};
 use super::run;
+use super::text::shares_text;
 use plait_topology::TopologyFile;
 
 /// `plait bench-doc`.

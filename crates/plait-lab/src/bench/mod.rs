@@ -29,6 +29,7 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod spec;
+pub mod text;
 pub mod tunnel;
 
 use std::path::PathBuf;

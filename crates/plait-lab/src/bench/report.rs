@@ -32,6 +32,7 @@ use plait_testbed::{CounterSample, ProbeReport, SendReport, SinkReport};
 use serde::{Deserialize, Serialize};
 
 use super::mode::{Mode, PROBE_INTERVAL, RunOptions, SAMPLE};
+use super::text::shares_text;
 use plait_topology::{EventFile, EventKind, PathFile, TopologyFile};
 
 /// TCP payload per full-size frame of plain TCP (MSS 1460 − 12 B timestamps).
@@ -534,15 +535,6 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
-/// Shares as `66/34`.
-pub fn shares_text(shares: &[f64]) -> String {
-    shares
-        .iter()
-        .map(|s| format!("{:.0}", s * 100.0))
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// A rate in Mbit/s with at most two decimals and no trailing zeros (`24.25`, `30`).
 pub fn mbit_text(x: f64) -> String {
     let t = format!("{x:.2}");
@@ -755,6 +747,5 @@ mod tests {
             .collect();
         let s = counter_series(&c, t0, 3);
         assert_eq!(s, vec![20.0, 20.0, 20.0]);
-        assert_eq!(shares_text(&[0.664, 0.336]), "66/34");
     }
 }

@@ -31,7 +31,7 @@ use plait_testbed::{CbrReport, CbrSendReport};
 use plait_tunnel::control::{SessionStatus, StatusSnapshot};
 use serde::{Deserialize, Serialize};
 
-use super::super::report::shares_text;
+use super::super::text::shares_text;
 
 /// Per datagram on the wire beside the engine datagram: plait's data header and AEAD tag
 /// (docs/protocol.md#overhead) and the outer IPv4 and UDP headers (the test bed's paths are
