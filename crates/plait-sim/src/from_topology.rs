@@ -190,6 +190,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
         bin_s: 0.1,
         per_path_table: false,
         app_delay_table: false,
+        handover: None,
     };
     scenario.validate()?;
     Ok(scenario)

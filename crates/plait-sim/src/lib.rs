@@ -8,6 +8,8 @@
 
 pub mod event;
 pub mod from_topology;
+pub mod handover;
+pub mod handover_report;
 pub mod inner;
 pub mod net;
 pub mod node;

@@ -18,6 +18,7 @@ mod cmt_sender;
 #[cfg(test)]
 mod cmt_tests;
 mod datagram_sink;
+pub mod delivery_log;
 mod hmtp_config;
 mod hmtp_fountain;
 mod hmtp_nodes;

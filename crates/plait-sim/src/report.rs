@@ -83,6 +83,14 @@ pub fn table(result: &SweepResult) -> String {
     out
 }
 
+/// The table and, for a scenario with `[handover]`, seed MMS Fig. 4-6's tables
+/// ([`crate::handover_report`]).
+pub fn tables(scenario: &crate::scenario::Scenario, result: &SweepResult) -> String {
+    let mut out = table(result);
+    out.push_str(&crate::handover_report::tables(scenario, &result.rows));
+    out
+}
+
 fn row_cells(r: &RowSummary, paths: usize) -> Vec<String> {
     let mut c = vec![
         if r.variant.is_empty() {

@@ -13,6 +13,9 @@
 //!   [`LOSS_GRACE_S`] before the end that never arrived), repair overhead (the sending
 //!   engine's FEC symbols and loss-repair copies over the flow's bytes), one-way delay
 //!   p50 and p99 and the p99's excess over the smallest delay of the run;
+//! - with a `[handover]` table, for one TCP flow (modes `plait`, `asi`): the end-to-end
+//!   delay per phase between the paths' joins and leaves and the delivery around each
+//!   (seed MMS Fig. 4-6, [`crate::handover`]);
 //! - goodput and per-path throughput per time bin, for plots.
 //!
 //! Invariant: a result is a pure function of (scenario, run, seed): no wall-clock value is
@@ -75,6 +78,9 @@ pub struct RunResult {
     /// on the wire (datagrams with their headers, segments with theirs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub friendliness: Option<f64>,
+    /// Seed MMS Fig. 4-6's measures (scenarios with `[handover]`, one TCP flow).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handover: Option<crate::handover::HandoverResult>,
     /// Simulator events processed.
     pub events: u64,
     /// Width of one time bin of the series, s.
@@ -337,6 +343,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
     let udp = cbr
         .zip(datagrams)
         .and_then(|(src, sink)| udp_result(scenario, src, sink, engines));
+    let handover = handover(scenario, world, h);
     let reorder_mean_ms = (!held.is_empty())
         .then(|| held.iter().map(|us| f64::from(*us)).sum::<f64>() / held.len() as f64 / 1000.0);
     RunResult {
@@ -358,11 +365,30 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         udp,
         cross_tcp_kbps,
         friendliness,
+        handover,
         events: world.events(),
         bin_s: scenario.bin_s,
         goodput_series_kbps: series.iter().map(|b| per_bin(*b)).collect(),
         path_series_kbps,
     }
+}
+
+/// Seed MMS Fig. 4-6's measures when the scenario asks for them and the main flow is one
+/// TCP connection (not MTCP's one per path, nor the modes without a TCP sender).
+fn handover(
+    scenario: &Scenario,
+    world: &World,
+    h: &Handles,
+) -> Option<crate::handover::HandoverResult> {
+    scenario.handover.as_ref()?;
+    let ([s], [r]) = (h.senders.as_slice(), h.receivers.as_slice()) else {
+        return None;
+    };
+    let (Node::TcpSender(s), Node::TcpReceiver(r)) = (world.node(*s), world.node(*r)) else {
+        return None;
+    };
+    let syn = crate::topology::tcp_config(scenario).syn;
+    Some(crate::handover::measure(scenario, &s.log, &r.log, syn))
 }
 
 /// Median and 99th percentile of microsecond samples, in ms (nearest rank).

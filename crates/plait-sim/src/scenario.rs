@@ -67,6 +67,15 @@ pub struct Scenario {
     /// Fig. 8(b); rows of modes `hmtp`, `hmtp-tcp` and `cmt-sctp`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub app_delay_table: bool,
+    /// Measure the main TCP flow as seed MMS Fig. 4-6: end-to-end delay per phase between
+    /// the paths' joins and leaves (their outages), delivery around each
+    /// ([`crate::handover`]); `plait sim` and `plait reproduce` print the tables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<crate::handover::HandoverSpec>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn default_duration() -> f64 {
@@ -100,6 +109,16 @@ pub struct TcpSpec {
     /// (ns-2 likewise randomises each TCP agent's timer phase, `boot_time_`): without it a
     /// loss-free scenario is one deterministic trajectory whatever the seed.
     pub start_jitter_s: f64,
+    /// The main flow starts this late (then the jitter), s: time for the tunnel to settle
+    /// first, e.g. to find the paths that are absent from the start down (seed MMS Fig. 4's
+    /// links that join later), as a tunnel is up before its users' traffic.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub start_s: f64,
+    /// The main flow's application streams payload at this rate, kbit/s, one packet at a
+    /// time (ns-2 `advanceby`; seed MMS §III-B's "streaming application using TCP");
+    /// absent: FTP, always data to send. Under `mtcp` each per-path flow streams at it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_rate_kbps: Option<f64>,
 }
 
 impl Default for TcpSpec {
@@ -111,6 +130,8 @@ impl Default for TcpSpec {
             packet_size: 1000,
             delayed_ack: false,
             start_jitter_s: 0.0,
+            start_s: 0.0,
+            app_rate_kbps: None,
         }
     }
 }
@@ -516,6 +537,18 @@ impl Scenario {
                 "must be >= 0 and shorter than the run",
             ));
         }
+        if !(t.start_s.is_finite()
+            && t.start_s >= 0.0
+            && t.start_s + t.start_jitter_s < self.duration_s)
+        {
+            return Err(invalid(
+                "tcp.start_s",
+                "must be >= 0 and, with tcp.start_jitter_s, shorter than the run",
+            ));
+        }
+        if let Some(r) = t.app_rate_kbps {
+            range("tcp.app_rate_kbps", r, 1e-3, 1e8)?;
+        }
         if let Some(c) = &self.cbr {
             range("cbr.rate_kbps", c.rate_kbps, 1e-3, 1e8)?;
             if !(crate::inner::HEADER as u32..=9000).contains(&c.packet_size) {
@@ -592,6 +625,7 @@ impl Scenario {
         if self.runs.is_empty() {
             return Err(invalid("runs", "give at least one run"));
         }
+        crate::handover::validate(self)?;
         for (i, r) in self.runs.iter().enumerate() {
             if r.mode == Mode::PlaitCbr && self.cbr.is_none() {
                 return Err(invalid(

@@ -293,6 +293,9 @@ pub struct RowSummary {
     /// The constant-rate UDP flow's measurements (`plait-cbr`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpSummary>,
+    /// Seed MMS Fig. 4-6's measures (scenarios with `[handover]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handover: Option<crate::handover_report::HandoverSummary>,
     /// The paper's value, if the scenario gives it.
     pub paper_kbps: Option<f64>,
     /// The paper's per-path values, path 1 first (may be fewer than the paths).
@@ -436,6 +439,7 @@ fn summarise(variant: &str, paper_kbps: Option<f64>, group: &[RunResult]) -> Row
         app_delay_p99_s: opt(&|r| r.app_delay_p99_s),
         app_delay_units: opt(&|r| r.app_delay_units.map(|u| u as f64)),
         udp: UdpSummary::of(group),
+        handover: crate::handover_report::HandoverSummary::of(group),
         paper_kbps,
         paper_path_kbps: Vec::new(),
         cross_tcp_kbps: opt(&|r| r.cross_tcp_kbps),

@@ -231,7 +231,8 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     let duration = secs(scenario.duration_s);
     let sp = &scenario.server_proxy;
     let jitter = Duration::from_secs_f64(scenario.tcp.start_jitter_s);
-    let main_start = Time::from_nanos(component_seed(seed, 7) % crate::time_nanos(jitter).max(1));
+    let main_start = secs(scenario.tcp.start_s)
+        + Duration::from_nanos(component_seed(seed, 7) % crate::time_nanos(jitter).max(1));
     h.main_start = main_start;
     let mut seq = 0u64;
     let mut next_seed = || {
@@ -553,7 +554,13 @@ fn main_flow_ends(
     scenario: &Scenario,
 ) -> (NodeId, NodeId) {
     let bin = Duration::from_secs_f64(scenario.bin_s);
-    let s = world.add_node(Node::TcpSender(TcpSender::new(tcp.clone(), data, start)));
+    let mut sender = TcpSender::new(tcp.clone(), data, start);
+    if let Some(kbps) = scenario.tcp.app_rate_kbps {
+        // One packet's payload at the application's rate.
+        let bits = f64::from(scenario.tcp.packet_size) * 8.0;
+        sender = sender.streaming(crate::secs_at_least_1ns(bits / (kbps * 1e3)));
+    }
+    let s = world.add_node(Node::TcpSender(sender));
     let r = world.add_node(Node::TcpReceiver(TcpReceiver::new(
         ack,
         delack(scenario),

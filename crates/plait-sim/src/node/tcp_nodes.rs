@@ -8,6 +8,7 @@ use std::time::Duration;
 use plait_proto::Time;
 
 use super::Outbox;
+use super::delivery_log::{ReceiveLog, SendLog};
 use crate::packet::{Body, FlowId, Packet, TCP_HEADER, TcpAck, TcpSegment};
 use crate::tcp::{NewRenoSender, TcpConfig, TcpSink};
 
@@ -19,6 +20,12 @@ pub struct TcpSender {
     start: Time,
     started: bool,
     acks: VecDeque<TcpAck>,
+    /// A streaming application's packet interval (`None`: FTP, always data to send).
+    app_interval: Option<Duration>,
+    /// When the streaming application hands over its next packet.
+    next_produce: Time,
+    /// Per-packet send times (seed MMS Fig. 4-6's delay and gaps, [`crate::handover`]).
+    pub log: SendLog,
 }
 
 impl TcpSender {
@@ -30,7 +37,17 @@ impl TcpSender {
             start,
             started: false,
             acks: VecDeque::new(),
+            app_interval: None,
+            next_produce: start,
+            log: SendLog::default(),
         }
+    }
+
+    /// The application streams one packet every `interval` from the start instead of
+    /// always having data (seed MMS §III-B's "streaming application using TCP").
+    pub fn streaming(mut self, interval: Duration) -> TcpSender {
+        self.app_interval = Some(interval.max(Duration::from_nanos(1)));
+        self
     }
 
     /// The TCP state machine (statistics).
@@ -49,11 +66,24 @@ impl TcpSender {
             if now < self.start {
                 return;
             }
-            self.tcp.start(now);
+            match self.app_interval {
+                Some(_) => self.tcp.start_app_limited(now),
+                None => self.tcp.start(now),
+            }
             self.started = true;
         }
+        if let Some(interval) = self.app_interval {
+            while self.next_produce <= now {
+                self.tcp.produce(now, 1);
+                self.next_produce += interval;
+            }
+        }
         if self.tcp.next_timeout().is_some_and(|t| t <= now) {
+            let before = self.tcp.stats().timeouts;
             self.tcp.on_timeout(now);
+            if self.tcp.stats().timeouts > before {
+                self.log.timeouts.push(now);
+            }
         }
         self.send(now, out);
         while let Some(ack) = self.acks.pop_front() {
@@ -64,15 +94,19 @@ impl TcpSender {
 
     fn send(&mut self, now: Time, out: &mut Outbox) {
         while let Some(seg) = self.tcp.poll_send(now) {
+            self.log.note_sent(seg.seq, seg.retransmit, now);
             out.send(data_packet(self.flow, seg));
         }
     }
 
     pub(crate) fn next_event(&self) -> Option<Time> {
-        if self.started {
-            self.tcp.next_timeout()
-        } else {
-            Some(self.start)
+        if !self.started {
+            return Some(self.start);
+        }
+        let produce = self.app_interval.map(|_| self.next_produce);
+        match (self.tcp.next_timeout(), produce) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 }
@@ -94,6 +128,8 @@ pub struct TcpReceiver {
     bin: Duration,
     /// Payload bytes received per bin (throughput at the receiver over time).
     pub bins: Vec<u64>,
+    /// Per-packet arrival and in-order delivery times ([`crate::handover`]).
+    pub log: ReceiveLog,
 }
 
 impl TcpReceiver {
@@ -106,6 +142,7 @@ impl TcpReceiver {
             segments: VecDeque::new(),
             bin,
             bins: Vec::new(),
+            log: ReceiveLog::default(),
         }
     }
 
@@ -130,7 +167,9 @@ impl TcpReceiver {
             self.sink.on_timeout(now);
         }
         while let Some(seg) = self.segments.pop_front() {
+            self.log.note_arrival(seg.seq, now);
             self.sink.on_segment(now, &seg);
+            self.log.note_in_order(self.sink.next_expected(), now);
             self.send_acks(now, out);
         }
         self.send_acks(now, out);

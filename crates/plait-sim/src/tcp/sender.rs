@@ -107,6 +107,8 @@ pub struct NewRenoSender {
     rtt: RttEstimator,
     rtx_deadline: Option<Time>,
     closed: bool,
+    /// A streaming application hands data over as it makes it ([`Self::produce`]).
+    app_limited: bool,
     out: VecDeque<TcpSegment>,
     stats: TcpSenderStats,
 }
@@ -142,6 +144,7 @@ impl NewRenoSender {
             rtt,
             rtx_deadline: None,
             closed: false,
+            app_limited: false,
             out: VecDeque::new(),
             stats: TcpSenderStats::default(),
             cfg: config,
@@ -161,6 +164,25 @@ impl NewRenoSender {
         self.send_much(now, self.cfg.max_burst);
     }
 
+    /// A streaming application starts: it has no data yet and hands packets over with
+    /// [`Self::produce`] (ns-2 `advanceby`, as a CBR source over TCP does). Seed MMS
+    /// §III-B runs "a streaming application using TCP connection".
+    pub fn start_app_limited(&mut self, _now: Time) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.app_limited = true;
+    }
+
+    /// The streaming application hands over `n` more packets (ns-2 `advanceby`): they go
+    /// out as the window allows.
+    pub fn produce(&mut self, now: Time, n: u64) {
+        let n = i64::try_from(n).unwrap_or(INFINITE);
+        self.curseq = self.curseq.saturating_add(n).min(INFINITE);
+        self.send_much(now, self.cfg.max_burst);
+    }
+
     /// An ACK arrives (ns-2 `NewRenoTcpAgent::recv`).
     pub fn on_ack(&mut self, now: Time, ack: &TcpAck) {
         let seqno = i64::try_from(ack.next_expected).unwrap_or(INFINITE) - 1;
@@ -176,7 +198,8 @@ impl NewRenoSender {
                 self.first_partial = false;
                 self.newack(now, seqno);
                 self.open_cwnd();
-                if self.highest_ack >= self.curseq - 1 {
+                // A streaming source that caught up waits for more; a finite one is done.
+                if !self.app_limited && self.highest_ack >= self.curseq - 1 {
                     self.closed = true;
                 }
                 if self.last_ack == 0 {

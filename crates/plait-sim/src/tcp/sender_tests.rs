@@ -258,3 +258,53 @@ fn finite_transfer_is_done_when_all_acked() {
     });
     assert!(!empty.is_done());
 }
+
+#[test]
+fn a_streaming_source_sends_what_its_application_produced_and_waits_for_more() {
+    let mut s = NewRenoSender::new(TcpConfig {
+        window: 20,
+        ..TcpConfig::default()
+    });
+    let t0 = Time::ZERO;
+    s.start_app_limited(t0);
+    // Nothing produced: not even the SYN goes out.
+    assert_eq!(s.poll_send(t0), None);
+    s.produce(t0, 3);
+    // The SYN (packet 0) first; the window is one until it is acknowledged.
+    assert_eq!(s.poll_send(t0).map(|g| g.seq), Some(0));
+    assert_eq!(s.poll_send(t0), None);
+    let t1 = Time::from_millis(100);
+    s.on_ack(
+        t1,
+        &TcpAck {
+            next_expected: 1,
+            echo_seq: 0,
+        },
+    );
+    let sent: Vec<u64> = std::iter::from_fn(|| s.poll_send(t1))
+        .map(|g| g.seq)
+        .collect();
+    assert_eq!(sent, vec![1, 2]);
+    s.on_ack(
+        t1,
+        &TcpAck {
+            next_expected: 3,
+            echo_seq: 2,
+        },
+    );
+    // Three data packets were produced (the SYN is extra): the third goes now.
+    assert_eq!(s.poll_send(t1).map(|g| g.seq), Some(3));
+    assert_eq!(s.poll_send(t1), None);
+    let t2 = Time::from_millis(200);
+    s.on_ack(
+        t2,
+        &TcpAck {
+            next_expected: 4,
+            echo_seq: 3,
+        },
+    );
+    // Everything produced is acknowledged: the connection stays open for more.
+    assert!(!s.is_done());
+    s.produce(t2, 1);
+    assert_eq!(s.poll_send(t2).map(|g| g.seq), Some(4));
+}
