@@ -23,142 +23,20 @@
 //!
 //! Invariant: a result is a function of the scenario and the logs only.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use plait_proto::Time;
 
+pub use crate::handover_spec::{Change, HandoverSpec, Phase};
 use crate::node::app_delay;
 use crate::node::delivery_log::{ReceiveLog, SendLog};
-use crate::scenario::{Scenario, ScenarioError};
-
-/// The scenario's `[handover]` table: measure the main TCP flow as seed MMS Fig. 4-6.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HandoverSpec {
-    /// Half-width of the window around each join and leave, s.
-    #[serde(default = "default_window")]
-    pub window_s: f64,
-    /// A name per path for the tables (e.g. "WiMax"); absent: "path 1", "path 2", ...
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub path_names: Vec<String>,
-    /// The paper's mean end-to-end delay per phase, ms, for `plait reproduce` (as many as
-    /// there are phases, or none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub paper_delay_ms: Vec<f64>,
-}
-
-fn default_window() -> f64 {
-    2.0
-}
-
-/// A span between joins and leaves.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Phase {
-    /// Start, s.
-    pub from_s: f64,
-    /// End, s.
-    pub to_s: f64,
-    /// The paths up meanwhile, by name, joined with " + ".
-    pub links: String,
-}
-
-/// A path joining or leaving.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Change {
-    /// When, s.
-    pub at_s: f64,
-    /// E.g. "WLAN joins".
-    pub label: String,
-}
+use crate::scenario::Scenario;
 
 /// The scenario's phases and changes, in time order (changes at the same instant are one
 /// boundary; their labels stay separate).
 pub fn timeline(s: &Scenario) -> (Vec<Phase>, Vec<Change>) {
-    let name = |i: usize| {
-        s.handover
-            .as_ref()
-            .and_then(|h| h.path_names.get(i).cloned())
-            .unwrap_or_else(|| format!("path {}", i + 1))
-    };
-    let mut changes = Vec::new();
-    for (i, p) in s.paths.iter().enumerate() {
-        for &[from, to] in &p.outages {
-            if from > 0.0 && from < s.duration_s {
-                changes.push(Change {
-                    at_s: from,
-                    label: format!("{} leaves", name(i)),
-                });
-            }
-            if to > 0.0 && to < s.duration_s {
-                changes.push(Change {
-                    at_s: to,
-                    label: format!("{} joins", name(i)),
-                });
-            }
-        }
-    }
-    changes.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
-    let mut bounds = vec![0.0];
-    bounds.extend(changes.iter().map(|c| c.at_s));
-    bounds.push(s.duration_s);
-    bounds.dedup();
-    let phases = bounds
-        .windows(2)
-        .map(|w| {
-            let mid = (w[0] + w[1]) / 2.0;
-            let up: Vec<String> = (0..s.paths.len())
-                .filter(|&i| !s.paths[i].outages.iter().any(|&[a, b]| a <= mid && mid < b))
-                .map(name)
-                .collect();
-            Phase {
-                from_s: w[0],
-                to_s: w[1],
-                links: if up.is_empty() {
-                    "none".into()
-                } else {
-                    up.join(" + ")
-                },
-            }
-        })
-        .collect();
-    (phases, changes)
-}
-
-/// Checks the `[handover]` table against the scenario (errors name the field).
-pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
-    let Some(h) = &s.handover else {
-        return Ok(());
-    };
-    let bad = |field: &str, problem: String| ScenarioError::Invalid {
-        field: format!("handover.{field}"),
-        problem,
-    };
-    if !(h.window_s.is_finite() && h.window_s > 0.0 && h.window_s <= s.duration_s) {
-        return Err(bad(
-            "window_s",
-            "must be above 0 and at most the run".into(),
-        ));
-    }
-    if h.path_names.len() > s.paths.len() {
-        return Err(bad(
-            "path_names",
-            format!("at most one name per path ({})", s.paths.len()),
-        ));
-    }
-    let phases = timeline(s).0.len();
-    if !h.paper_delay_ms.is_empty() && h.paper_delay_ms.len() != phases {
-        return Err(bad(
-            "paper_delay_ms",
-            format!("one value per phase: the outages make {phases}"),
-        ));
-    }
-    if h.paper_delay_ms
-        .iter()
-        .any(|d| !(d.is_finite() && *d >= 0.0))
-    {
-        return Err(bad("paper_delay_ms", "finite values >= 0".into()));
-    }
-    Ok(())
+    let outages: Vec<&[[f64; 2]]> = s.paths.iter().map(|p| p.outages.as_slice()).collect();
+    crate::handover_spec::timeline(&outages, s.duration_s, s.handover.as_ref())
 }
 
 /// One phase of one run.
@@ -213,7 +91,10 @@ fn span(times: &[Time], from: Time, to: Time) -> std::ops::Range<usize> {
 /// packet 0 is the SYN.
 pub fn measure(s: &Scenario, send: &SendLog, recv: &ReceiveLog, syn: bool) -> HandoverResult {
     let first = usize::from(syn);
-    let window = s.handover.as_ref().map_or(default_window(), |h| h.window_s);
+    let window = s
+        .handover
+        .as_ref()
+        .map_or(crate::handover_spec::default_window(), |h| h.window_s);
     let (phases, changes) = timeline(s);
     let sent = send.first_sent.get(first..).unwrap_or(&[]);
     let delivered = recv.delivered.get(first..).unwrap_or(&[]);

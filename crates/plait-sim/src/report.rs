@@ -87,7 +87,7 @@ pub fn table(result: &SweepResult) -> String {
 /// ([`crate::handover_report`]).
 pub fn tables(scenario: &crate::scenario::Scenario, result: &SweepResult) -> String {
     let mut out = table(result);
-    out.push_str(&crate::handover_report::tables(scenario, &result.rows));
+    out.push_str(&crate::handover_tables::tables(scenario, &result.rows));
     out
 }
 

@@ -108,7 +108,7 @@ pub fn markdown(sections: &[(PathBuf, Vec<Variant>, SweepResult)]) -> String {
         if result.rows.iter().any(|r| r.udp.is_some()) {
             out.push_str(&udp_table(&result.rows));
         }
-        out.push_str(&crate::handover_report::tables(s, &result.rows));
+        out.push_str(&crate::handover_tables::tables(s, &result.rows));
         if !notes.is_empty() {
             let _ = write!(out, "\nNotes:\n\n{}\n", notes.join("\n"));
         }

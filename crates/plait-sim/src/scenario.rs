@@ -71,7 +71,7 @@ pub struct Scenario {
     /// the paths' joins and leaves (their outages), delivery around each
     /// ([`crate::handover`]); `plait sim` and `plait reproduce` print the tables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handover: Option<crate::handover::HandoverSpec>,
+    pub handover: Option<crate::handover_spec::HandoverSpec>,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -625,7 +625,16 @@ impl Scenario {
         if self.runs.is_empty() {
             return Err(invalid("runs", "give at least one run"));
         }
-        crate::handover::validate(self)?;
+        if let Some(h) = &self.handover {
+            let outages: Vec<&[[f64; 2]]> =
+                self.paths.iter().map(|p| p.outages.as_slice()).collect();
+            crate::handover_spec::check(h, &outages, self.duration_s).map_err(
+                |(field, problem)| ScenarioError::Invalid {
+                    field: format!("handover.{field}"),
+                    problem,
+                },
+            )?;
+        }
         for (i, r) in self.runs.iter().enumerate() {
             if r.mode == Mode::PlaitCbr && self.cbr.is_none() {
                 return Err(invalid(
