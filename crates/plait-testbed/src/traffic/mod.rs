@@ -39,6 +39,7 @@ mod cbr;
 mod counters;
 mod payload;
 mod rtt;
+mod sink;
 mod tcp;
 mod tcp_sink;
 mod udp;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::{BIND_TIMEOUT, POLL, is_wait, mbit};
+use super::{BIND_TIMEOUT, POLL, mbit, sink};
 use crate::netns::Namespace;
 use crate::worker::Worker;
 use crate::{Result, TestbedError};
@@ -126,62 +126,24 @@ pub struct UdpSink {
 impl UdpSink {
     /// Binds `bind` in `ns` and starts counting.
     pub fn start(ns: &Namespace, bind: SocketAddr) -> Result<UdpSink> {
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = Arc::clone(&stop);
-        let thread = ns.spawn_thread(
-            &format!("udp-sink-{}", bind.port()),
-            move || -> Result<UdpReport> {
-                let sock = match UdpSocket::bind(bind)
-                    .and_then(|s| s.set_read_timeout(Some(POLL)).map(|()| s))
-                    .and_then(|s| s.local_addr().map(|a| (s, a)))
-                {
-                    Ok((s, a)) => {
-                        let _ = ready_tx.send(Ok(a));
-                        s
-                    }
-                    Err(e) => {
-                        let err = TestbedError::io(format!("binding UDP {bind}"), e);
-                        let _ = ready_tx.send(Err(TestbedError::Spec(err.to_string())));
-                        return Err(err);
-                    }
-                };
-                let started = Instant::now();
-                let mut r = UdpReport {
-                    datagrams: 0,
-                    bytes: 0,
-                    first: None,
-                    last: None,
-                };
-                let mut buf = vec![0u8; 65_536];
-                while !stop2.load(Ordering::Acquire) {
-                    match sock.recv(&mut buf) {
-                        Ok(n) => {
-                            let at = started.elapsed();
-                            r.first.get_or_insert(at);
-                            r.last = Some(at);
-                            r.datagrams += 1;
-                            r.bytes += n as u64;
-                        }
-                        Err(e) if is_wait(&e) => {}
-                        Err(e) => return Err(TestbedError::io(format!("receiving on {bind}"), e)),
-                    }
-                }
-                Ok(r)
-            },
-        )?;
-        let local = match ready_rx.recv_timeout(BIND_TIMEOUT) {
-            Ok(r) => r?,
-            Err(_) => {
-                stop.store(true, Ordering::Release);
-                return Err(TestbedError::Thread(format!(
-                    "UDP sink on {bind} did not start"
-                )));
-            }
+        let started = Instant::now();
+        let empty = UdpReport {
+            datagrams: 0,
+            bytes: 0,
+            first: None,
+            last: None,
         };
+        let r = sink::spawn(ns, "udp-sink", "UDP sink", bind, empty, move |r, d| {
+            let at = started.elapsed();
+            r.first.get_or_insert(at);
+            r.last = Some(at);
+            r.datagrams += 1;
+            r.bytes += d.len() as u64;
+            Ok(())
+        })?;
         Ok(UdpSink {
-            local,
-            worker: Worker::new(stop, thread),
+            local: r.local,
+            worker: r.worker,
         })
     }
 

@@ -23,17 +23,15 @@ mod account;
 mod wire;
 
 use std::net::SocketAddr;
-use std::net::UdpSocket;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub use account::{CbrAccount, CbrReport};
 pub use wire::{CbrHeader, CbrWireError, HEADER_LEN, monotonic_ns};
 
+use super::sink;
 use super::udp::connected;
-use super::{BIND_TIMEOUT, POLL, is_wait};
 use crate::netns::Namespace;
 use crate::worker::Worker;
 use crate::{Result, TestbedError};
@@ -178,51 +176,15 @@ pub struct CbrSink {
 impl CbrSink {
     /// Binds `bind` in `ns` and starts counting numbers below `limit`.
     pub fn start(ns: &Namespace, bind: SocketAddr, limit: u64) -> Result<CbrSink> {
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<SocketAddr>>(1);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = Arc::clone(&stop);
-        let thread = ns.spawn_thread(
-            &format!("cbr-sink-{}", bind.port()),
-            move || -> Result<CbrAccount> {
-                let sock = match bound(bind) {
-                    Ok((s, a)) => {
-                        let _ = ready_tx.send(Ok(a));
-                        s
-                    }
-                    Err(e) => {
-                        let err = TestbedError::io(format!("binding UDP {bind}"), e);
-                        let _ = ready_tx.send(Err(TestbedError::Spec(err.to_string())));
-                        return Err(err);
-                    }
-                };
-                let mut account = CbrAccount::new(limit);
-                let mut buf = vec![0u8; 65_536];
-                while !stop2.load(Ordering::Acquire) {
-                    match sock.recv(&mut buf) {
-                        Ok(n) => {
-                            let now = monotonic_ns()
-                                .map_err(|e| TestbedError::io("reading CLOCK_MONOTONIC", e))?;
-                            account.on_datagram(&buf[..n], now);
-                        }
-                        Err(e) if is_wait(&e) => {}
-                        Err(e) => return Err(TestbedError::io(format!("receiving on {bind}"), e)),
-                    }
-                }
-                Ok(account)
-            },
-        )?;
-        let local = match ready_rx.recv_timeout(BIND_TIMEOUT) {
-            Ok(r) => r?,
-            Err(_) => {
-                stop.store(true, Ordering::Release);
-                return Err(TestbedError::Thread(format!(
-                    "CBR sink on {bind} did not start"
-                )));
-            }
-        };
+        let account = CbrAccount::new(limit);
+        let r = sink::spawn(ns, "cbr-sink", "CBR sink", bind, account, |account, d| {
+            let now = monotonic_ns().map_err(|e| TestbedError::io("reading CLOCK_MONOTONIC", e))?;
+            account.on_datagram(d, now);
+            Ok(())
+        })?;
         Ok(CbrSink {
-            local,
-            worker: Worker::new(stop, thread),
+            local: r.local,
+            worker: r.worker,
         })
     }
 
@@ -238,14 +200,6 @@ impl CbrSink {
             .stop()
             .map_err(|p| TestbedError::Thread(format!("CBR sink on {local}: {p}")))??
     }
-}
-
-/// A socket bound to `bind` with a [`POLL`] read timeout, and its address.
-fn bound(bind: SocketAddr) -> std::io::Result<(UdpSocket, SocketAddr)> {
-    let s = UdpSocket::bind(bind)?;
-    s.set_read_timeout(Some(POLL))?;
-    let a = s.local_addr()?;
-    Ok((s, a))
 }
 
 #[cfg(test)]
@@ -292,7 +246,7 @@ mod tests {
     fn a_paced_flow_over_loopback_arrives_in_full() {
         // No namespace (that needs root): the header, the socket helpers and the
         // accounting on loopback in the test's own namespace.
-        let (sock, addr) = bound("127.0.0.1:0".parse().unwrap()).unwrap();
+        let (sock, addr) = sink::bound("127.0.0.1:0".parse().unwrap()).unwrap();
         let tx = connected(addr).unwrap();
         let mut account = CbrAccount::new(100);
         let mut buf = [0u8; 64];
