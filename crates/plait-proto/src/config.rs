@@ -42,7 +42,7 @@ pub struct EngineSettings {
     pub max_hold: Duration,
     /// Loss repair (docs/protocol.md#repair), default on.
     pub repair: bool,
-    /// Which congestion controller runs on each path for streams (default `newreno`).
+    /// Which congestion controller runs on each path for streams (default `adaptive`: NewReno, or BBR on a path whose link loses datagrams).
     pub congestion: CongestionKind,
     /// Which scheduler places stream datagrams (default `min-rtt`).
     pub stream_scheduler: SchedulerKind,

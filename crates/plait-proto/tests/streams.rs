@@ -327,6 +327,44 @@ fn every_congestion_controller_delivers_over_unequal_paths() {
 }
 
 #[test]
+fn adaptive_control_moves_only_the_lossy_path_to_bbr() {
+    // A clean path and one whose link drops 5 % (T3's situation, docs/protocol.md
+    // #congestion-control): `adaptive` runs BBR on the lossy path only and fills it, where
+    // NewReno holds a window of a few datagrams there.
+    let transfer = |kind: CongestionKind| {
+        let paths = [link(8.0, 10, 0.0), link(8.0, 30, 0.05)];
+        let (mut a, mut b) = configs();
+        a.congestion = kind;
+        b.congestion = kind;
+        let mut pair = Pair::new(a, b, &paths, &[], 11);
+        let mut apps = [App::default(), App::default()];
+        let total = 8 << 20;
+        apps[0].open(0, &mut pair, 1, total);
+        let finished = run(&mut pair, &mut apps, Time::from_millis(60_000));
+        let (read, fin, _) = apps[1].reading.values().next().copied().expect("opened");
+        assert_eq!((read, fin), (total, true), "{}", kind.name());
+        let names: Vec<&str> = (0..2)
+            .map(|i| {
+                pair.a
+                    .path_congestion(plait_proto::PathId(i))
+                    .unwrap()
+                    .controller
+            })
+            .collect();
+        (finished, names)
+    };
+    let (newreno, _) = transfer(CongestionKind::NewReno);
+    let (adaptive, names) = transfer(CongestionKind::Adaptive);
+    eprintln!("8 MiB: newreno {newreno:?}, adaptive {adaptive:?}, controllers {names:?}");
+    assert_eq!(names, ["adaptive (newreno)", "adaptive (bbr)"]);
+    // Simulated time, deterministic: the lossy path has half the capacity.
+    assert!(
+        adaptive.as_nanos() * 4 < newreno.as_nanos() * 3,
+        "{adaptive:?} against {newreno:?}"
+    );
+}
+
+#[test]
 fn a_path_that_dies_both_ways_and_returns_is_used_again() {
     let paths = [link(20.0, 10, 0.0), link(10.0, 50, 0.0)];
     let (a, b) = configs();

@@ -64,7 +64,7 @@ const fn row(
 }
 
 /// The rows every topology file runs.
-pub const RUNS: [TopologyRow; 7] = [
+pub const RUNS: [TopologyRow; 8] = [
     row("one TCP flow per path", Mode::Mtcp, None, false, None),
     row("plait", Mode::Plait, Some("plait"), false, None),
     row("plait + repair", Mode::Plait, Some("plait"), true, None),
@@ -83,6 +83,13 @@ pub const RUNS: [TopologyRow; 7] = [
         None,
         false,
         Some("bbr"),
+    ),
+    row(
+        "plait streams, newreno",
+        Mode::PlaitStream,
+        None,
+        false,
+        Some("newreno"),
     ),
 ];
 

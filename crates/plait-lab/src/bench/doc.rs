@@ -880,8 +880,9 @@ Reading the bullets above with the tables below:
   ({STREAM_PCT}) against {TCP_IN} ({TCP_IN_PCT}) for TCP in packet mode and 1448 (95.6 %)
   for TCP on the bare links. The \"of own ceiling\" column of those rows is against
   {STREAM} B per frame. Each path runs the engine's
-  own congestion controller (`[engine] congestion`, default `newreno`), whatever the
-  endpoints' `--cc`: their TCP never meets an emulated link.
+  own congestion controller (`[engine] congestion`, default `adaptive`: NewReno, or BBR on
+  a path whose own link loses datagrams, docs/protocol.md#congestion-control), whatever
+  the endpoints' `--cc`: their TCP never meets an emulated link.
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
   sender's bytes into the relay's sockets and the engine stream ahead of the paths (the
   engine now accepts at most 8 times the paths' congestion windows, docs/protocol.md#adaptive-send-buffer;
@@ -959,7 +960,7 @@ const METHOD: &str = "## Method and definitions
 - **plait streams**: the same tunnel and the same flow, with an empty `[streams]` table in
   both config files (stream mode, docs/tunnel.md#stream-mode): the client's nftables
   rules redirect the connection to its relay, the bytes cross as one engine stream with
-  a congestion controller per path (the default `newreno`), and the server opens a new
+  a congestion controller per path (the default `adaptive`), and the server opens a new
   connection to the remote host. The endpoints' congestion control (`--cc`) then only
   runs on the local hops.
 - **congestion control**: every sender sets it on its socket (`TCP_CONGESTION`; MPTCP

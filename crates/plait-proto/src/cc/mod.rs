@@ -11,7 +11,8 @@
 //!
 //! Controllers, one file each: [`NewReno`], [`Cubic`] (RFC 9438), the rate-based [`Bbr`]
 //! (after BBR v1, Cardwell et al. 2016), and the coupled [`Lia`]
-//! (RFC 6356), [`Balia`] (Peng et al. 2016) and [`Mhip`] (seed mHIP §IV-B); `aimd` holds
+//! (RFC 6356), [`Balia`] (Peng et al. 2016) and [`Mhip`] (seed mHIP §IV-B), and
+//! [`Adaptive`] (NewReno, or BBR while the path's own link loses datagrams); `aimd` holds
 //! the window bounds and NewReno-style bookkeeping they share. Adding one: a file here, a
 //! variant in [`CongestionKind`] (and `ALL`) and in [`AnyController`].
 //!
@@ -23,6 +24,7 @@
 //!   from every acknowledged byte: [`CongestionController::acks_in_recovery`]);
 //! - controllers read no clock and hold no randomness; same inputs, same windows.
 
+mod adaptive;
 mod aimd;
 mod balia;
 mod bbr;
@@ -35,6 +37,7 @@ mod pacer;
 use std::fmt::Debug;
 use std::time::Duration;
 
+pub use adaptive::Adaptive;
 pub use balia::Balia;
 pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
@@ -71,7 +74,6 @@ pub fn min_window(mss: DatagramSize) -> u64 {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CongestionKind {
     /// NewReno (`newreno`): RFC 9002 §7 / RFC 6582, ETOM's per-link TCP.
-    #[default]
     NewReno,
     /// CUBIC (`cubic`): RFC 9438.
     Cubic,
@@ -84,6 +86,10 @@ pub enum CongestionKind {
     /// BBR-like (`bbr`): rate-based, after BBR v1 (Cardwell et al. 2016); random loss does
     /// not cut it.
     Bbr,
+    /// NewReno, switching a path to BBR while its own link loses datagrams (`adaptive`,
+    /// [`Adaptive`]); the default.
+    #[default]
+    Adaptive,
 }
 
 impl CongestionKind {
@@ -95,6 +101,7 @@ impl CongestionKind {
         CongestionKind::Balia,
         CongestionKind::Mhip,
         CongestionKind::Bbr,
+        CongestionKind::Adaptive,
     ];
 
     /// The config name.
@@ -106,6 +113,7 @@ impl CongestionKind {
             CongestionKind::Balia => "balia",
             CongestionKind::Mhip => "mhip",
             CongestionKind::Bbr => "bbr",
+            CongestionKind::Adaptive => "adaptive",
         }
     }
 
@@ -175,6 +183,10 @@ pub trait CongestionController: Debug {
     fn on_spurious_congestion(&mut self, now: Time);
     /// Persistent congestion (the path went down): collapse to the minimum window.
     fn on_persistent_congestion(&mut self, now: Time);
+    /// Datagrams of the path were resolved: `resolved` acknowledged or declared lost (probes
+    /// left out), `link_lost` of them lost while the path's queue was short (the link's own
+    /// losses, `path::SHALLOW_QUEUE`). Only [`Adaptive`] reads it; ignored by default.
+    fn on_link_sample(&mut self, _now: Time, _resolved: u32, _link_lost: u32) {}
     /// The congestion window, bytes, within [`MIN_WINDOW`]..=[`MAX_WINDOW`].
     fn window(&self) -> u64;
     /// The sending rate in bytes per second, if the controller sets one (delay-based
@@ -182,7 +194,8 @@ pub trait CongestionController: Debug {
     fn pacing_rate(&self) -> Option<f64> {
         None
     }
-    /// Short name for logs and status output.
+    /// Short name for logs and status output: the config name, followed by the controller
+    /// it runs for one that runs another (`adaptive (bbr)`).
     fn name(&self) -> &'static str;
     /// Whether ACKs of datagrams sent before the current recovery period began still reach
     /// [`CongestionController::on_ack`]. `false` (the default) for the window-growing
@@ -210,6 +223,8 @@ pub enum AnyController {
     Mhip(Mhip),
     /// BBR-like.
     Bbr(Bbr),
+    /// NewReno or BBR by the path's link loss.
+    Adaptive(Adaptive),
 }
 
 impl AnyController {
@@ -222,6 +237,7 @@ impl AnyController {
             CongestionKind::Balia => AnyController::Balia(Balia::new(mss)),
             CongestionKind::Mhip => AnyController::Mhip(Mhip::new(mss)),
             CongestionKind::Bbr => AnyController::Bbr(Bbr::new(mss)),
+            CongestionKind::Adaptive => AnyController::Adaptive(Adaptive::new(mss)),
         }
     }
 
@@ -233,6 +249,7 @@ impl AnyController {
             AnyController::Balia(c) => c,
             AnyController::Mhip(c) => c,
             AnyController::Bbr(c) => c,
+            AnyController::Adaptive(c) => c,
         }
     }
 
@@ -244,6 +261,7 @@ impl AnyController {
             AnyController::Balia(c) => c,
             AnyController::Mhip(c) => c,
             AnyController::Bbr(c) => c,
+            AnyController::Adaptive(c) => c,
         }
     }
 }
@@ -263,6 +281,9 @@ impl CongestionController for AnyController {
     }
     fn on_persistent_congestion(&mut self, now: Time) {
         self.inner_mut().on_persistent_congestion(now);
+    }
+    fn on_link_sample(&mut self, now: Time, resolved: u32, link_lost: u32) {
+        self.inner_mut().on_link_sample(now, resolved, link_lost);
     }
     fn window(&self) -> u64 {
         self.inner().window().clamp(MIN_WINDOW, MAX_WINDOW)
@@ -411,6 +432,13 @@ impl PathCongestion {
         self.pacer.reset();
     }
 
+    /// Datagrams resolved on the path (see [`CongestionController::on_link_sample`]).
+    pub fn on_link_sample(&mut self, now: Time, resolved: u32, link_lost: u32) {
+        if resolved > 0 {
+            self.controller.on_link_sample(now, resolved, link_lost);
+        }
+    }
+
     /// When the pacer next lets a datagram of `bytes` go (`now` or later), given the path's
     /// smoothed RTT (`None`: not paced yet).
     pub fn pacing_release(&self, now: Time, srtt: Option<Duration>, bytes: u64) -> Time {
@@ -435,6 +463,8 @@ impl PathCongestion {
     }
 }
 
+#[cfg(test)]
+mod adaptive_tests;
 #[cfg(test)]
 mod bbr_tests;
 #[cfg(test)]

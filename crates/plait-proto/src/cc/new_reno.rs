@@ -45,6 +45,16 @@ impl NewReno {
         }
     }
 
+    /// A controller in congestion avoidance at `window` bytes (within the bounds), as
+    /// [`super::Adaptive`] hands a path back from BBR: the window BBR measured is the
+    /// path's, so slow start would only overshoot it.
+    pub fn in_avoidance(mss: u64, window: u64) -> NewReno {
+        let mut c = NewReno::new(mss);
+        c.window = window.clamp(min_window(c.mss), MAX_WINDOW);
+        c.ssthresh = c.window;
+        c
+    }
+
     /// The slow-start threshold (`u64::MAX` until the first congestion event).
     pub fn ssthresh(&self) -> u64 {
         self.ssthresh

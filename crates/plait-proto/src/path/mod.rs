@@ -372,6 +372,9 @@ impl Path {
         let base = self.log.base().unwrap_or(self.next_seq);
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut probes_acked = 0;
+        // Datagrams resolved by this ACK for the link-loss samples (probes and datagrams
+        // already counted lost left out).
+        let mut delivered = 0u32;
         for range in ranges {
             let lo = (*range.start()).max(base);
             let hi = (*range.end()).min(self.next_seq.saturating_sub(1));
@@ -391,6 +394,8 @@ impl Path {
                         cc_limited |= pkt.cwnd_limited;
                     }
                     spurious += u32::from(was_lost);
+                    delivered +=
+                        u32::from(pkt.ack_eliciting && pkt.probe_id.is_none() && !was_lost);
                     if pkt.reliable {
                         self.resolved.push((seq, true));
                     }
@@ -422,6 +427,7 @@ impl Path {
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
+        self.cc.on_link_sample(now, delivered, 0);
         out.newly_lost = self.detect_losses(now, coupling);
         self.log.pop_resolved();
         out.state_change = out.state_change.or(self.rejudge(now));
@@ -577,6 +583,7 @@ impl Path {
         let mut lost = 0;
         let mut lost_bytes = 0;
         let mut youngest_lost = None;
+        let mut lost_data = 0u32;
         for p in self.log.iter_mut() {
             if p.seq >= largest {
                 break;
@@ -596,6 +603,7 @@ impl Path {
                 // the sender overran it: probes are not congestion signals.
                 if p.probe_id.is_none() {
                     youngest_lost = Some(p.sent);
+                    lost_data += 1;
                 }
                 if p.reliable {
                     self.resolved.push((p.seq, false));
@@ -617,6 +625,8 @@ impl Path {
             self.decay_loss(now);
         }
         let shallow = self.queue_is_shallow();
+        self.cc
+            .on_link_sample(now, lost_data, if shallow { lost_data } else { 0 });
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
             if shallow {

@@ -1,0 +1,165 @@
+//! `adaptive`: NewReno while a path's losses are congestion, BBR while the path's own link
+//! loses datagrams (docs/protocol.md#adaptive-congestion).
+//!
+//! A loss-based controller reads every loss as congestion, so on a radio link that drops a
+//! few percent of datagrams by itself it holds a window of about `1.22 / √p` datagrams
+//! (Mathis et al. 1997): 3.9 at 10 %, whatever the path's capacity (the simulator's and the
+//! test bed's T3, where such a path carried 2 % of the bytes). BBR's model ignores random
+//! loss (`bbr.rs`), but it keeps a share of a shared bottleneck no loss-based flow would
+//! yield (`scenarios/shared-bottleneck.toml`), so it is no default for every path. This
+//! controller runs NewReno and switches one path to BBR only while that path shows the
+//! link's own losses: datagrams declared lost while the path's queue was short
+//! (`path::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
+//! [`CongestionController::on_link_sample`]. A drop-tail queue does not drop what finds it
+//! short, so congestion losses of a buffered bottleneck do not count.
+//!
+//! The rule is a CUSUM test (Page 1954) between two link-loss rates, [`CLEAN_LOSS`] (0.25 %)
+//! and [`LINK_LOSS`] (1 %: NewReno's window is then about 12 datagrams, below the
+//! bandwidth-delay product of any path faster than 7 Mbit/s at 20 ms). Each resolved
+//! datagram adds its log-likelihood ratio: `ln(1 % / 0.25 %)` for a link loss,
+//! `ln(99 % / 99.75 %)` for anything else. NewReno hands over to BBR when the evidence for
+//! 1 % reaches [`ENTER_EVIDENCE`] (`ln 99`, a 1 % error each way in Wald's bounds); BBR hands
+//! back, in congestion avoidance at its own window (the measured BDP × 2), when the
+//! evidence for 0.25 % reaches [`EXIT_EVIDENCE`], twice that. The sum never goes below zero,
+//! so old evidence for the current controller does not delay a change. In practice: four
+//! link losses within about 120 datagrams (or one in 100 sustained) move a path to BBR; a
+//! clean path goes back after about 1,200 datagrams without a link loss.
+//!
+//! Losses found together (in one ACK or one timer) count as one: a burst is an outage or an
+//! overflow, not independent random losses, and a path back from a blackhole finds
+//! everything it had in flight lost at once. An outage (persistent congestion) clears the
+//! evidence too.
+//!
+//! Limits, stated: on a bottleneck whose buffer is shorter than `SHALLOW_QUEUE` (10 ms),
+//! congestion drops also meet a short queue; if they come at 1 % or more the path runs
+//! BBR, which keeps more than a loss-based share there.
+//!
+//! Invariant: exactly one inner controller is active; what the wrapper asks (window,
+//! pacing rate, whether ACKs in recovery count) is the active one's answer; no clock, no
+//! randomness (`now` comes from the caller).
+
+use super::{Acked, Bbr, CongestionController, Coupling, NewReno};
+use crate::time::Time;
+
+/// The link-loss rate the test treats as "NewReno cannot fill the path".
+pub const LINK_LOSS: f64 = 0.01;
+/// The link-loss rate the test treats as "clean".
+pub const CLEAN_LOSS: f64 = 0.0025;
+/// Evidence (log-likelihood ratio) that moves a path from NewReno to BBR: `ln 99`.
+pub const ENTER_EVIDENCE: f64 = 4.595;
+/// Evidence that moves a path from BBR back to NewReno.
+pub const EXIT_EVIDENCE: f64 = 2.0 * ENTER_EVIDENCE;
+
+/// The active controller.
+#[derive(Clone, Debug)]
+enum Active {
+    NewReno(NewReno),
+    Bbr(Bbr),
+}
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct Adaptive {
+    mss: u64,
+    active: Active,
+    /// Evidence for the other controller (never negative).
+    evidence: f64,
+    /// Switches so far (either way).
+    switches: u64,
+}
+
+impl Adaptive {
+    /// NewReno in slow start, for datagrams of `mss` bytes.
+    pub fn new(mss: u64) -> Adaptive {
+        Adaptive {
+            mss,
+            active: Active::NewReno(NewReno::new(mss)),
+            evidence: 0.0,
+            switches: 0,
+        }
+    }
+
+    /// Whether BBR is the active controller.
+    pub fn is_bbr(&self) -> bool {
+        matches!(self.active, Active::Bbr(_))
+    }
+
+    /// Switches so far, either way.
+    pub fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    fn inner(&self) -> &dyn CongestionController {
+        match &self.active {
+            Active::NewReno(c) => c,
+            Active::Bbr(c) => c,
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn CongestionController {
+        match &mut self.active {
+            Active::NewReno(c) => c,
+            Active::Bbr(c) => c,
+        }
+    }
+
+    /// Adds one batch of resolved datagrams to the evidence and switches when it is enough.
+    fn weigh(&mut self, resolved: u32, link_lost: u32) {
+        let losses = link_lost.min(1);
+        let others = resolved.saturating_sub(losses);
+        let for_link_loss = f64::from(losses) * (LINK_LOSS / CLEAN_LOSS).ln()
+            + f64::from(others) * ((1.0 - LINK_LOSS) / (1.0 - CLEAN_LOSS)).ln();
+        let (toward_other, needed) = match self.active {
+            Active::NewReno(_) => (for_link_loss, ENTER_EVIDENCE),
+            Active::Bbr(_) => (-for_link_loss, EXIT_EVIDENCE),
+        };
+        self.evidence = (self.evidence + toward_other).max(0.0);
+        if self.evidence < needed {
+            return;
+        }
+        self.evidence = 0.0;
+        self.switches += 1;
+        self.active = match &self.active {
+            Active::NewReno(_) => Active::Bbr(Bbr::new(self.mss)),
+            Active::Bbr(b) => Active::NewReno(NewReno::in_avoidance(self.mss, b.window())),
+        };
+    }
+}
+
+impl CongestionController for Adaptive {
+    fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>) {
+        self.inner_mut().on_ack(now, acked, coupling);
+    }
+    fn on_flight_at_loss(&mut self, flight: u64) {
+        self.inner_mut().on_flight_at_loss(flight);
+    }
+    fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
+        self.inner_mut().on_congestion_event(now, coupling);
+    }
+    fn on_spurious_congestion(&mut self, now: Time) {
+        self.inner_mut().on_spurious_congestion(now);
+    }
+    fn on_persistent_congestion(&mut self, now: Time) {
+        // An outage swallows whatever was in flight: no evidence about random loss.
+        self.evidence = 0.0;
+        self.inner_mut().on_persistent_congestion(now);
+    }
+    fn on_link_sample(&mut self, _now: Time, resolved: u32, link_lost: u32) {
+        self.weigh(resolved, link_lost);
+    }
+    fn window(&self) -> u64 {
+        self.inner().window()
+    }
+    fn pacing_rate(&self) -> Option<f64> {
+        self.inner().pacing_rate()
+    }
+    fn name(&self) -> &'static str {
+        match self.active {
+            Active::NewReno(_) => "adaptive (newreno)",
+            Active::Bbr(_) => "adaptive (bbr)",
+        }
+    }
+    fn acks_in_recovery(&self) -> bool {
+        self.inner().acks_in_recovery()
+    }
+}
