@@ -143,6 +143,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                     })
                 })
                 .collect(),
+            cost: None,
         });
     }
     let scenario = Scenario {

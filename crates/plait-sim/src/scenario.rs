@@ -13,6 +13,7 @@ use plait_proto::EngineSettings;
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use plait_topology::LossModel;
+use plait_tunnel::registration::CostClass;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -216,6 +217,23 @@ pub struct PathSpec {
     /// events, topologies/T5.toml); the queue keeps its size in packets.
     #[serde(default)]
     pub rate_dips: Vec<RateDip>,
+    /// The path's cost class as the tunnel client's `[[path]] cost` names it: `unmetered`
+    /// or `metered` (docs/tunnel-config.md#budget). In the plait modes the mobile host's
+    /// client registers it and a metered path is an overflow path at both ends
+    /// (docs/protocol.md#overflow); the other modes have no cost classes and ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<String>,
+}
+
+impl PathSpec {
+    /// The path's cost class (`unmetered` when absent; names were checked by
+    /// [`Scenario::validate`], an unknown one reads as `unmetered`).
+    pub fn cost_class(&self) -> CostClass {
+        self.cost
+            .as_deref()
+            .and_then(CostClass::from_name)
+            .unwrap_or_default()
+    }
 }
 
 /// A span of time at another wireless rate (see [`PathSpec::rate_dips`]).
@@ -605,6 +623,15 @@ impl Scenario {
                 range(&f("fluctuation.lo"), fl.lo, 1e-3, 10.0)?;
                 range(&f("fluctuation.hi"), fl.hi, fl.lo, 10.0)?;
             }
+            if let Some(cost) = p.cost.as_deref()
+                && CostClass::from_name(cost).is_none()
+            {
+                let names: Vec<&str> = CostClass::ALL.iter().map(|c| c.name()).collect();
+                return Err(invalid(
+                    f("cost"),
+                    format!("unknown cost class {cost:?}; one of: {}", names.join(", ")),
+                ));
+            }
             sorted_spans(
                 &format!("paths[{i}].outages"),
                 p.outages.iter().map(|&[a, b]| (a, b)),
@@ -796,6 +823,20 @@ scheduler = "edpf"
     }
 
     #[test]
+    fn a_path_names_its_cost_class() {
+        let s = Scenario::from_toml(MIN).unwrap();
+        assert_eq!(s.paths[0].cost_class(), CostClass::Unmetered);
+        let text = MIN.replace("rate_kbps = 100", "rate_kbps = 100\ncost = \"metered\"");
+        let s = Scenario::from_toml(&text).unwrap();
+        assert_eq!(s.paths[0].cost_class(), CostClass::Metered);
+        let err = Scenario::from_toml(&text.replace("\"metered\"", "\"Metered\"")).unwrap_err();
+        assert!(
+            err.to_string().contains("one of: unmetered, metered"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_cbr_flow_parses_with_its_defaults() {
         let text = MIN
             .replace("name = \"t\"", "name = \"t\"\ncbr = { rate_kbps = 4000 }")
@@ -883,6 +924,10 @@ scheduler = "edpf"
             (
                 MIN.replace("scheduler = \"edpf\"", "fec = \"some\""),
                 "runs[0].fec",
+            ),
+            (
+                MIN.replace("rate_kbps = 100", "rate_kbps = 100\ncost = \"paid\""),
+                "paths[0].cost",
             ),
             (
                 MIN.replace(

@@ -31,6 +31,7 @@ use plait_tunnel::endpoint::{
     ServerPeer, SessionTuning,
 };
 use plait_tunnel::keys::Key;
+use plait_tunnel::registration::PathAttributes;
 
 use crate::inner;
 use crate::net::{Discipline, LinkConfig, LossModel, QueueConfig, RateSchedule};
@@ -661,13 +662,19 @@ pub(crate) fn endpoints(
         private_key: client_key,
         server_public_key: server_key.public(),
         preshared_key: None,
-        paths: (0..scenario.paths.len())
-            .map(|i| ClientPath {
+        // The cost class as the daemon's `[[path]] cost`: the client makes a metered path
+        // an overflow path and registers it, so the server learns it as the daemon's does
+        // (docs/protocol.md#overflow).
+        paths: (scenario.paths.iter().enumerate())
+            .map(|(i, p)| ClientPath {
                 name: format!("path{i}"),
                 server: addresses.server,
                 rate_hint: None,
                 backup: false,
-                attributes: Default::default(),
+                attributes: PathAttributes {
+                    cost: p.cost_class(),
+                    ..PathAttributes::default()
+                },
             })
             .collect(),
         engine: engine(2),

@@ -329,3 +329,92 @@ fn mms_fig4_round_robin_delay_rises_with_links_plait_stays_and_hands_over_withou
         );
     }
 }
+
+/// One row of `scenarios/overflow.toml`: the variant `label` of its `load` axis with path 2
+/// metered, the row `run`, one seed, `duration_s` seconds.
+fn overflow_row(load: &str, run: &str, duration_s: f64) -> plait_sim::run::RunResult {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/overflow.toml");
+    let text = std::fs::read_to_string(path).expect("scenarios/overflow.toml");
+    let label = format!("load={load},path 2=metered");
+    let mut s = plait_sim::sweep::load_variants(&text)
+        .expect("valid")
+        .into_iter()
+        .find(|v| v.label == label)
+        .unwrap_or_else(|| panic!("variant {label}"))
+        .scenario;
+    s.duration_s = duration_s;
+    let spec = s.runs.iter().find(|r| r.name == run).expect("row");
+    let r = run_one(&s, spec, 1);
+    println!(
+        "{label}, {run}: path 1 {:.0} kbit/s, path 2 (metered) {:.0} kbit/s",
+        r.per_path_kbps[0], r.per_path_kbps[1]
+    );
+    r
+}
+
+/// The mean of a per-second series over the bins of `[from_s, to_s)`.
+fn mean_over(series: &[f64], bin_s: f64, from_s: f64, to_s: f64) -> f64 {
+    let (a, b) = ((from_s / bin_s) as usize, (to_s / bin_s) as usize);
+    let bins = &series[a.min(series.len())..b.min(series.len())];
+    bins.iter().sum::<f64>() / bins.len().max(1) as f64
+}
+
+/// docs/protocol.md#overflow in the simulator (`scenarios/overflow.toml`: a 10 Mbit/s
+/// primary of 20 ms and a faster metered path, 20 Mbit/s of 10 ms, through the tunnel's
+/// endpoints). Under light load (a 4 Mbit/s stream) the metered path carries only probes;
+/// under heavy load the primary runs near its rate and the metered path carries the
+/// excess, where EDPF (for which an overflow path is a backup) leaves it idle; when the
+/// primary fails the metered path carries the stream, and after the primary is back it
+/// stands by again. One seed; 15 s for the steady loads.
+#[test]
+fn a_metered_path_carries_nothing_under_light_load_the_excess_under_heavy_and_takes_over() {
+    // Light: the stream is 4330 kbit/s on the wire; probes and keepalives are a few
+    // kbit/s, so 1 % of the primary's share bounds them.
+    let light = overflow_row("light", "plait", 15.0);
+    let (p, m) = (light.per_path_kbps[0], light.per_path_kbps[1]);
+    assert!(
+        p > 4000.0,
+        "light: the primary carries the stream ({p} kbit/s)"
+    );
+    assert!(m < 0.01 * p, "light: the metered path carried {m} kbit/s");
+
+    // Heavy: the primary above 80 % of its 10 Mbit/s (the run counts TCP's ramp), the
+    // metered path more than half its own 20.
+    let heavy = overflow_row("heavy", "plait", 15.0);
+    let (p, m) = (heavy.per_path_kbps[0], heavy.per_path_kbps[1]);
+    assert!(p > 0.8 * 10_000.0, "heavy: the primary at {p} kbit/s");
+    assert!(
+        m > 0.5 * 20_000.0,
+        "heavy: the metered path took {m} kbit/s"
+    );
+    let edpf = overflow_row("heavy", "EDPF", 15.0);
+    let (p, m) = (edpf.per_path_kbps[0], edpf.per_path_kbps[1]);
+    assert!(
+        m < 0.01 * p,
+        "heavy, EDPF: the metered path carried {m} kbit/s against the primary's {p}"
+    );
+
+    // The primary down over [10, 20) s: from 12 s (the engine finds it down within about
+    // a second) the metered path carries the stream; from 22 s the primary has it again.
+    let outage = overflow_row("light, primary down 10-20 s", "plait", 30.0);
+    let at = |path: usize, from: f64, to: f64| {
+        mean_over(&outage.path_series_kbps[path], outage.bin_s, from, to)
+    };
+    let (p, m) = (at(0, 12.0, 20.0), at(1, 12.0, 20.0));
+    println!("primary down: path 1 {p:.0} kbit/s, path 2 {m:.0} kbit/s per second, 12-20 s");
+    assert!(
+        m > 4000.0 && p < 1.0,
+        "primary down: path 1 {p}, path 2 {m} kbit/s"
+    );
+    let (p, m) = (at(0, 22.0, 30.0), at(1, 22.0, 30.0));
+    println!("primary back: path 1 {p:.0} kbit/s, path 2 {m:.0} kbit/s per second, 22-30 s");
+    assert!(
+        p > 4000.0 && m < 0.01 * p,
+        "primary back: path 1 {p}, path 2 {m} kbit/s"
+    );
+    assert!(
+        outage.goodput_kbps > 0.9 * 4000.0,
+        "the stream kept up: {} kbit/s",
+        outage.goodput_kbps
+    );
+}
