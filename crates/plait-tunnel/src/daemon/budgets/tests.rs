@@ -122,6 +122,44 @@ fn a_spent_budget_makes_its_paths_backups_persists_and_resets_next_month() {
     assert_eq!(b.status()[0].used, 0);
 }
 
+/// A budget that runs out is spent at once, not at the next tick: at 40 Mbit/s a tick
+/// (250 ms) is 1.25 MB beyond the budget.
+#[test]
+fn the_byte_that_reaches_the_budget_makes_the_tick_due_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = [path("fibre", None), path("lte", Some(10_000))];
+    let june = date(2025, 6, 10);
+    let mut b = Budgets::open(&paths, dir.path(), wall(june)).unwrap();
+    let mut ep = Fake {
+        names: vec![Some("fibre".into()), Some("lte".into())],
+        backup: vec![false; 2],
+    };
+    // The first tick learns which path belongs to which budget.
+    b.tick(at(1, june), &mut ep, &mut Nowhere);
+    let next = b.next_tick();
+    assert_eq!(next, Time::from_millis(1000) + BUDGET_TICK);
+    b.count(0, 50_000); // unmetered: no budget to run out
+    b.count(1, 9_999);
+    assert_eq!(b.next_tick(), next, "below the budget: the tick waits");
+    b.count(1, 1);
+    assert!(
+        b.next_tick() <= Time::from_millis(1000),
+        "the budget is reached"
+    );
+    let soon = Now {
+        mono: Time::from_millis(1001),
+        wall_ns: wall(june),
+    };
+    b.tick(soon, &mut ep, &mut Nowhere);
+    assert_eq!(ep.backup, [false, true]);
+    assert!(b.status()[0].spent);
+    // Spent: more bytes count but no longer hurry the tick.
+    let next = b.next_tick();
+    b.count(1, 5_000);
+    assert_eq!(b.next_tick(), next);
+    assert_eq!(b.status()[0].used, 10_000, "counted at the next tick");
+}
+
 #[test]
 fn an_unwritable_state_directory_counts_in_memory_and_no_budget_no_budgets() {
     let dir = tempfile::tempdir().unwrap();
