@@ -25,10 +25,11 @@
 //! link losses within about 120 datagrams (or one in 100 sustained) move a path to BBR; a
 //! clean path goes back after about 1,200 datagrams without a link loss.
 //!
-//! Losses found together (in one ACK or one timer) count as one: a burst is an outage or an
-//! overflow, not independent random losses, and a path back from a blackhole finds
-//! everything it had in flight lost at once. An outage (persistent congestion) clears the
-//! evidence too.
+//! Only losses an arriving ACK reveals count, and those found together (in one ACK) count
+//! as one: a burst is an outage or an overflow, not independent random losses, and a path
+//! back from a blackhole finds everything it had in flight lost at once; losses the loss
+//! timer declares while no ACK comes are a path going silent. An outage (persistent
+//! congestion) clears the evidence too.
 //!
 //! Limits, stated: on a bottleneck whose buffer is shorter than `SHALLOW_QUEUE` (10 ms),
 //! congestion drops also meet a short queue; if they come at 1 % or more the path runs

@@ -428,7 +428,7 @@ impl Path {
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
         self.cc.on_link_sample(now, delivered, 0);
-        out.newly_lost = self.detect_losses(now, coupling);
+        out.newly_lost = self.detect_losses(now, coupling, true);
         self.log.pop_resolved();
         out.state_change = out.state_change.or(self.rejudge(now));
         self.timer = self.compute_timer();
@@ -569,7 +569,10 @@ impl Path {
     /// RFC 9002 §6.1 loss detection below the largest acknowledged; returns newly lost.
     /// Scans from the oldest and stops at the first datagram not yet lost (younger ones
     /// are closer to the largest and sent later, so they cannot be lost either).
-    fn detect_losses(&mut self, now: Time, coupling: &Coupling<'_>) -> u64 {
+    /// `on_ack`: called for an ACK that just arrived, not by the loss timer; only then are
+    /// the losses evidence of the link's own loss for the controller (a path gone silent
+    /// finds its flight lost by timer, and that is an outage, `cc::Adaptive`).
+    fn detect_losses(&mut self, now: Time, coupling: &Coupling<'_>, on_ack: bool) -> u64 {
         self.loss_deadline = None;
         let Some(largest) = self.largest_acked else {
             return 0;
@@ -625,8 +628,10 @@ impl Path {
             self.decay_loss(now);
         }
         let shallow = self.queue_is_shallow();
-        self.cc
-            .on_link_sample(now, lost_data, if shallow { lost_data } else { 0 });
+        if on_ack {
+            self.cc
+                .on_link_sample(now, lost_data, if shallow { lost_data } else { 0 });
+        }
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
             if shallow {
@@ -742,7 +747,7 @@ impl Path {
     pub fn on_timeout(&mut self, now: Time, coupling: &Coupling<'_>) -> AckOutcome {
         let mut out = AckOutcome::default();
         if self.loss_deadline.is_some_and(|d| d <= now) {
-            out.newly_lost = self.detect_losses(now, coupling);
+            out.newly_lost = self.detect_losses(now, coupling, false);
             self.log.pop_resolved();
         }
         out.state_change = self.rejudge(now);
