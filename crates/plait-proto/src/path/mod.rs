@@ -281,6 +281,17 @@ impl Path {
         self.abandoned.drain(..)
     }
 
+    /// The inner packets still in flight on this path (sent, neither acknowledged nor
+    /// declared lost; oldest first, at most [`MAX_ABANDONED`]), for a session that removes
+    /// the path to send again on the others (docs/protocol.md#repair, "a path removed").
+    pub fn outstanding_data(&self) -> impl Iterator<Item = GlobalSeq> + '_ {
+        self.log
+            .iter()
+            .filter(|p| p.is_outstanding())
+            .filter_map(|p| p.data)
+            .take(MAX_ABANDONED)
+    }
+
     /// `prev_delta` for a DATA frame carrying `global` on this path
     /// (docs/protocol.md#data-frame): distance to the previous DATA sent here, 0 if none.
     pub fn prev_delta(&self, global: GlobalSeq) -> u64 {

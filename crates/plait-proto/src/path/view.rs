@@ -196,4 +196,44 @@ impl PathView {
             (None, _) => self.configured_rate.filter(valid).or(delivery),
         }
     }
+
+    /// The path's capacity as far as a capacity measurement says: the packet-pair rate,
+    /// else the train rate, else the configured hint, raised to the delivery rate when the
+    /// path has delivered more. `None` when only the delivery rate is known: a path that
+    /// carried little (acknowledgements, keepalives) has delivered little, whatever it
+    /// could carry, and pacing a burst at that rate would hold it for seconds.
+    pub fn measured_capacity(&self) -> Option<f64> {
+        let valid = |r: &f64| r.is_finite() && *r > 0.0;
+        let capacity = self
+            .pair_rate
+            .filter(valid)
+            .or(self.train_rate.filter(valid))
+            .or(self.configured_rate.filter(valid))?;
+        Some(capacity.max(self.delivery_rate.filter(valid).unwrap_or(0.0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivery_rate_alone_is_no_measured_capacity() {
+        let mut v = PathView::new(PathId(0), PathState::Active);
+        v.delivery_rate = Some(300.0);
+        assert_eq!(v.rate_estimate(), Some(300.0));
+        assert_eq!(v.measured_capacity(), None);
+        v.configured_rate = Some(5e6);
+        assert_eq!(v.measured_capacity(), Some(5e6));
+        v.train_rate = Some(4e6);
+        assert_eq!(v.measured_capacity(), Some(4e6));
+        v.pair_rate = Some(3e6);
+        assert_eq!(v.measured_capacity(), Some(3e6));
+        v.delivery_rate = Some(6e6);
+        assert_eq!(
+            v.measured_capacity(),
+            Some(6e6),
+            "raised to what it delivered"
+        );
+    }
 }

@@ -371,7 +371,9 @@ impl Session {
             .is_some_and(|bit| self.held & bit != 0)
     }
 
-    /// Removes a path: nothing more is sent on it; what arrives on it is ignored.
+    /// Removes a path: nothing more is sent on it; what arrives on it is ignored. The inner
+    /// packets still in flight on it are sent again on the paths that remain, if the
+    /// repair store has them (docs/protocol.md#repair, "a path removed").
     pub fn remove_path(&mut self, now: Time, id: PathId) -> Result<(), PathError> {
         self.advance(now);
         let slot = self
@@ -381,6 +383,7 @@ impl Session {
         let Some(removed) = slot.take() else {
             return Err(PathError::Unknown(id));
         };
+        self.repair_removed(now, &removed.tx);
         if let Some(r) = self.retired.get_mut(id.index()) {
             *r = Some((removed.tx.next_seq(), removed.rx));
         }
@@ -469,6 +472,29 @@ impl Session {
                     self.stats.repairs_on_down += 1;
                     queued = true;
                 }
+            }
+        }
+        if queued {
+            // Wake the data path: the repairs may go out even if the scheduler waited.
+            self.sched_blocked = false;
+        }
+    }
+
+    /// Inner packets in flight on a path being removed are queued for repair at once
+    /// (docs/protocol.md#repair, "a path removed"): the path will never answer for them,
+    /// and the removal is certain, unlike a silence that may end (so, unlike
+    /// [`Session::repair_abandoned`], this needs no fast failover). Some may have arrived
+    /// with their acknowledgements still on the way; the peer's duplicate filter drops
+    /// those copies.
+    fn repair_removed(&mut self, now: Time, removed: &Path) {
+        let Some(store) = self.repair.as_mut() else {
+            return;
+        };
+        let mut queued = false;
+        for global in removed.outstanding_data() {
+            if store.request(now, global) {
+                self.stats.repairs_on_removal += 1;
+                queued = true;
             }
         }
         if queued {

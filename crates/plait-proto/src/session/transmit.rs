@@ -647,7 +647,12 @@ impl Session {
     /// a window in flight) leaves at the usable paths' combined estimated rate, new data
     /// going between its repairs: sent at once it would overflow the queues of the paths
     /// that remain and lose what it repairs; new data held behind it would leave as a
-    /// burst of its own once it ends.
+    /// burst of its own once it ends. The rate counts only measured capacities
+    /// ([`crate::path::PathView::measured_capacity`]): the path left after a removal may
+    /// have carried only acknowledgements, and its delivery rate (a few hundred bytes a
+    /// second) would space the repairs seconds apart, past the store's `max_hold`, so
+    /// they were dropped unsent (seen in `removal_netns`: 1 of 21 sent). Without any
+    /// measured capacity the burst goes unpaced.
     fn pace_repair_burst(&mut self, now: Time, backlog: usize, len: usize) {
         if backlog <= REPAIR_BURST {
             return;
@@ -656,7 +661,7 @@ impl Session {
             .views
             .iter()
             .filter(|v| v.is_usable())
-            .filter_map(|v| v.rate_estimate())
+            .filter_map(|v| v.measured_capacity())
             .sum();
         if rate > 0.0 {
             self.repair_wait_until = Some(now + crate::sched::transmission_time(len, rate));

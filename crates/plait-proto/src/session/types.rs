@@ -216,6 +216,9 @@ pub struct SessionStats {
     /// Inner packets queued for repair because the path that carried them went down
     /// (docs/protocol.md#repair), without a request.
     pub repairs_on_down: u64,
+    /// Inner packets queued for repair because the path that carried them was removed
+    /// while they were in flight (docs/protocol.md#repair, "a path removed").
+    pub repairs_on_removal: u64,
     /// Times the peer broke the stream rules (each closes the session).
     pub stream_violations: u64,
     /// FEC blocks closed with at least one repair symbol (docs/protocol.md#fec).

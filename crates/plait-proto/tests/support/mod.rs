@@ -189,6 +189,23 @@ impl Pair {
         f(&mut self.links[dir][path].spec);
     }
 
+    /// Takes path `path` away in both directions at once, as a link removed under the
+    /// sessions: what is in flight on it is lost (its sources recorded in
+    /// [`Pair::lost_sources`]) and whatever is sent on it from now on is dropped.
+    pub fn cut_path(&mut self, path: usize) {
+        for dir in 0..2 {
+            self.blackhole[dir][path] = true;
+            let link = &mut self.links[dir][path];
+            for (_, dgram) in std::mem::take(&mut link.in_flight) {
+                link.dropped += 1;
+                if let Some(src) = source_of(&dgram) {
+                    self.lost_sources[dir].insert(src);
+                }
+            }
+            link.busy_until = self.now;
+        }
+    }
+
     fn drive_both(&mut self) {
         for side in 0..2 {
             let session = if side == 0 { &mut self.a } else { &mut self.b };

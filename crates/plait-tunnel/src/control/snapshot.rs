@@ -357,6 +357,10 @@ pub struct LossCounters {
     pub repaired: u64,
     /// Repairs sent for the peer.
     pub repairs_sent: u64,
+    /// Inner packets queued to be sent again because the path carrying them was removed
+    /// (a withdrawn or closed path, docs/protocol.md#repair, "a path removed").
+    #[serde(default)]
+    pub repairs_on_removal: u64,
 }
 
 /// Datagrams dropped before reaching a session.

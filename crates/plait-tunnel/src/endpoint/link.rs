@@ -1164,6 +1164,7 @@ impl Link {
             repair_requests: r.repair_requests,
             repaired: r.repaired,
             repairs_sent: stats.repairs_sent,
+            repairs_on_removal: stats.repairs_on_removal,
         };
         for view in session.path_views() {
             let i = usize::from(view.id.0);
