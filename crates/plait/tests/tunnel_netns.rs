@@ -20,8 +20,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use plait_testbed::traffic::{SinkReport, hex, payload_block, payload_sha256};
 use plait_testbed::{
-    ChildGuard, Family, Namespace, PathSpec, RttProbe, SendLimit, SendOptions, SendReport, TcpSink,
-    Topology, TopologySpec, UdpEcho, tcp_send, tcp_send_opts,
+    Family, Namespace, PathSpec, RttProbe, SendLimit, SendOptions, SendReport, TcpSink, Topology,
+    TopologySpec, UdpEcho, tcp_send, tcp_send_opts,
 };
 use plait_tunnel::control::StatusSnapshot;
 use plait_tunnel::crypto::handshake::{Initiation, InitiationPayload};
@@ -31,16 +31,10 @@ use tempfile::TempDir;
 
 mod netns_support;
 
-const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
+use netns_support::daemon::{Daemon, FWMARK, TABLE};
+
 const PREFIX: &str = "ptn";
 const PORT: u16 = 7744;
-/// How long the tunnel may take to come up.
-const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a daemon may take to exit after SIGTERM.
-const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Routing table and firewall mark the client uses for `route` (docs/tunnel-routing.md).
-const TABLE: &str = "28780";
-const FWMARK: &str = "0x706c";
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     netns_support::serial()
@@ -48,136 +42,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn root() -> bool {
     netns_support::root(PREFIX)
-}
-
-/// A running daemon. Killed on drop; prints its log if the test is failing.
-struct Daemon {
-    label: String,
-    child: ChildGuard,
-    socket: PathBuf,
-    log: PathBuf,
-    tun: String,
-}
-
-impl Daemon {
-    fn start(ns: &Namespace, role: &str, label: &str, config: &Path, tun: &str) -> Daemon {
-        let dir = config.parent().expect("config has a directory");
-        let log = dir.join(format!("{label}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let err = file.try_clone().expect("log file");
-        let mut cmd = ns.command(PLAIT);
-        cmd.arg(role)
-            .arg("-c")
-            .arg(config)
-            .env("RUST_LOG", "info")
-            .stdout(file)
-            .stderr(err);
-        let child = ns.spawn(&mut cmd).expect("start daemon");
-        Daemon {
-            label: label.to_owned(),
-            child,
-            socket: dir.join(format!("{label}.sock")),
-            log,
-            tun: tun.to_owned(),
-        }
-    }
-
-    fn status(&self) -> Result<StatusSnapshot, String> {
-        plait_tunnel::control::status::query(&self.socket).map_err(|e| e.to_string())
-    }
-
-    /// Polls the status until `ready` holds (bounded); panics with the last status.
-    fn wait_for(&mut self, what: &str, ready: impl Fn(&StatusSnapshot) -> bool) -> StatusSnapshot {
-        let deadline = Instant::now() + ESTABLISH_TIMEOUT;
-        let mut last = Err("never asked".to_owned());
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                panic!("{} exited early ({s}) waiting for {what}", self.label);
-            }
-            last = self.status();
-            if let Ok(s) = &last
-                && ready(s)
-            {
-                return s.clone();
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "{}: no {what} within {ESTABLISH_TIMEOUT:?}; last status: {last:#?}",
-            self.label
-        );
-    }
-
-    /// SIGTERM; must exit 0 within 5 s and leave no TUN device, route or rule behind.
-    fn shutdown(mut self, ns: &Namespace) {
-        let status = self
-            .child
-            .terminate(EXIT_TIMEOUT)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-        assert!(status.success(), "{} exited with {status}", self.label);
-        assert_clean(ns, &self.tun, &self.label);
-        assert!(
-            !self.socket.exists(),
-            "{}: status socket {} left behind",
-            self.label,
-            self.socket.display()
-        );
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.child.kill();
-        if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(80)..];
-            eprintln!(
-                "----- {} log ({}), last {} lines -----\n{}\n-----",
-                self.label,
-                self.log.display(),
-                tail.len(),
-                tail.join("\n")
-            );
-        }
-    }
-}
-
-/// The namespace has no trace of the daemon's TUN device, routes, policy rules or
-/// nftables tables (stream mode's redirect, the server's NAT).
-fn assert_clean(ns: &Namespace, tun: &str, label: &str) {
-    let tables = ns.exec_output(["nft", "list", "tables"]).expect("nft");
-    let tables = String::from_utf8_lossy(&tables.stdout);
-    assert!(
-        !tables.contains(tun),
-        "{label}: nftables table for {tun} left behind:\n{tables}"
-    );
-    let link = ns.ip_output(["link", "show", "dev", tun]).expect("ip link");
-    assert!(
-        !link.status.success(),
-        "{label}: TUN {tun} still exists after exit"
-    );
-    for fam in ["-4", "-6"] {
-        let rules = ns.ip([fam, "rule", "show"]).expect("ip rule");
-        let rules = String::from_utf8_lossy(&rules.stdout);
-        for needle in [TABLE, FWMARK, "suppress_prefixlength"] {
-            assert!(
-                !rules.contains(needle),
-                "{label}: {fam} rule with {needle} left behind:\n{rules}"
-            );
-        }
-        let routes = ns
-            .ip([fam, "route", "show", "table", "all"])
-            .expect("ip route");
-        let routes = String::from_utf8_lossy(&routes.stdout);
-        for line in routes.lines() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            assert!(
-                !words.contains(&tun) && !line.contains(&format!("table {TABLE}")),
-                "{label}: {fam} route left behind: {line}"
-            );
-        }
-    }
 }
 
 /// What a test's tunnel looks like.
@@ -952,7 +816,7 @@ fn junk_initiations(server: &Key) -> Vec<[u8; INITIATION_LEN]> {
 }
 
 /// Stops client 0, appends `extra` to its config file and starts it again; returns once it
-/// has an established session (bounded by [`ESTABLISH_TIMEOUT`]).
+/// has an established session (bounded by `netns_support::daemon::ESTABLISH_TIMEOUT`).
 fn restart_client0_with(t: &mut Tunnel, tag: char, extra: &str) {
     let client_ns = t.topo.clients()[0].client();
     let config = t.dir.path().join("client0.toml");

@@ -48,8 +48,8 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 pub use cbr::{
-    CbrAccount, CbrHeader, CbrOptions, CbrReport, CbrSendReport, CbrSink, CbrWireError, cbr_send,
-    monotonic_ns,
+    CbrAccount, CbrArrival, CbrHeader, CbrOptions, CbrReport, CbrSendReport, CbrSink, CbrWireError,
+    cbr_send, monotonic_ns,
 };
 pub use counters::{CounterSample, CounterSampler};
 pub use payload::{Digest, hex, payload_block, payload_sha256};

@@ -1,7 +1,9 @@
 //! What the root test files here share: one test at a time, a clean skip without root,
-//! and running the `plait` binary with a time bound.
+//! running the `plait` binary with a time bound, and its daemons (`daemon.rs`).
 
 #![allow(dead_code)]
+
+pub mod daemon;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -12,8 +12,12 @@
 //! - **delay**: receive time − send time of each distinct arrival (its first copy), from the
 //!   same `CLOCK_MONOTONIC`; quantiles by nearest rank ([`crate::traffic::quantile_sorted`]).
 //!
+//! Each distinct arrival is also kept as a [`CbrArrival`] (number, send and receive time),
+//! so a test can look at a stretch of the flow, e.g. the delivery gaps around a link's
+//! removal.
+//!
 //! Invariants: a number counts once however often it arrives; memory is one bit per number
-//! up to the highest seen, and numbers at or above the limit given at creation (more than the
+//! up to the highest seen plus 24 bytes per distinct arrival, and numbers at or above the limit given at creation (more than the
 //! sender can send) are counted as `out_of_range` and otherwise ignored, so a forged
 //! number cannot make the bitmap large; a datagram that does not decode is counted as
 //! `malformed`, never a panic.
@@ -40,8 +44,19 @@ pub struct CbrAccount {
     pub malformed: u64,
     /// Numbers at or above the limit.
     pub out_of_range: u64,
-    /// One-way delay of each distinct arrival, nanoseconds, in arrival order.
-    delays_ns: Vec<u64>,
+    /// Each distinct arrival, in arrival order.
+    arrivals: Vec<CbrArrival>,
+}
+
+/// One distinct arrival of the flow (its first copy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CbrArrival {
+    /// Its number.
+    pub seq: u64,
+    /// When it was sent, `CLOCK_MONOTONIC` nanoseconds (the sender's stamp).
+    pub sent_ns: u64,
+    /// When it was received, the same clock.
+    pub recv_ns: u64,
 }
 
 /// What the receiver counted, against what the sender sent.
@@ -114,8 +129,16 @@ impl CbrAccount {
             Some(top) if h.seq < top => self.reordered += 1,
             _ => self.highest = Some(h.seq),
         }
-        // Same clock at both ends: a negative difference cannot happen; saturate anyway.
-        self.delays_ns.push(recv_ns.saturating_sub(h.sent_ns));
+        self.arrivals.push(CbrArrival {
+            seq: h.seq,
+            sent_ns: h.sent_ns,
+            recv_ns,
+        });
+    }
+
+    /// Every distinct arrival so far, in arrival order.
+    pub fn arrivals(&self) -> &[CbrArrival] {
+        &self.arrivals
     }
 
     /// Distinct numbers below `n` that arrived.
@@ -138,7 +161,12 @@ impl CbrAccount {
     pub fn report(&self, sent: u64) -> CbrReport {
         let received = self.arrived_below(sent);
         let lost = sent - received.min(sent);
-        let mut delays = self.delays_ns.clone();
+        // Same clock at both ends: a negative difference cannot happen; saturate anyway.
+        let mut delays: Vec<u64> = self
+            .arrivals
+            .iter()
+            .map(|a| a.recv_ns.saturating_sub(a.sent_ns))
+            .collect();
         delays.sort_unstable();
         let ms = |q: f64| quantile_sorted(&delays, q).map(|ns| ns as f64 / 1e6);
         CbrReport {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub use account::{CbrAccount, CbrReport};
+pub use account::{CbrAccount, CbrArrival, CbrReport};
 pub use wire::{CbrHeader, CbrWireError, HEADER_LEN, monotonic_ns};
 
 use super::sink;

@@ -1,0 +1,392 @@
+//! Issue 17's planned removal (docs/protocol.md#binding, "A planned removal"): a numbered
+//! constant-rate UDP flow in each direction through the real tunnel over two paths; mid-flow
+//! the client's link under the path carrying the flow is removed the way a Linux host
+//! removes a link on purpose (its interface set down, its interface deleted, or its route
+//! removed). Counted from the flows' own numbers and `CLOCK_MONOTONIC` stamps
+//! (`plait_testbed` CBR flow): inner packets lost (sent minus received, none twice), the
+//! longest gap between deliveries around the removal, and how long after the removal the
+//! last packet held up by it arrived (the removed path's traffic moved by then).
+//!
+//! Topology: two paths of 40 Mbit/s; path 0 20 ms each way, path 1 10 ms, so the light
+//! flows ride path 1 (the test checks that they did) and path 1 is the one removed, with
+//! about 10 ms of each flow on its link when it goes. Asserts behaviour only: no packet
+//! lost or delivered twice, each direction moved, and a gap bound (1 s) far above what is
+//! measured; the measured figures are printed (`--nocapture`).
+//!
+//! Invariants: its own namespace prefix (`prm`) and TUN name; daemons, namespaces and
+//! files are owned by guards, so a failing test leaves nothing behind. Without root each
+//! test prints the skip message and passes.
+
+mod netns_support;
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use netns_support::daemon::Daemon;
+use plait_testbed::traffic::{CbrAccount, CbrArrival, monotonic_ns};
+use plait_testbed::{
+    CbrOptions, CbrSink, Family, Namespace, PathSpec, Topology, TopologySpec, cbr_send,
+};
+use plait_tunnel::control::StatusSnapshot;
+use plait_tunnel::keys::Key;
+use tempfile::TempDir;
+
+const PREFIX: &str = "prm";
+const PORT: u16 = 7745;
+/// The path removed (the faster one, which carries the light flows).
+const REMOVED: usize = 1;
+/// Each flow: 1000-byte IP packets, 1000 a second (8 Mbit/s), for this long.
+const FLOW: Duration = Duration::from_secs(4);
+const PACKET: usize = 1000;
+const RATE_BPS: f64 = 8e6;
+/// When, into the flows, the link is removed.
+const REMOVE_AT: Duration = Duration::from_millis(2000);
+/// What the test asserts of the longest delivery gap: generous (the goal is 0.3 s; the
+/// measured figures are printed), so that a slow machine does not fail it.
+const GAP_BOUND: Duration = Duration::from_secs(1);
+
+/// How the link goes.
+#[derive(Clone, Copy, Debug)]
+enum Removal {
+    /// `ip link set dev p1 down`.
+    LinkDown,
+    /// `ip link del p1` (the veth pair goes with it).
+    LinkDeleted,
+    /// `ip route del` of every route through `p1` except the kernel's own: the interface
+    /// stays up, but nothing routes the path's server through it.
+    RouteRemoved,
+}
+
+/// The client and the server of one tunnel over a two-path topology. Fields drop in
+/// order: daemons first, then the namespaces, then the files.
+struct Tunnel {
+    client: Daemon,
+    server: Daemon,
+    topo: Topology,
+    _dir: TempDir,
+}
+
+fn tun_name() -> String {
+    format!("prm{}", std::process::id() % 1_000_000)
+}
+
+fn write_key(dir: &std::path::Path, name: &str, key: &Key) -> String {
+    let file = dir.join(format!("{name}.key"));
+    std::fs::write(&file, format!("{}\n", key.to_base64())).expect("key file");
+    file.display().to_string()
+}
+
+impl Tunnel {
+    fn start() -> Tunnel {
+        let spec = TopologySpec::new(
+            PREFIX,
+            vec![
+                PathSpec::v4().rate(40.0).delay(Duration::from_millis(20)),
+                PathSpec::v4().rate(40.0).delay(Duration::from_millis(10)),
+            ],
+        );
+        let topo = Topology::build(&spec).expect("build topology");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tun = tun_name();
+        let server_key = Key::generate().expect("key");
+        let client_key = Key::generate().expect("key");
+        let site = topo.site0();
+        let server_cfg = dir.path().join("server.toml");
+        std::fs::write(
+            &server_cfg,
+            format!(
+                "private_key_file = \"{}\"\nlisten = [\"0.0.0.0:{PORT}\"]\n\n[tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.1/24\"]\n\n[control]\nstatus_socket = \"{}\"\n\n[[client]]\nname = \"site0\"\npublic_key = \"{}\"\nallowed_ips = [\"10.77.0.2/32\", \"{}\"]\n",
+                write_key(dir.path(), "server", &server_key),
+                dir.path().join("server.sock").display(),
+                client_key.public().to_base64(),
+                site.lan_net(Family::V4),
+            ),
+        )
+        .expect("server config");
+        let mut server = Daemon::start(topo.server(), "server", "server", &server_cfg, &tun);
+        server.wait_for("status socket", |_| true);
+        let mut cfg = format!(
+            "private_key_file = \"{}\"\nserver_public_key = \"{}\"\nroute = [\"{}\"]\n\n[tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.2/24\"]\n\n[control]\nstatus_socket = \"{}\"\n\n",
+            write_key(dir.path(), "client", &client_key),
+            server_key.public().to_base64(),
+            topo.remote_net(Family::V4),
+            dir.path().join("client.sock").display(),
+        );
+        for path in site.paths() {
+            let _ = writeln!(
+                cfg,
+                "[[path]]\nname = \"p{}\"\nserver = \"{}\"\n",
+                path.index(),
+                SocketAddr::new(path.server_addr(), PORT)
+            );
+        }
+        let client_cfg = dir.path().join("client.toml");
+        std::fs::write(&client_cfg, cfg).expect("client config");
+        let mut client = Daemon::start(site.client(), "client", "client", &client_cfg, &tun);
+        client.wait_for("established session with both paths active", |s| {
+            s.sessions.len() == 1
+                && s.sessions[0].established
+                && s.sessions[0].paths.len() == 2
+                && s.sessions[0].paths.iter().all(|p| p.state == "active")
+        });
+        server.wait_for("the client's session", |s| {
+            s.sessions.len() == 1 && s.sessions[0].established
+        });
+        Tunnel {
+            client,
+            server,
+            topo,
+            _dir: dir,
+        }
+    }
+
+    fn client_ns(&self) -> &Namespace {
+        self.topo.site0().client()
+    }
+}
+
+/// Datagrams each path of the (only) session sent so far, by path id.
+fn tx_by_path(s: &StatusSnapshot) -> [u64; 2] {
+    let mut tx = [0; 2];
+    for p in s.sessions.iter().flat_map(|s| &s.paths) {
+        if let Some(slot) = tx.get_mut(usize::from(p.id)) {
+            *slot = p.tx_packets;
+        }
+    }
+    tx
+}
+
+/// What one direction's flow saw around the removal at `removed_ns`.
+#[derive(Debug)]
+struct Seen {
+    sent: u64,
+    lost: u64,
+    duplicates: u64,
+    /// Longest time between two deliveries within 0.5 s before to 1.5 s after the removal.
+    longest_gap: Duration,
+    /// Longest a packet sent from 0.2 s before the removal on waited after the later of
+    /// its send and the removal: by then what the removed path held had moved.
+    moved_within: Duration,
+    /// Median one-way delay of the whole flow, for scale.
+    p50_ms: f64,
+}
+
+fn seen(account: &CbrAccount, sent: u64, removed_ns: u64) -> Seen {
+    let r = account.report(sent);
+    let arrivals: &[CbrArrival] = account.arrivals();
+    let near = |a: &CbrArrival| {
+        a.recv_ns + 500_000_000 >= removed_ns && a.recv_ns <= removed_ns + 1_500_000_000
+    };
+    let longest_gap = arrivals
+        .windows(2)
+        .filter(|w| near(&w[0]) && near(&w[1]))
+        .map(|w| w[1].recv_ns.saturating_sub(w[0].recv_ns))
+        .max()
+        .unwrap_or(0);
+    let moved_within = arrivals
+        .iter()
+        .filter(|a| a.sent_ns + 200_000_000 >= removed_ns)
+        .map(|a| a.recv_ns.saturating_sub(a.sent_ns.max(removed_ns)))
+        .max()
+        .unwrap_or(0);
+    Seen {
+        sent,
+        lost: r.lost,
+        duplicates: r.duplicates,
+        longest_gap: Duration::from_nanos(longest_gap),
+        moved_within: Duration::from_nanos(moved_within),
+        p50_ms: r.delay_p50_ms.unwrap_or(f64::NAN),
+    }
+}
+
+/// The routes through `dev` in `ns` other than the kernel's own (the address's prefix).
+fn routes_through(ns: &Namespace, dev: &str) -> Vec<String> {
+    let out = ns
+        .exec_output(["ip", "-4", "route", "show", "dev", dev])
+        .expect("ip route");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("proto kernel"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn remove(ns: &Namespace, dev: &str, how: Removal) {
+    match how {
+        Removal::LinkDown => {
+            ns.ip(["link", "set", "dev", dev, "down"])
+                .expect("ip link set down");
+        }
+        Removal::LinkDeleted => {
+            ns.ip(["link", "del", "dev", dev]).expect("ip link del");
+        }
+        Removal::RouteRemoved => {
+            let routes = routes_through(ns, dev);
+            assert!(!routes.is_empty(), "no route through {dev}");
+            for r in routes {
+                let mut args = vec!["route", "del"];
+                args.extend(r.split_whitespace());
+                ns.ip(args).expect("ip route del");
+            }
+        }
+    }
+}
+
+/// The flows, the removal, the counts. Returns (down, up) as seen at the lan host and at
+/// the remote host.
+fn run(how: Removal) -> (Seen, Seen) {
+    let t = Tunnel::start();
+    let lan = t.topo.lan_host();
+    let remote = t.topo.remote_host();
+    let down_to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5100);
+    let up_to = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5101);
+    let opts = CbrOptions {
+        packet_size: PACKET,
+        rate_bps: RATE_BPS,
+        duration: FLOW,
+        cancel: None,
+    };
+    let down_sink = CbrSink::start(lan, "0.0.0.0:5100".parse().expect("addr"), opts.packets())
+        .expect("sink at the lan host");
+    let up_sink = CbrSink::start(
+        remote,
+        "0.0.0.0:5101".parse().expect("addr"),
+        opts.packets(),
+    )
+    .expect("sink at the remote host");
+    let dev = t.topo.path(REMOVED).expect("path").client_dev();
+    let before = (
+        tx_by_path(&t.server.status().expect("server status")),
+        tx_by_path(&t.client.status().expect("client status")),
+    );
+    let (down_sent, up_sent, removed_ns, at_removal, took) = std::thread::scope(|scope| {
+        let down = scope.spawn(|| cbr_send(remote, down_to, &opts).expect("downstream flow"));
+        let up = scope.spawn(|| cbr_send(lan, up_to, &opts).expect("upstream flow"));
+        std::thread::sleep(REMOVE_AT);
+        let (server, client) = (
+            t.server.status().expect("server status"),
+            t.client.status().expect("client status"),
+        );
+        for (who, s) in [("server", &server), ("client", &client)] {
+            let rates: Vec<String> = s.sessions[0]
+                .paths
+                .iter()
+                .map(|p| format!("path {} {:?} Mbit/s", p.id, p.rate_mbit))
+                .collect();
+            // For the record: pacing repairs at what the path left had delivered (a few
+            // kbit/s of acknowledgements) once held them past max_hold.
+            eprintln!(
+                "  {who}'s rate estimates at the removal: {}",
+                rates.join(", ")
+            );
+        }
+        let at_removal = (tx_by_path(&server), tx_by_path(&client));
+        let removed_ns = monotonic_ns().expect("clock");
+        let started = Instant::now();
+        remove(t.client_ns(), &dev, how);
+        let took = started.elapsed();
+        let down = down.join().expect("downstream sender");
+        let up = up.join().expect("upstream sender");
+        (down, up, removed_ns, at_removal, took)
+    });
+    // Repairs and late deliveries drain.
+    std::thread::sleep(Duration::from_millis(500));
+    let down_acc = down_sink.stop().expect("downstream sink");
+    let up_acc = up_sink.stop().expect("upstream sink");
+    let server = t.server.status().expect("server status");
+    let client = t.client.status().expect("client status");
+    let carried = |side: usize, path: usize| match side {
+        0 => at_removal.0[path] - before.0[path],
+        _ => at_removal.1[path] - before.1[path],
+    };
+    eprintln!(
+        "{how:?} ({took:?} for the command): before it, path {REMOVED} carried {} of the server's {} and {} of the client's {} datagrams",
+        carried(0, REMOVED),
+        carried(0, 0) + carried(0, 1),
+        carried(1, REMOVED),
+        carried(1, 0) + carried(1, 1),
+    );
+    for (who, s) in [("server", &server), ("client", &client)] {
+        let session = &s.sessions[0];
+        eprintln!(
+            "  {who}: paths {:?}, repairs on removal {}, repairs sent {}, holes lost {:?}, late {}",
+            session
+                .paths
+                .iter()
+                .map(|p| (p.id, p.state.as_str()))
+                .collect::<Vec<_>>(),
+            session.lost.repairs_on_removal,
+            session.lost.repairs_sent,
+            session.lost,
+            session.late
+        );
+    }
+    // The flows' path: most of what path 1 sent before the removal was theirs.
+    assert!(
+        carried(0, REMOVED) > carried(0, 1 - REMOVED) && carried(1, REMOVED) > 1000,
+        "the flows did not ride path {REMOVED} before its removal: server {:?} -> {:?}, client {:?} -> {:?}",
+        before.0,
+        at_removal.0,
+        before.1,
+        at_removal.1
+    );
+    assert!(
+        server.sessions[0]
+            .paths
+            .iter()
+            .all(|p| p.id != REMOVED as u8),
+        "the server still has path {REMOVED}: {:?}",
+        server.sessions[0].paths
+    );
+    let down = seen(&down_acc, down_sent.sent, removed_ns);
+    let up = seen(&up_acc, up_sent.sent, removed_ns);
+    for (what, s) in [
+        ("down (server to client)", &down),
+        ("up (client to server)", &up),
+    ] {
+        eprintln!(
+            "  {what}: lost {} of {}, {} twice, longest gap {:.1} ms, moved within {:.1} ms of the removal (median one-way delay {:.1} ms)",
+            s.lost,
+            s.sent,
+            s.duplicates,
+            s.longest_gap.as_secs_f64() * 1e3,
+            s.moved_within.as_secs_f64() * 1e3,
+            s.p50_ms
+        );
+    }
+    let Tunnel { client, server, .. } = t;
+    client.shutdown(t.topo.site0().client());
+    server.shutdown(t.topo.server());
+    (down, up)
+}
+
+fn check(how: Removal) {
+    let _one = netns_support::serial();
+    if !netns_support::root(PREFIX) {
+        return;
+    }
+    let (down, up) = run(how);
+    for (what, s) in [("down", &down), ("up", &up)] {
+        assert!(s.sent > 3000, "{what}: only {} sent", s.sent);
+        assert_eq!(s.lost, 0, "{what}: {how:?} lost packets: {s:?}");
+        assert_eq!(s.duplicates, 0, "{what}: delivered twice: {s:?}");
+        assert!(s.longest_gap < GAP_BOUND, "{what}: {s:?}");
+    }
+    netns_support::assert_nothing_left(PREFIX);
+}
+
+#[test]
+fn a_link_set_down_mid_flow_loses_no_packet() {
+    check(Removal::LinkDown);
+}
+
+#[test]
+fn a_link_deleted_mid_flow_loses_no_packet() {
+    check(Removal::LinkDeleted);
+}
+
+#[test]
+fn a_route_removed_mid_flow_loses_no_packet() {
+    check(Removal::RouteRemoved);
+}
