@@ -11,7 +11,9 @@
 //! flows ride path 1 (the test checks that they did) and path 1 is the one removed, with
 //! about 10 ms of each flow on its link when it goes. Asserts behaviour only: no packet
 //! lost or delivered twice, each direction moved, and a gap bound (1 s) far above what is
-//! measured; the measured figures are printed (`--nocapture`).
+//! measured; the measured figures are printed (`--nocapture`). One more test runs a TCP
+//! download over both paths while p1's route is removed: it arrives intact, and its longest
+//! pause between reads is printed and bounded by the same 1 s.
 //!
 //! Invariants: its own namespace prefix (`prm`) and TUN name; daemons, namespaces and
 //! files are owned by guards, so a failing test leaves nothing behind. Without root each
@@ -26,7 +28,8 @@ use std::time::{Duration, Instant};
 use netns_support::daemon::Daemon;
 use plait_testbed::traffic::{CbrAccount, CbrArrival, monotonic_ns};
 use plait_testbed::{
-    CbrOptions, CbrSink, Family, Namespace, PathSpec, Topology, TopologySpec, cbr_send,
+    CbrOptions, CbrSink, Family, Namespace, PathSpec, TcpSink, Topology, TopologySpec, cbr_send,
+    tcp_send,
 };
 use plait_tunnel::control::StatusSnapshot;
 use plait_tunnel::keys::Key;
@@ -389,4 +392,39 @@ fn a_link_deleted_mid_flow_loses_no_packet() {
 #[test]
 fn a_route_removed_mid_flow_loses_no_packet() {
     check(Removal::RouteRemoved);
+}
+
+/// A 30 MB download over both paths while the route of path 1 goes (the one planned removal
+/// after which datagrams can still arrive on the path's interface): intact, no long pause.
+#[test]
+fn a_download_survives_a_route_removed_mid_transfer() {
+    let _one = netns_support::serial();
+    if !netns_support::root(PREFIX) {
+        return;
+    }
+    let t = Tunnel::start();
+    let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5102);
+    let dev = t.topo.path(REMOVED).expect("path").client_dev();
+    let sink = TcpSink::start(t.topo.lan_host(), dst).expect("sink");
+    let sent = std::thread::scope(|scope| {
+        let sender = scope.spawn(|| tcp_send(t.topo.remote_host(), dst, 30_000_000, 71));
+        std::thread::sleep(Duration::from_millis(1500));
+        remove(t.client_ns(), &dev, Removal::RouteRemoved);
+        sender.join().expect("sender thread").expect("download")
+    });
+    let got = sink.wait(Duration::from_secs(30)).expect("sink");
+    eprintln!(
+        "30 MB while p1's route went: {} bytes in {:.2} s ({:.1} Mbit/s), longest pause between reads {:?}",
+        got.bytes,
+        sent.duration.as_secs_f64(),
+        sent.goodput_mbit(),
+        got.longest_gap
+    );
+    assert_eq!(got.bytes, sent.bytes);
+    assert_eq!(got.sha256, sent.sha256, "the download differs");
+    assert!(got.longest_gap < GAP_BOUND, "{:?}", got.longest_gap);
+    let Tunnel { client, server, .. } = t;
+    client.shutdown(t.topo.site0().client());
+    server.shutdown(t.topo.server());
+    netns_support::assert_nothing_left(PREFIX);
 }
