@@ -20,12 +20,12 @@ mod netns_support;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use netns_support::daemon::Daemon;
 use plait_testbed::tcp_send;
 use plait_testbed::traffic::{hex, payload_sha256};
-use plait_testbed::{ChildGuard, Family, Namespace, PathSpec, TcpSink, Topology, TopologySpec};
-use plait_tunnel::control::StatusSnapshot;
+use plait_testbed::{Family, PathSpec, TcpSink, Topology, TopologySpec};
 use plait_tunnel::keys::Key;
 
 const PREFIX: &str = "pbu";
@@ -37,98 +37,6 @@ const BUDGET: u64 = 2_000_000;
 const DOWNLOAD: u64 = 8_000_000;
 /// The warning the client logs when the budget is spent (docs/tunnel-config.md#budget).
 const SPENT_LOG: &str = "the path's byte budget is spent: it is a backup until the next period";
-
-/// A running daemon: killed on drop, its log printed if the test is failing.
-struct Daemon {
-    label: String,
-    child: ChildGuard,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(ns: &Namespace, role: &str, label: &str, config: &Path, socket: PathBuf) -> Daemon {
-        let dir = config.parent().expect("config has a directory");
-        let log = dir.join(format!("{label}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let err = file.try_clone().expect("log file");
-        let mut cmd = ns.command(netns_support::PLAIT);
-        cmd.arg(role)
-            .arg("-c")
-            .arg(config)
-            .env("RUST_LOG", "info")
-            .stdout(file)
-            .stderr(err);
-        let child = ns.spawn(&mut cmd).expect("start daemon");
-        Daemon {
-            label: label.to_owned(),
-            child,
-            socket,
-            log,
-        }
-    }
-
-    fn status(&self) -> StatusSnapshot {
-        plait_tunnel::control::status::query(&self.socket)
-            .unwrap_or_else(|e| panic!("{}: status: {e}", self.label))
-    }
-
-    /// Polls the status until `ready` holds, for at most `bound`; panics with the last.
-    fn wait_for(
-        &mut self,
-        what: &str,
-        bound: Duration,
-        ready: impl Fn(&StatusSnapshot) -> bool,
-    ) -> StatusSnapshot {
-        let deadline = Instant::now() + bound;
-        let mut last = Err("never asked".to_owned());
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                panic!("{} exited early ({s}) waiting for {what}", self.label);
-            }
-            last = plait_tunnel::control::status::query(&self.socket).map_err(|e| e.to_string());
-            if let Ok(s) = &last
-                && ready(s)
-            {
-                return s.clone();
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "{}: no {what} within {bound:?}; last status: {last:#?}",
-            self.label
-        );
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// SIGTERM; it must exit 0 within 5 s (a clean stop saves the budget's count).
-    fn stop(mut self) {
-        let status = self
-            .child
-            .terminate(Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-        assert!(status.success(), "{} exited with {status}", self.label);
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.child.kill();
-        if std::thread::panicking() {
-            let text = self.log_text();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(60)..];
-            eprintln!(
-                "----- {} log, last lines -----\n{}\n-----",
-                self.label,
-                tail.join("\n")
-            );
-        }
-    }
-}
 
 fn write_key(dir: &Path, name: &str, key: &Key) -> String {
     let file = dir.join(format!("{name}.key"));
@@ -178,10 +86,17 @@ fn write_configs(topo: &Topology, dir: &Path, tun: &str) -> (PathBuf, PathBuf) {
 }
 
 /// Starts the client and waits for its session with both paths, and for the server's.
-fn start_client(topo: &Topology, config: &Path, label: &str, server: &mut Daemon) -> Daemon {
+fn start_client(
+    topo: &Topology,
+    config: &Path,
+    label: &str,
+    tun: &str,
+    server: &mut Daemon,
+) -> Daemon {
     let socket = config.with_file_name("client.sock");
-    let mut client = Daemon::start(topo.site0().client(), "client", label, config, socket);
-    client.wait_for(
+    let mut client =
+        Daemon::start(topo.site0().client(), "client", label, config, tun).with_socket(socket);
+    client.wait_within(
         "an established session on both paths",
         Duration::from_secs(10),
         |s| {
@@ -191,7 +106,7 @@ fn start_client(topo: &Topology, config: &Path, label: &str, server: &mut Daemon
                 && s.sessions[0].paths[0].state == "active"
         },
     );
-    server.wait_for("the client's session", Duration::from_secs(10), |s| {
+    server.wait_within("the client's session", Duration::from_secs(10), |s| {
         s.sessions.len() == 1 && s.sessions[0].established
     });
     client
@@ -200,7 +115,7 @@ fn start_client(topo: &Topology, config: &Path, label: &str, server: &mut Daemon
 /// What the server has sent on each path, bytes of datagrams.
 fn server_tx(server: &Daemon) -> [u64; 2] {
     let mut tx = [0; 2];
-    for p in &server.status().sessions[0].paths {
+    for p in &server.status().expect("server status").sessions[0].paths {
         if let Some(slot) = tx.get_mut(usize::from(p.id)) {
             *slot = p.tx_bytes;
         }
@@ -210,7 +125,7 @@ fn server_tx(server: &Daemon) -> [u64; 2] {
 
 /// The client's count of the metered path's budget: (used bytes, spent).
 fn budget(client: &Daemon) -> (u64, bool) {
-    let s = client.status();
+    let s = client.status().expect("client status");
     let b = s.budgets.first().expect("a budget in the status");
     assert_eq!((b.path.as_str(), b.budget, b.saved), ("p1", BUDGET, true));
     (b.used, b.spent)
@@ -264,15 +179,9 @@ fn a_metered_paths_budget_is_spent_then_it_stands_by_across_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tun = format!("pbu{}", std::process::id() % 1_000_000);
     let (server_cfg, client_cfg) = write_configs(&topo, dir.path(), &tun);
-    let mut server = Daemon::start(
-        topo.server(),
-        "server",
-        "server",
-        &server_cfg,
-        dir.path().join("server.sock"),
-    );
-    server.wait_for("its status socket", Duration::from_secs(10), |_| true);
-    let mut client = start_client(&topo, &client_cfg, "client", &mut server);
+    let mut server = Daemon::start(topo.server(), "server", "server", &server_cfg, &tun);
+    server.wait_for("its status socket", |_| true);
+    let mut client = start_client(&topo, &client_cfg, "client", &tun, &mut server);
 
     // 1. A bulk download spills onto the metered path until the budget is spent.
     let (sent, counted) = during(&server, &client, || download(&topo, 71, "download 1"));
@@ -286,13 +195,13 @@ fn a_metered_paths_budget_is_spent_then_it_stands_by_across_a_restart() {
         "the metered path took little of the excess: {sent:?}"
     );
     // The count reaches the budget within a tick (250 ms) of the bytes.
-    let st = client.wait_for("the budget spent", Duration::from_secs(2), |s| {
+    let st = client.wait_within("the budget spent", Duration::from_secs(2), |s| {
         s.budgets.first().is_some_and(|b| b.spent)
     });
     let used = st.budgets[0].used;
     assert!(used >= BUDGET, "spent at {used} bytes of {BUDGET}");
     // The client told the server (a binding update), which holds the path back too.
-    server.wait_for(
+    server.wait_within(
         "path 1 registered metered and a backup",
         Duration::from_secs(2),
         |s| {
@@ -343,7 +252,7 @@ fn a_metered_paths_budget_is_spent_then_it_stands_by_across_a_restart() {
         "no state file at {}",
         state.display()
     );
-    let client = start_client(&topo, &client_cfg, "client-restarted", &mut server);
+    let client = start_client(&topo, &client_cfg, "client-restarted", &tun, &mut server);
     let (after, spent) = budget(&client);
     eprintln!("count at stop (last status) {before} bytes, after the restart {after}");
     assert!(

@@ -15,22 +15,23 @@
 //! `/etc/netns/NAME` directory, temporary files), so a failure leaves nothing behind.
 //! Needs root; otherwise prints "skipped: needs root (network namespaces)" and passes.
 
+mod netns_support;
+
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use netns_support::daemon::{Daemon, assert_clean};
 use plait_testbed::{
-    ChildGuard, Family, Namespace, PathSpec, RttProbe, SKIP_NO_ROOT, TcpSink, Topology,
-    TopologySpec, UdpEcho, cleanup_stale, have_root, tcp_send,
+    Family, Namespace, PathSpec, RttProbe, SKIP_NO_ROOT, TcpSink, Topology, TopologySpec, UdpEcho,
+    cleanup_stale, have_root, tcp_send,
 };
-use plait_tunnel::control::StatusSnapshot;
 use plait_tunnel::keys::Key;
 
-const PLAIT: &str = env!("CARGO_BIN_EXE_plait");
 const PREFIX: &str = "plp";
 const PORT: u16 = 7744;
 const SOCKS5: &str = "127.0.0.1:1080";
@@ -42,116 +43,40 @@ const DNS_NAME: &str = "remote-by-dns.plait.test";
 const NO_NAME: &str = "nowhere.plait.test";
 /// The server's metrics endpoint (inside its namespace).
 const METRICS: &str = "127.0.0.1:9477";
-/// Client policy routing (docs/tunnel-routing.md).
-const TABLE: &str = "28780";
-const FWMARK: &str = "0x706c";
 /// The capability sets every daemon thread must have after set-up: CAP_NET_ADMIN (bit 12)
 /// alone, in all five sets.
 const NET_ADMIN_ONLY: &str = "0000000000001000";
 
-/// A running daemon: killed on drop, its log printed if the test is failing.
-struct Daemon {
-    label: String,
-    child: ChildGuard,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn start(ns: &Namespace, role: &str, label: &str, config: &Path) -> Daemon {
-        let dir = config.parent().expect("config has a directory");
-        let log = dir.join(format!("{label}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let err = file.try_clone().expect("log file");
-        let mut cmd = ns.command(PLAIT);
-        cmd.arg(role)
-            .arg("-c")
-            .arg(config)
-            .env("RUST_LOG", "info")
-            .stdout(file)
-            .stderr(err);
-        Daemon {
-            label: label.to_owned(),
-            child: ns.spawn(&mut cmd).expect("start daemon"),
-            socket: dir.join(format!("{label}.sock")),
-            log,
+/// Every thread of the daemon has no_new_privs, the seccomp filter (both of plait's)
+/// and exactly CAP_NET_ADMIN in every capability set.
+fn assert_locked_down(daemon: &Daemon) {
+    let pid = daemon.child.id();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
+    let mut n = 0;
+    for task in tasks {
+        let task = task.expect("task").path();
+        let status = std::fs::read_to_string(task.join("status")).expect("status");
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .map(str::trim)
+                .unwrap_or_else(|| panic!("{}: no {name} in {}", daemon.label, task.display()))
+                .to_owned()
+        };
+        let thread = format!("{} thread {}", daemon.label, field("Name"));
+        assert_eq!(field("NoNewPrivs"), "1", "{thread}: NoNewPrivs");
+        assert_eq!(field("Seccomp"), "2", "{thread}: Seccomp (2 = filter)");
+        assert_eq!(field("Seccomp_filters"), "2", "{thread}: Seccomp_filters");
+        for set in ["CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd"] {
+            assert_eq!(field(set), NET_ADMIN_ONLY, "{thread}: {set}");
         }
+        n += 1;
     }
-
-    /// Polls the status until `ready` holds (10 s at most).
-    fn wait_for(&mut self, what: &str, ready: impl Fn(&StatusSnapshot) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut last = Err("never asked".to_owned());
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                panic!("{} exited early ({s}) waiting for {what}", self.label);
-            }
-            last = plait_tunnel::control::status::query(&self.socket).map_err(|e| e.to_string());
-            if last.as_ref().is_ok_and(&ready) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "{}: no {what} within 10 s; last status: {last:#?}",
-            self.label
-        );
-    }
-
-    /// Every thread of the daemon has no_new_privs, the seccomp filter (both of plait's)
-    /// and exactly CAP_NET_ADMIN in every capability set.
-    fn assert_locked_down(&self) {
-        let pid = self.child.id();
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
-        let mut n = 0;
-        for task in tasks {
-            let task = task.expect("task").path();
-            let status = std::fs::read_to_string(task.join("status")).expect("status");
-            let field = |name: &str| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix(&format!("{name}:")))
-                    .map(str::trim)
-                    .unwrap_or_else(|| panic!("{}: no {name} in {}", self.label, task.display()))
-                    .to_owned()
-            };
-            let thread = format!("{} thread {}", self.label, field("Name"));
-            assert_eq!(field("NoNewPrivs"), "1", "{thread}: NoNewPrivs");
-            assert_eq!(field("Seccomp"), "2", "{thread}: Seccomp (2 = filter)");
-            assert_eq!(field("Seccomp_filters"), "2", "{thread}: Seccomp_filters");
-            for set in ["CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd"] {
-                assert_eq!(field(set), NET_ADMIN_ONLY, "{thread}: {set}");
-            }
-            n += 1;
-        }
-        eprintln!(
-            "{}: {n} threads, each NoNewPrivs 1, Seccomp 2, capabilities {NET_ADMIN_ONLY}",
-            self.label
-        );
-    }
-
-    /// SIGTERM; it must exit 0 within 5 s (a seccomp kill shows as signal 31, SIGSYS).
-    fn stop(mut self) -> String {
-        let status = self
-            .child
-            .terminate(Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-        assert!(status.success(), "{} exited with {status}", self.label);
-        assert!(!self.socket.exists(), "{}: status socket left", self.label);
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.child.kill();
-        if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(60)..];
-            eprintln!("----- {} log -----\n{}\n-----", self.label, tail.join("\n"));
-        }
-    }
+    eprintln!(
+        "{}: {n} threads, each NoNewPrivs 1, Seccomp 2, capabilities {NET_ADMIN_ONLY}",
+        daemon.label
+    );
 }
 
 /// `/etc/netns/NAME/` (hosts and resolv.conf for `ip netns exec NAME`), removed on drop,
@@ -355,35 +280,6 @@ fn socks5_echo_by_name(client: &Namespace, name: &'static str, port: u16) -> boo
         .expect("enter client namespace")
 }
 
-/// The namespace has no nftables table, policy rule or route of the daemon left.
-fn assert_clean(ns: &Namespace, tun: &str, label: &str) {
-    let tables = ns.exec_output(["nft", "list", "tables"]).expect("nft");
-    let tables = String::from_utf8_lossy(&tables.stdout);
-    assert!(!tables.contains(tun), "{label}: nft table left:\n{tables}");
-    let link = ns.ip_output(["link", "show", "dev", tun]).expect("ip link");
-    assert!(!link.status.success(), "{label}: TUN {tun} left");
-    for fam in ["-4", "-6"] {
-        let rules = ns.ip([fam, "rule", "show"]).expect("ip rule");
-        let rules = String::from_utf8_lossy(&rules.stdout);
-        for needle in [TABLE, FWMARK, "suppress_prefixlength"] {
-            assert!(
-                !rules.contains(needle),
-                "{label}: {fam} rule left:\n{rules}"
-            );
-        }
-        let routes = ns
-            .ip([fam, "route", "show", "table", "all"])
-            .expect("ip route");
-        for line in String::from_utf8_lossy(&routes.stdout).lines() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            assert!(
-                !words.contains(&tun) && !line.contains(&format!("table {TABLE}")),
-                "{label}: {fam} route left: {line}"
-            );
-        }
-    }
-}
-
 fn sysctl(ns: &Namespace, key: &str) -> String {
     let out = ns.exec(["sysctl", "-n", key]).expect("sysctl");
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
@@ -442,7 +338,7 @@ fn daemons_run_locked_down_and_still_undo_their_configuration() {
     );
     let server_cfg = dir.path().join("server.toml");
     std::fs::write(&server_cfg, cfg).expect("server config");
-    let mut server = Daemon::start(topo.server(), "server", "server", &server_cfg);
+    let mut server = Daemon::start(topo.server(), "server", "server", &server_cfg, &tun);
     server.wait_for("status socket", |_| true);
 
     let mut cfg = String::new();
@@ -466,7 +362,7 @@ fn daemons_run_locked_down_and_still_undo_their_configuration() {
     }
     let client_cfg = dir.path().join("client0.toml");
     std::fs::write(&client_cfg, cfg).expect("client config");
-    let mut client = Daemon::start(topo.client(), "client", "client0", &client_cfg);
+    let mut client = Daemon::start(topo.client(), "client", "client0", &client_cfg, &tun);
     client.wait_for("an established session on both paths", |s| {
         s.sessions.len() == 1
             && s.sessions[0].established
@@ -530,8 +426,8 @@ fn daemons_run_locked_down_and_still_undo_their_configuration() {
         .expect("scrape metrics");
     assert!(metrics.contains("plait_"), "metrics: {metrics}");
 
-    server.assert_locked_down();
-    client.assert_locked_down();
+    assert_locked_down(&server);
+    assert_locked_down(&client);
     client.wait_for("the relay to count its connections", |s| {
         s.relay.is_some_and(|r| r.relayed >= 3)
     });

@@ -57,13 +57,32 @@ impl Daemon {
         plait_tunnel::control::status::query(&self.socket).map_err(|e| e.to_string())
     }
 
-    /// Polls the status until `ready` holds (bounded); panics with the last status.
+    /// The same daemon answering on `socket` instead of `LABEL.sock` beside its config
+    /// (what its config's `[control] status_socket` says).
+    pub fn with_socket(mut self, socket: PathBuf) -> Daemon {
+        self.socket = socket;
+        self
+    }
+
+    /// Polls the status until `ready` holds, for at most [`ESTABLISH_TIMEOUT`]; panics
+    /// with the last status.
     pub fn wait_for(
         &mut self,
         what: &str,
         ready: impl Fn(&StatusSnapshot) -> bool,
     ) -> StatusSnapshot {
-        let deadline = Instant::now() + ESTABLISH_TIMEOUT;
+        self.wait_within(what, ESTABLISH_TIMEOUT, ready)
+    }
+
+    /// Polls the status until `ready` holds, for at most `bound`; panics with the last
+    /// status, or at once if the daemon exits.
+    pub fn wait_within(
+        &mut self,
+        what: &str,
+        bound: Duration,
+        ready: impl Fn(&StatusSnapshot) -> bool,
+    ) -> StatusSnapshot {
+        let deadline = Instant::now() + bound;
         let mut last = Err("never asked".to_owned());
         while Instant::now() < deadline {
             if let Ok(Some(s)) = self.child.try_wait() {
@@ -78,25 +97,38 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(100));
         }
         panic!(
-            "{}: no {what} within {ESTABLISH_TIMEOUT:?}; last status: {last:#?}",
+            "{}: no {what} within {bound:?}; last status: {last:#?}",
             self.label
         );
     }
 
-    /// SIGTERM; must exit 0 within 5 s and leave no TUN device, route or rule behind.
-    pub fn shutdown(mut self, ns: &Namespace) {
+    /// Everything the daemon logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM; must exit 0 within [`EXIT_TIMEOUT`] (a seccomp kill shows as signal 31,
+    /// SIGSYS) and remove its status socket. Returns its log.
+    pub fn stop(mut self) -> String {
         let status = self
             .child
             .terminate(EXIT_TIMEOUT)
             .unwrap_or_else(|e| panic!("{}: {e}", self.label));
         assert!(status.success(), "{} exited with {status}", self.label);
-        assert_clean(ns, &self.tun, &self.label);
         assert!(
             !self.socket.exists(),
             "{}: status socket {} left behind",
             self.label,
             self.socket.display()
         );
+        self.log_text()
+    }
+
+    /// [`Daemon::stop`], then the namespace must hold no TUN device, route or rule of it.
+    pub fn shutdown(self, ns: &Namespace) {
+        let (tun, label) = (self.tun.clone(), self.label.clone());
+        self.stop();
+        assert_clean(ns, &tun, &label);
     }
 }
 
@@ -104,7 +136,7 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.child.kill();
         if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let text = self.log_text();
             let lines: Vec<&str> = text.lines().collect();
             let tail = &lines[lines.len().saturating_sub(80)..];
             eprintln!(
