@@ -5,32 +5,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use plait_proto::reorder::ReorderKind;
 use plait_proto::sched::SchedulerKind;
 use plait_proto::{Config, PathId, Time};
-use support::{Pair, lossless as link, payload};
-
-/// Side a sends 1000-byte packets at `per_ms` packets a millisecond (8 Mbit/s each) from
-/// 200 ms until `until`.
-fn constant(per_ms: u64, until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
-    let mut next = Time::from_millis(200);
-    let mut index = 0u64;
-    move |pair: &mut Pair| {
-        if next >= until {
-            return None;
-        }
-        if pair.now >= next {
-            for _ in 0..per_ms {
-                pair.send_inner(0, &payload(index, 1000));
-                index += 1;
-            }
-            next += Duration::from_millis(1);
-        }
-        Some(next)
-    }
-}
+use support::{Pair, lossless as link, paced};
 
 /// Inner packets side a sent on each path so far.
 fn data_sent(pair: &Pair, paths: usize) -> Vec<u64> {
@@ -70,7 +48,7 @@ fn under_light_load_the_overflow_path_carries_no_data() {
     let mut pair = pair(SchedulerKind::Plait, 20.0, 3);
     pair.run_until(
         Time::from_millis(4000),
-        constant(1, Time::from_millis(4000)),
+        paced(&[0], 1, Time::from_millis(4000)),
     );
     let sent = data_sent(&pair, 2);
     assert!(sent[0] > 3500, "{sent:?}");
@@ -85,7 +63,7 @@ fn above_the_primary_rate_the_overflow_path_carries_the_excess() {
     // 16 Mbit/s of inner packets on a 10 Mbit/s primary: about 6 Mbit/s must spill.
     let mut pair = pair(SchedulerKind::Plait, 10.0, 5);
     let until = Time::from_millis(5000);
-    pair.run_until(until, constant(2, until));
+    pair.run_until(until, paced(&[0], 2, until));
     pair.run_until(Time::from_millis(6000), |_| None);
     let sent = data_sent(&pair, 2);
     let offered = 2 * 4800;
@@ -114,7 +92,7 @@ fn when_the_primary_fails_the_overflow_path_carries_everything() {
     let mut pair = pair(SchedulerKind::Plait, 20.0, 7);
     pair.run_until(
         Time::from_millis(2000),
-        constant(1, Time::from_millis(8000)),
+        paced(&[0], 1, Time::from_millis(8000)),
     );
     let before = data_sent(&pair, 2);
     assert_eq!(before[1], 0, "{before:?}");
@@ -122,7 +100,7 @@ fn when_the_primary_fails_the_overflow_path_carries_everything() {
     pair.blackhole[1][0] = true;
     pair.run_until(
         Time::from_millis(5000),
-        constant(1, Time::from_millis(8000)),
+        paced(&[0], 1, Time::from_millis(8000)),
     );
     let after = data_sent(&pair, 2);
     // Down within a second or so; then about a packet a ms on the overflow path.
@@ -138,7 +116,7 @@ fn other_schedulers_leave_an_overflow_path_as_a_backup() {
         let mut pair = pair(kind, 10.0, 9);
         pair.run_until(
             Time::from_millis(3000),
-            constant(2, Time::from_millis(3000)),
+            paced(&[0], 2, Time::from_millis(3000)),
         );
         let sent = data_sent(&pair, 2);
         assert!(sent[0] > 0, "{}: {sent:?}", kind.name());
@@ -155,7 +133,7 @@ fn an_overflow_backup_ranks_after_primaries_and_unknown_paths_are_refused() {
     }
     pair.run_until(
         Time::from_millis(3000),
-        constant(2, Time::from_millis(3000)),
+        paced(&[0], 2, Time::from_millis(3000)),
     );
     let sent = data_sent(&pair, 2);
     assert_eq!(sent[1], 0, "{sent:?}");

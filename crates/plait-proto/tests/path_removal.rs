@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use plait_proto::sched::SchedulerKind;
 use plait_proto::{Config, PathId, Time};
-use support::{Pair, lossless, payload};
+use support::{Pair, lossless, paced};
 
 /// When the link under path 0 goes (side a removes the path then).
 const CUT_AT: Time = Time::from_millis(1500);
@@ -37,24 +37,6 @@ struct Outcome {
     longest_gap: [Duration; 2],
 }
 
-/// 1000-byte packets both ways, one per millisecond each, indices counting from 0.
-fn both_ways(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
-    let mut next = Time::from_millis(200);
-    let mut index = 0u64;
-    move |pair: &mut Pair| {
-        if next >= until {
-            return None;
-        }
-        if pair.now >= next {
-            pair.send_inner(0, &payload(index, 1000));
-            pair.send_inner(1, &payload(index, 1000));
-            index += 1;
-            next += Duration::from_millis(1);
-        }
-        Some(next)
-    }
-}
-
 fn run(repair: bool, scheduler: SchedulerKind) -> Outcome {
     let config = Config {
         scheduler,
@@ -71,7 +53,7 @@ fn run(repair: bool, scheduler: SchedulerKind) -> Outcome {
         &[None, None],
         23,
     );
-    let mut source = both_ways(SEND_UNTIL);
+    let mut source = paced(&[0, 1], 1, SEND_UNTIL);
     pair.run_until(CUT_AT, &mut source);
     pair.cut_path(0);
     pair.a

@@ -29,6 +29,14 @@ pub fn lossless(rate_mbit: f64, delay_ms: u64) -> LinkSpec {
 /// Traffic for [`Pair::run_until`]: side a sends a 1000-byte packet every millisecond
 /// from 200 ms until `until`.
 pub fn steady(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
+    paced(&[0], 1, until)
+}
+
+/// Traffic for [`Pair::run_until`]: each side of `sides` (0 is a, 1 is b) sends `per_ms`
+/// 1000-byte packets every millisecond (8 Mbit/s each) from 200 ms until `until`; each
+/// side's packets are numbered from 0 ([`payload`]).
+pub fn paced(sides: &[usize], per_ms: u64, until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
+    let sides = sides.to_vec();
     let mut next = Time::from_millis(200);
     let mut index = 0u64;
     move |pair: &mut Pair| {
@@ -36,8 +44,12 @@ pub fn steady(until: Time) -> impl FnMut(&mut Pair) -> Option<Time> {
             return None;
         }
         if pair.now >= next {
-            pair.send_inner(0, &payload(index, 1000));
-            index += 1;
+            for i in index..index + per_ms {
+                for &side in &sides {
+                    pair.send_inner(side, &payload(i, 1000));
+                }
+            }
+            index += per_ms;
             next += Duration::from_millis(1);
         }
         Some(next)
