@@ -393,6 +393,47 @@ fn a_known_client_whose_addresses_are_all_spoofed_gets_in_through_a_cookie() {
     assert!(w.client.is_established(w.now));
 }
 
+/// A path the client withdrew (its link went away) leaves the known addresses: an
+/// initiation from there is a stranger's until the client restores the path.
+#[test]
+fn a_withdrawn_paths_address_is_a_stranger_until_restored() {
+    let k = keys();
+    let mut w = established(&k);
+    let (kept, gone) = (at(w.client_addrs[0]), at(w.client_addrs[1]));
+    let known_at = |w: &mut World, a| w.server.links_mut().next().unwrap().is_known_at(a);
+    assert!(known_at(&mut w, kept) && known_at(&mut w, gone));
+
+    w.cut = Some(1);
+    let mut cap = Capture::default();
+    w.client.set_path_available(w.stamp(), 1, false, &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(1));
+    assert_eq!(
+        w.server
+            .links_mut()
+            .next()
+            .unwrap()
+            .counters()
+            .paths_withdrawn,
+        1
+    );
+    assert!(known_at(&mut w, kept), "path 0 is still known");
+    assert!(
+        !known_at(&mut w, gone),
+        "the withdrawn path's address is not"
+    );
+    let index = w.server.links_mut().next().unwrap().known_addresses();
+    assert_eq!(index, vec![kept]);
+
+    w.cut = None;
+    let mut cap = Capture::default();
+    w.client.set_path_available(w.stamp(), 1, true, &mut cap);
+    w.absorb(true, cap);
+    w.run_for(Duration::from_secs(1));
+    w.traffic(5, 5);
+    assert!(known_at(&mut w, gone), "known again once restored");
+}
+
 /// Once the server's keys for a client have expired (it was away for longer than the
 /// keys' lifetime), its addresses are strangers again: under load its initiation gets a
 /// cookie reply.

@@ -324,16 +324,29 @@ impl Link {
         }
         self.addresses
             .iter()
-            .filter_map(PathAddress::validated)
+            .enumerate()
+            .filter(|(i, _)| !self.is_withdrawn(*i))
+            .filter_map(|(_, a)| a.validated())
             .collect()
     }
 
     /// Server: whether `at` is one of [`Link::known_addresses`] and the current keys have
     /// not expired: the client is established there now (docs/protocol.md#known-first).
+    /// A withdrawn path's address is not: the client said its link went away, so what
+    /// comes from there now is someone else's until the path is restored.
     pub fn is_known_at(&self, at: PathEndpoint) -> bool {
         self.session.is_some()
             && self.keys.current().is_some()
-            && self.addresses.iter().any(|a| a.validated() == Some(at))
+            && self
+                .addresses
+                .iter()
+                .enumerate()
+                .any(|(i, a)| !self.is_withdrawn(i) && a.validated() == Some(at))
+    }
+
+    /// Server: whether the client withdrew path `i` (docs/protocol.md#binding).
+    fn is_withdrawn(&self, i: usize) -> bool {
+        self.bindings.get(i).is_some_and(|b| b.withdrawn)
     }
 
     /// Whether some path of the engine session is down (silent beyond the liveness
