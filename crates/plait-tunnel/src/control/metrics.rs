@@ -332,7 +332,7 @@ impl Collector for SnapshotCollector {
         gauges(
             &mut enc,
             "path_rate_bits_per_second",
-            "Rate estimate, bits per second",
+            "Capacity estimate (packet trains or pairs, or the configured rate), bits per second; absent until measured",
             path_f64(&|p| p.rate_mbit.map(|m| m * 1e6)),
         )?;
         gauges(

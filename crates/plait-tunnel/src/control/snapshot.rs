@@ -314,7 +314,9 @@ pub struct PathStatus {
     pub min_rtt_ms: Option<f64>,
     /// Forward one-way delay relative to the fastest path, milliseconds.
     pub owd_ms: Option<f64>,
-    /// Rate estimate, megabits per second.
+    /// Capacity estimate, megabits per second: the packet-train rate, else the packet-pair
+    /// or configured rate raised to a higher delivery rate; `None` while only a delivery
+    /// rate is known (that is the path's load, not its capacity).
     pub rate_mbit: Option<f64>,
     /// Smoothed loss fraction, 0..=1.
     pub loss: f64,

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use ipnet::IpNet;
-use plait_proto::path::PathHints;
+use plait_proto::path::{PathHints, PathView};
 use plait_proto::session::{Delivery, Event, PathError, SendError};
 use plait_proto::wire::{DecodeError, Header};
 use plait_proto::{MAX_PATHS, PathId, Session, Time};
@@ -1201,10 +1201,7 @@ impl Link {
                 srtt_ms: ms(view.srtt),
                 min_rtt_ms: ms(view.min_rtt),
                 owd_ms: ms(view.base_owd),
-                rate_mbit: view
-                    .train_rate
-                    .or_else(|| view.rate_estimate())
-                    .map(|r| r * 8.0 / 1e6),
+                rate_mbit: shown_capacity(&view).map(|r| r * 8.0 / 1e6),
                 loss: view.loss_rate,
                 tx_bytes: st.sent_bytes,
                 tx_packets: st.sent_datagrams,
@@ -1303,4 +1300,12 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
             Event::Stream(e) => self.events.push(LinkStreamEvent::Stream(e)),
         }
     }
+}
+
+/// A path's capacity as `plait status` shows it, bytes per second: the packet-train rate,
+/// else [`PathView::measured_capacity`]. Not what the path happened to carry: a path known
+/// only by its delivery rate (one that carried acknowledgements alone shows a few kbit/s)
+/// has no capacity shown yet.
+pub(crate) fn shown_capacity(view: &PathView) -> Option<f64> {
+    view.train_rate.or_else(|| view.measured_capacity())
 }

@@ -1,6 +1,7 @@
 //! The link's invariants through its own methods: an answered handshake changes nothing
 //! until confirmed, a fresh session comes only with the confirming message (and is
-//! abandoned if the caller leaves it there), and endpoints move only on opened messages.
+//! abandoned if the caller leaves it there), endpoints move only on opened messages, and
+//! its status shows a path's capacity, not what the path happened to carry.
 
 use std::net::SocketAddr;
 
@@ -240,4 +241,21 @@ fn a_held_back_datagram_of_the_old_session_does_not_reach_a_fresh_one() {
         link.open(now, held_receiver, held_id, &mut held).err(),
         Some(super::keyring::DataDrop::UnknownIndex)
     );
+}
+
+/// `plait status` shows a capacity, never what an idle path happened to deliver.
+#[test]
+fn status_shows_a_capacity_not_a_delivery_rate() {
+    use plait_proto::path::{PathState, PathView};
+    let mut v = PathView::new(PathId(1), PathState::Active);
+    v.delivery_rate = Some(300.0);
+    assert_eq!(
+        super::link::shown_capacity(&v),
+        None,
+        "acknowledgements only"
+    );
+    v.pair_rate = Some(5e6);
+    assert_eq!(super::link::shown_capacity(&v), Some(5e6));
+    v.train_rate = Some(4e6);
+    assert_eq!(super::link::shown_capacity(&v), Some(4e6), "trains first");
 }
