@@ -42,10 +42,19 @@
 use super::{Acked, Bbr, CongestionController, Coupling, NewReno};
 use crate::time::Time;
 
+// The model's two rates: the code uses the log-likelihood ratios derived from them below;
+// the tests check the derivation.
 /// The link-loss rate the test treats as "NewReno cannot fill the path".
+#[cfg_attr(not(test), expect(dead_code))]
 pub const LINK_LOSS: f64 = 0.01;
 /// The link-loss rate the test treats as "clean".
+#[cfg_attr(not(test), expect(dead_code))]
 pub const CLEAN_LOSS: f64 = 0.0025;
+/// Log-likelihood ratio of one link loss, 1 % against 0.25 %: `ln 4` (a constant, since
+/// `f64::ln` is not `const`; checked against the formula in the tests). Added per ACK.
+pub const LLR_LINK_LOSS: f64 = 1.386_294_361_119_890_6;
+/// Log-likelihood ratio of one datagram resolved without a link loss: `ln(0.99 / 0.9975)`.
+pub const LLR_NO_LINK_LOSS: f64 = -0.007_547_205_635_382_966;
 /// Evidence (log-likelihood ratio) that moves a path from NewReno to BBR: `ln 99`.
 pub const ENTER_EVIDENCE: f64 = 4.595;
 /// Evidence that moves a path from BBR back to NewReno.
@@ -108,8 +117,8 @@ impl Adaptive {
     fn weigh(&mut self, resolved: u32, link_lost: u32) {
         let losses = link_lost.min(1);
         let others = resolved.saturating_sub(losses);
-        let for_link_loss = f64::from(losses) * (LINK_LOSS / CLEAN_LOSS).ln()
-            + f64::from(others) * ((1.0 - LINK_LOSS) / (1.0 - CLEAN_LOSS)).ln();
+        let for_link_loss =
+            f64::from(losses) * LLR_LINK_LOSS + f64::from(others) * LLR_NO_LINK_LOSS;
         let (toward_other, needed) = match self.active {
             Active::NewReno(_) => (for_link_loss, ENTER_EVIDENCE),
             Active::Bbr(_) => (-for_link_loss, EXIT_EVIDENCE),

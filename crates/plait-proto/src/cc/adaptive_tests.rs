@@ -1,7 +1,9 @@
 //! The `adaptive` controller's switching rule (`adaptive.rs`): which evidence moves a path
 //! to BBR and back, and which does not.
 
-use super::adaptive::{CLEAN_LOSS, ENTER_EVIDENCE, EXIT_EVIDENCE, LINK_LOSS};
+use super::adaptive::{
+    CLEAN_LOSS, ENTER_EVIDENCE, EXIT_EVIDENCE, LINK_LOSS, LLR_LINK_LOSS, LLR_NO_LINK_LOSS,
+};
 use super::{Acked, Adaptive, CongestionController, Coupling};
 use crate::ids::PathId;
 use crate::time::Time;
@@ -30,6 +32,8 @@ fn feed(c: &mut Adaptive, batches: u32, per_batch: u32, lost: u32) -> bool {
 fn the_thresholds_are_wald_bounds_between_the_two_rates() {
     assert!((ENTER_EVIDENCE - 99f64.ln()).abs() < 1e-3);
     assert!((EXIT_EVIDENCE - 2.0 * ENTER_EVIDENCE).abs() < 1e-12);
+    assert!((LLR_LINK_LOSS - (LINK_LOSS / CLEAN_LOSS).ln()).abs() < 1e-12);
+    assert!((LLR_NO_LINK_LOSS - ((1.0 - LINK_LOSS) / (1.0 - CLEAN_LOSS)).ln()).abs() < 1e-12);
     const { assert!(CLEAN_LOSS < LINK_LOSS) };
 }
 

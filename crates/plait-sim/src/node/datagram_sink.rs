@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use fixedbitset::FixedBitSet;
 use plait_proto::Time;
 
 use crate::packet::{Body, Packet};
@@ -15,8 +16,8 @@ use crate::packet::{Body, Packet};
 /// What the sink counted (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub struct DatagramSink {
-    /// Bit `seq` set: datagram `seq` arrived.
-    seen: Vec<u64>,
+    /// Bit `seq` set: datagram `seq` arrived (grown to the highest number seen).
+    seen: FixedBitSet,
     /// Distinct datagrams that arrived.
     pub distinct: u64,
     /// Arrivals of a datagram already seen.
@@ -51,15 +52,13 @@ impl DatagramSink {
             self.other += 1;
             return;
         }
-        let (word, bit) = ((seq / 64) as usize, seq % 64);
-        if self.seen.len() <= word {
-            self.seen.resize(word + 1, 0);
-        }
-        if self.seen[word] & (1 << bit) != 0 {
+        // Below MAX_SEQ (2^32), so it fits a usize on the 64-bit hosts the simulator runs on.
+        let index = usize::try_from(seq).unwrap_or(usize::MAX);
+        self.seen.grow(index.saturating_add(1));
+        if self.seen.put(index) {
             self.duplicates += 1;
             return;
         }
-        self.seen[word] |= 1 << bit;
         self.distinct += 1;
         let us = now.as_nanos().saturating_sub(sent_ns) / 1000;
         self.delays_us.push(u32::try_from(us).unwrap_or(u32::MAX));
@@ -75,18 +74,10 @@ impl DatagramSink {
 
     /// Distinct datagrams numbered below `n` that arrived.
     pub fn arrived_below(&self, n: u64) -> u64 {
-        let full = (n / 64) as usize;
-        let mut count: u64 = self
-            .seen
-            .iter()
-            .take(full)
-            .map(|w| u64::from(w.count_ones()))
-            .sum();
-        if let Some(w) = self.seen.get(full) {
-            let mask = (1u64 << (n % 64)) - 1;
-            count += u64::from((w & mask).count_ones());
-        }
-        count
+        let end = usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .min(self.seen.len());
+        self.seen.count_ones(..end) as u64
     }
 }
 

@@ -22,14 +22,16 @@
 //! number cannot make the bitmap large; a datagram that does not decode is counted as
 //! `malformed`, never a panic.
 
+use fixedbitset::FixedBitSet;
+
 use super::wire::CbrHeader;
 use crate::traffic::quantile_sorted;
 
 /// The flow's receiver state (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub struct CbrAccount {
-    /// Bit `seq`: number `seq` arrived.
-    seen: Vec<u64>,
+    /// Bit `seq`: number `seq` arrived (grown to the highest number seen).
+    seen: FixedBitSet,
     /// Numbers at or above this are not tracked.
     limit: u64,
     /// The highest number seen so far.
@@ -111,19 +113,15 @@ impl CbrAccount {
             self.out_of_range += 1;
             return;
         }
-        let Ok(word) = usize::try_from(h.seq / 64) else {
+        let Ok(index) = usize::try_from(h.seq) else {
             self.out_of_range += 1;
             return;
         };
-        let bit = 1u64 << (h.seq % 64);
-        if self.seen.len() <= word {
-            self.seen.resize(word + 1, 0);
-        }
-        if self.seen[word] & bit != 0 {
+        self.seen.grow(index + 1);
+        if self.seen.put(index) {
             self.duplicates += 1;
             return;
         }
-        self.seen[word] |= bit;
         self.distinct += 1;
         match self.highest {
             Some(top) if h.seq < top => self.reordered += 1,
@@ -143,18 +141,10 @@ impl CbrAccount {
 
     /// Distinct numbers below `n` that arrived.
     pub fn arrived_below(&self, n: u64) -> u64 {
-        let full = usize::try_from(n / 64).unwrap_or(usize::MAX);
-        let mut count: u64 = self
-            .seen
-            .iter()
-            .take(full)
-            .map(|w| u64::from(w.count_ones()))
-            .sum();
-        if let Some(w) = self.seen.get(full) {
-            let mask = (1u64 << (n % 64)) - 1;
-            count += u64::from((w & mask).count_ones());
-        }
-        count
+        let end = usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .min(self.seen.len());
+        self.seen.count_ones(..end) as u64
     }
 
     /// The report against a sender that sent numbers `0..sent`.
@@ -271,7 +261,7 @@ mod tests {
             (2, 3, 1, 9)
         );
         // The bitmap grew to number 50 only.
-        assert!(a.seen.len() <= 1);
+        assert!(a.seen.len() <= 51);
     }
 
     #[test]
