@@ -102,7 +102,7 @@ impl Session {
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
         let room = w.remaining().checked_sub(repr.encoded_len())?;
-        self.write_acks(now, &mut w, room, false);
+        self.write_acks(now, &mut w, room, false, path);
         repr.encode(&mut w).ok()?;
         let len = w.len();
         let on_link = self.on_link(len);

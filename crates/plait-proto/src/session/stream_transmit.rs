@@ -103,7 +103,7 @@ impl Session {
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
         let room = w.remaining().min(ACK_ROOM);
-        self.write_acks(now, &mut w, room, false);
+        self.write_acks(now, &mut w, room, false, path);
         let mut sent = Vec::new();
         self.streams.write_frames(&mut w, data, &mut sent);
         if sent.is_empty() {

@@ -536,7 +536,7 @@ impl Session {
         // The mark only when it fits (a full-size packet of a sparse flow keeps the order).
         let mark = kind == (DataKind::Data { unordered: true }) && room >= unordered.encoded_len();
         let room = room - if mark { unordered.encoded_len() } else { 0 };
-        self.write_acks(now, &mut w, room, false);
+        self.write_acks(now, &mut w, room, false, path);
         if mark {
             unordered.encode(&mut w).ok()?;
         }
@@ -697,14 +697,16 @@ impl Session {
             .encode(&mut w)
             .ok()?;
         let room = w.remaining();
-        self.write_acks(now, &mut w, room, false);
+        self.write_acks(now, &mut w, room, false, path);
         self.stats.repair_requests_sent += n as u64;
         let len = w.len();
         self.sent_control(now, path, len, true, None)
     }
 
-    /// Writes ACK frames for every path with something to acknowledge, as many as fit in
-    /// `room` bytes: once one ACK is due, all pending ones ride along (batching). With
+    /// Writes ACK frames for the paths with something to acknowledge, as many as fit in
+    /// `room` bytes of a datagram going on `on`: once one ACK is due, all pending ones ride
+    /// along (batching); in a session carrying streams only `on`'s own ACK rides, so each
+    /// path's feedback returns over that path (docs/protocol.md#ack-policy). With
     /// `shrink` (an ACK-only datagram, where the ACK must go out), an ACK too large for the
     /// room is cut down (no timestamps, then fewer ranges) rather than left due; an ACK that
     /// still cannot be written is dropped, never left due (a due ACK that never leaves would
@@ -715,10 +717,15 @@ impl Session {
         w: &mut Writer<'_>,
         room: usize,
         shrink: bool,
+        on: PathId,
     ) -> usize {
+        let own_only = self.streams.ever_used();
         let mut budget = room;
         let mut written = 0;
         for slot in self.paths.iter_mut().flatten() {
+            if own_only && slot.tx.id() != on {
+                continue;
+            }
             let rx = &mut slot.rx;
             if !rx.has_unacked() {
                 continue;
@@ -780,7 +787,7 @@ impl Session {
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
         let room = w.remaining();
-        if self.write_acks(now, &mut w, room, true) == 0 {
+        if self.write_acks(now, &mut w, room, true, path) == 0 {
             return None;
         }
         let len = w.len();
@@ -796,11 +803,11 @@ impl Session {
         const ACK_DATAGRAM_ESTIMATE: usize = 64;
         if self.streams.ever_used() {
             // A session carrying streams sends an ACK-only datagram on the path whose ACK is
-            // due first: each path's feedback returns over that path, so a path that dies
-            // both ways takes only its own feedback with it. (The one-path-for-all rule
-            // below sent every ACK of a one-way stream transfer over the fastest path; when
-            // that path went dark, the other paths' senders heard nothing and judged them
-            // down too.)
+            // due first, with that path's ACK alone (`write_acks`): each path's feedback
+            // returns over that path, so a path that dies both ways takes only its own
+            // feedback with it. (The one-path-for-all rule below sent every ACK of a one-way
+            // stream transfer over the fastest path; when that path went dark, the other
+            // paths' senders heard nothing and judged them down too.)
             let (every, delay) = (self.config.ack_every, self.config.max_ack_delay);
             let due_first = self
                 .paths
