@@ -593,7 +593,7 @@ fn the_send_buffer_follows_the_paths_windows() {
     );
 }
 
-/// Each path's acknowledgements return over that path (docs/protocol.md#ack-paths), so a
+/// Each path's acknowledgements return over that path (docs/protocol.md#ack-policy), so a
 /// path that dies both ways takes only its own feedback with it: with T4's paths, while
 /// path 0 is blackholed the writer's path 1 keeps hearing its ACKs, is never judged down
 /// and keeps its window. (When the reader's flow-control updates carried every path's
