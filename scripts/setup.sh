@@ -59,3 +59,7 @@ if ! cargo deny --version >/dev/null 2>&1; then
   echo "setup: installing cargo-deny (once; a few minutes)"
   cargo install cargo-deny --locked --quiet
 fi
+# Every crate of Cargo.lock, for every target: the offline `cargo deny --frozen` reads the
+# whole graph, including Windows-only crates a Linux build never downloads (on a fresh
+# machine it failed on windows-sys).
+cargo fetch --locked --quiet
