@@ -183,7 +183,10 @@ fn a_metered_paths_budget_is_spent_then_it_stands_by_across_a_restart() {
     server.wait_for("its status socket", |_| true);
     let mut client = start_client(&topo, &client_cfg, "client", &tun, &mut server);
 
-    // 1. A bulk download spills onto the metered path until the budget is spent.
+    // 1. A bulk download spills onto the metered path until the budget is spent. How much
+    // one download spills depends on the machine (1.5 to 2.1 MB of the 8 MB seen: a busy
+    // machine slows the flow and the primary carries more of it), so more downloads follow
+    // until the budget is spent, at most three.
     let (sent, counted) = during(&server, &client, || download(&topo, 71, "download 1"));
     eprintln!(
         "download 1: the server sent {} bytes on the primary, {} on the metered path; \
@@ -194,6 +197,19 @@ fn a_metered_paths_budget_is_spent_then_it_stands_by_across_a_restart() {
         sent[1] >= BUDGET / 2,
         "the metered path took little of the excess: {sent:?}"
     );
+    for seed in 74..77 {
+        let (used, spent) = budget(&client);
+        if spent || used >= BUDGET {
+            break;
+        }
+        let what = format!("download 1, again (seed {seed})");
+        let (more, counted) = during(&server, &client, || download(&topo, seed, &what));
+        eprintln!(
+            "{what}: the server sent {} bytes on the primary, {} on the metered path; \
+             the budget counted {counted}",
+            more[0], more[1]
+        );
+    }
     // The count reaches the budget within a tick (250 ms) of the bytes.
     let st = client.wait_within("the budget spent", Duration::from_secs(2), |s| {
         s.budgets.first().is_some_and(|b| b.spent)
