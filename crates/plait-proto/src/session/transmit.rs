@@ -719,7 +719,7 @@ impl Session {
         shrink: bool,
         on: PathId,
     ) -> usize {
-        let own_only = self.streams.ever_used();
+        let own_only = self.acks_return_on_their_path();
         let mut budget = room;
         let mut written = 0;
         for slot in self.paths.iter_mut().flatten() {
@@ -773,6 +773,18 @@ impl Session {
         written
     }
 
+    /// Whether each path's ACKs go only on that path, piggybacked or alone: in a session
+    /// that has carried a stream (docs/protocol.md#stream-scheduling). A path that dies both
+    /// ways then takes only its own feedback with it. With every ACK on one path, a one-way
+    /// stream transfer's receiver (which sends nothing ack-eliciting, so never learns a path
+    /// died) kept sending every path's ACKs over the fastest path, alone or on its
+    /// flow-control updates; when that path went dark, the other paths' senders heard
+    /// nothing, judged them down too and restarted their windows (a 1.2 s stall on the test
+    /// bed's T4). Packet mode keeps the one path the scheduler picks for control datagrams.
+    fn acks_return_on_their_path(&self) -> bool {
+        self.streams.ever_used()
+    }
+
     fn transmit_ack_only(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
         let (ack_every, max_ack_delay) = (self.config.ack_every, self.config.max_ack_delay);
         let due = self.paths.iter().flatten().any(|s| {
@@ -801,13 +813,8 @@ impl Session {
     /// else the first path.
     pub(super) fn ack_path(&mut self, now: Time) -> Option<PathId> {
         const ACK_DATAGRAM_ESTIMATE: usize = 64;
-        if self.streams.ever_used() {
-            // A session carrying streams sends an ACK-only datagram on the path whose ACK is
-            // due first, with that path's ACK alone (`write_acks`): each path's feedback
-            // returns over that path, so a path that dies both ways takes only its own
-            // feedback with it. (The one-path-for-all rule below sent every ACK of a one-way
-            // stream transfer over the fastest path; when that path went dark, the other
-            // paths' senders heard nothing and judged them down too.)
+        if self.acks_return_on_their_path() {
+            // The path whose ACK is due first; `write_acks` puts that path's ACK alone in it.
             let (every, delay) = (self.config.ack_every, self.config.max_ack_delay);
             let due_first = self
                 .paths
