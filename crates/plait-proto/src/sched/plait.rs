@@ -48,10 +48,25 @@
 //!    Then it competes by rules 1 to 4 like any path, so it takes the excess and the
 //!    others stay about `OVERFLOW_BACKLOG` full. A path without a rate is never backed up.
 //!
+//! 7. **Far paths only when needed** (docs/scheduler-design.md, "Far paths"). Rule 4 lets
+//!    a path under its target take the packet whenever it delivers within
+//!    `REORDER_BUDGET`; for a path far behind the others in delay that spill makes the
+//!    receiver hold the whole flow behind it, so one end-to-end TCP window must cover the
+//!    far path's round trip, and a window-limited flow loses more than the path adds (T6:
+//!    a 2 Mbit/s path at 250 ms beside 16 Mbit/s at 10 ms). A path is far when its
+//!    propagation delay is more than [`FAR_PATH_DELAY`] behind the shortest usable path's
+//!    and its capacity is under 1/[`FAR_PATH_SHARE_DIVISOR`] of the usable paths' sum;
+//!    in both branches of rule 4 it is a candidate only when it delivers within
+//!    [`FAR_PATH_BUDGET`] of the earliest path, that is when the flow's rate has already
+//!    queued the nearer paths nearly as long as the far path's extra delay (EDPF's rule,
+//!    seed PET-BMP eq. 1, with a margin). A path with a large share is never far: a flow
+//!    that needs half its capacity from a slow path gains from spilling early (the suite's
+//!    RTT 1:20).
+//!
 //! Invariants: never a path that is neither usable nor in its overflow role; an overflow
 //! path only while every usable non-overflow path is backed up; `Wait(None)` iff no path
 //! is selectable; deterministic; per-path state in a `Vec` indexed by `PathId`. Without
-//! overflow paths the decisions are exactly rules 1 to 5.
+//! overflow paths and far paths the decisions are exactly rules 1 to 5.
 
 use std::time::Duration;
 
@@ -73,6 +88,16 @@ pub const QUEUE_TARGET_PACKETS: u32 = 4;
 /// the earliest path: the receiver would have to hold everything behind it that long (half
 /// the reorder buffer's default 1 s cap, docs/protocol.md#reorder-buffer).
 pub const REORDER_BUDGET: Duration = Duration::from_millis(500);
+
+/// A path is far (rule 7) when its propagation delay is more than this behind the shortest
+/// usable path's: using it makes the receiver hold everything sent after it about that long.
+pub const FAR_PATH_DELAY: Duration = Duration::from_millis(100);
+/// …and its capacity is under the usable paths' summed capacity divided by this: what it
+/// could add is small against what the hold costs a window-limited flow.
+pub const FAR_PATH_SHARE_DIVISOR: f64 = 4.0;
+/// A far path takes a packet only when it delivers within this of the earliest path, i.e.
+/// once the nearer paths' queues are almost as long as its extra delay (EDPF's rule).
+pub const FAR_PATH_BUDGET: Duration = Duration::from_millis(50);
 
 /// A non-overflow path is backed up when its modelled backlog exceeds this (and its rule-4
 /// target); only when every usable one is does an overflow path take packets
@@ -221,6 +246,7 @@ impl Plait {
                 delay: self.slots.get(view.id).delay,
                 load,
                 overflow: !view.is_usable(),
+                far: false,
             };
             n += 1;
         }
@@ -240,6 +266,25 @@ impl Plait {
             }
             n = kept;
         }
+        // 7. Far paths: far behind in delay and a small share of the capacity.
+        let shortest = candidates[..n]
+            .iter()
+            .filter(|c| c.load.is_some())
+            .map(|c| c.delay)
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let total: f64 = candidates[..n]
+            .iter()
+            .filter_map(|c| self.slots.get(c.id).rate)
+            .sum();
+        for c in &mut candidates[..n] {
+            c.far = c.delay > shortest.saturating_add(FAR_PATH_DELAY)
+                && self
+                    .slots
+                    .get(c.id)
+                    .rate
+                    .is_some_and(|r| r * FAR_PATH_SHARE_DIVISOR < total);
+        }
         let candidates = &candidates[..n];
         let Some(earliest) = candidates
             .iter()
@@ -250,35 +295,34 @@ impl Plait {
             return candidates.iter().min_by_key(|c| c.delay).map(|c| c.id);
         };
         // 4. Earliest among paths under target and within the reorder budget of the
-        //    earliest; else the least over its target. Ties: lowest id.
-        let pick = |ok: &dyn Fn(&Load) -> bool| {
+        //    earliest (7: a far path's own, shorter budget); else the least over its target.
+        //    Ties: lowest id.
+        let in_budget = |c: &Candidate, l: &Load| {
+            let budget = if c.far {
+                FAR_PATH_BUDGET
+            } else {
+                REORDER_BUDGET
+            };
+            l.delivery <= earliest + budget
+        };
+        let pick = |ok: &dyn Fn(&Candidate, &Load) -> bool| {
             candidates
                 .iter()
-                .filter_map(|c| c.load.filter(ok).map(|l| (l.delivery, c.id)))
+                .filter_map(|c| c.load.filter(|l| ok(c, l)).map(|l| (l.delivery, c.id)))
                 .min_by_key(|&(d, id)| (d, id))
                 .map(|(_, id)| id)
         };
-        pick(&|l| !l.over && l.delivery <= earliest + REORDER_BUDGET).or_else(|| {
+        pick(&|c, l| !l.over && in_budget(c, l)).or_else(|| {
             // Every path over its target: the one least over it (backlog / target), among
-            // paths delivering within the budget of the earliest and whose propagation delay
-            // is within the budget of the shortest; failing that, the earliest.
-            let shortest = candidates
-                .iter()
-                .filter(|c| c.load.is_some())
-                .map(|c| c.delay)
-                .min()
-                .unwrap_or(Duration::ZERO);
+            // paths delivering within their budget of the earliest and whose propagation
+            // delay is within the reorder budget of the shortest; failing that, the earliest.
             candidates
                 .iter()
-                .filter(|c| c.delay <= shortest + REORDER_BUDGET)
-                .filter_map(|c| {
-                    c.load
-                        .filter(|l| l.delivery <= earliest + REORDER_BUDGET)
-                        .map(|l| (l.ratio, c.id))
-                })
+                .filter(|c| c.delay <= shortest.saturating_add(REORDER_BUDGET))
+                .filter_map(|c| c.load.filter(|l| in_budget(c, l)).map(|l| (l.ratio, c.id)))
                 .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
                 .map(|(_, id)| id)
-                .or_else(|| pick(&|_| true))
+                .or_else(|| pick(&|_, _| true))
         })
     }
 }
@@ -293,6 +337,8 @@ struct Candidate {
     load: Option<Load>,
     /// In its overflow role (rule 6).
     overflow: bool,
+    /// Far behind in delay with a small share of the capacity (rule 7).
+    far: bool,
 }
 
 /// Where a packet would stand on a path with a rate.
@@ -533,5 +579,52 @@ mod tests {
             used[p.index()] += 1;
         }
         assert!(used[1] > 0, "{used:?}");
+    }
+
+    /// Sends `count` 1000-byte packets at one instant and returns how many went on path 0
+    /// before the first one on any other path (all of them if none did).
+    fn packets_before_first_spill(paths: &mut [PathView], count: usize) -> usize {
+        let mut s = Plait::default();
+        let now = Time::from_millis(100);
+        for i in 0..count {
+            let Selection::Send(p) = s.select(now, paths, &pkt(now, 1000)) else {
+                panic!("no path chosen")
+            };
+            if p != PathId(0) {
+                return i;
+            }
+            s.on_sent(now, p, &pkt(now, 1000));
+            paths[p.index()].bytes_in_flight += 1000;
+        }
+        count
+    }
+
+    #[test]
+    fn a_far_path_with_a_small_share_waits_until_the_near_queue_matches_its_delay() {
+        // 2 MB/s at 5 ms beside 0.25 MB/s at 125 ms (T6's slowest path against its
+        // fastest): the far path is 120 ms behind and carries 11 % of the capacity.
+        let mut paths = vec![view(0, Some(2e6), 5), view(1, Some(2.5e5), 125)];
+        let n = packets_before_first_spill(&mut paths, 400);
+        // Rule 4 alone would spill after the 20 ms target (40 packets); rule 7 waits until
+        // the near path delivers within 50 ms of the far one: 125 + 4 − 5 − 50 = 74 ms of
+        // backlog at 2 kB/ms, about 148 packets.
+        assert!((140..=156).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn a_far_path_with_a_large_share_takes_the_spill_at_the_target() {
+        // The same delays with 1 MB/s on the slow path (a third of the capacity): not far,
+        // so rule 4 spills to it once path 0 is 20 ms (40 packets) over.
+        let mut paths = vec![view(0, Some(2e6), 5), view(1, Some(1e6), 125)];
+        let n = packets_before_first_spill(&mut paths, 400);
+        assert!((38..=42).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn a_slow_path_near_in_delay_is_not_far() {
+        // 0.25 MB/s only 90 ms behind: under `FAR_PATH_DELAY`, rule 4 as before.
+        let mut paths = vec![view(0, Some(2e6), 5), view(1, Some(2.5e5), 95)];
+        let n = packets_before_first_spill(&mut paths, 400);
+        assert!((38..=42).contains(&n), "{n}");
     }
 }
