@@ -48,7 +48,7 @@
 //!    Then it competes by rules 1 to 4 like any path, so it takes the excess and the
 //!    others stay about `OVERFLOW_BACKLOG` full. A path without a rate is never backed up.
 //!
-//! 7. **Far paths only when needed** (docs/scheduler-design.md, "Far paths"). Rule 4 lets
+//! 7. **Far paths only when needed** (docs/scheduler-design.md, rule 7). Rule 4 lets
 //!    a path under its target take the packet whenever it delivers within
 //!    `REORDER_BUDGET`; for a path far behind the others in delay that spill makes the
 //!    receiver hold the whole flow behind it, so one end-to-end TCP window must cover the
