@@ -471,9 +471,18 @@ fn medians_beside(sections: &[Section], mode: &str, other: &str) -> Vec<(String,
         .collect()
 }
 
-/// A goal met when on every topology `mine` is at least `floor` times `other` (strictly
-/// more when `floor` is 1: "above"); `None` without rows.
-fn ratio_goal(goal: &str, rows: &[(String, f64, f64)], floor: f64) -> Option<Verdict> {
+/// What a mode's median must be against the other's on every topology.
+#[derive(Clone, Copy)]
+enum Bar {
+    /// Strictly more.
+    Above,
+    /// At least this fraction of it.
+    AtLeast(f64),
+}
+
+/// A goal over `rows` (topology, this mode's median, the other's): met when every row
+/// clears `bar`; `None` without rows.
+fn ratio_goal(goal: &str, rows: &[(String, f64, f64)], bar: Bar) -> Option<Verdict> {
     if rows.is_empty() {
         return None;
     }
@@ -481,7 +490,10 @@ fn ratio_goal(goal: &str, rows: &[(String, f64, f64)], floor: f64) -> Option<Ver
         .iter()
         .map(|(n, p, m)| format!("{n} {p:.2} vs {m:.2} ({:.2}×)", p / m))
         .collect();
-    let ok = |p: f64, m: f64| if floor == 1.0 { p > m } else { p >= floor * m };
+    let ok = |p: f64, m: f64| match bar {
+        Bar::Above => p > m,
+        Bar::AtLeast(f) => p >= f * m,
+    };
     Some(Verdict {
         goal: goal.into(),
         measured: format!("Mbit/s, medians: {}", text.join("; ")),
@@ -496,12 +508,12 @@ pub fn packet_goals(sections: &[Section]) -> Vec<Verdict> {
         ratio_goal(
             "plait above the best single path on every topology",
             &medians_beside(sections, "plait", "single"),
-            1.0,
+            Bar::Above,
         ),
         ratio_goal(
             "plait ≥ 85 % of MPTCP on every topology",
             &medians_beside(sections, "plait", "mptcp"),
-            0.85,
+            Bar::AtLeast(0.85),
         ),
     ]
     .into_iter()
@@ -1091,12 +1103,12 @@ mod tests {
     #[test]
     fn ratio_goals_need_every_topology() {
         let rows = |a: f64| vec![("T1".to_string(), 26.0, 27.0), ("T2".to_string(), a, 31.0)];
-        let met = |a, floor| ratio_goal("g", &rows(a), floor).unwrap().met;
-        assert!(met(26.35, 0.85)); // 0.85 × 31 = 26.35: at the floor is met
-        assert!(!met(26.3, 0.85));
-        assert!(!met(31.0, 1.0), "equal is not above");
-        assert!(!met(40.0, 1.0), "T1 is below");
-        let v = ratio_goal("g", &rows(26.27), 0.85).unwrap();
+        let met = |a, bar| ratio_goal("g", &rows(a), bar).unwrap().met;
+        assert!(met(26.35, Bar::AtLeast(0.85))); // 0.85 × 31 = 26.35: at the bar is met
+        assert!(!met(26.3, Bar::AtLeast(0.85)));
+        assert!(!met(31.0, Bar::Above), "equal is not above");
+        assert!(!met(40.0, Bar::Above), "T1 is below");
+        let v = ratio_goal("g", &rows(26.27), Bar::AtLeast(0.85)).unwrap();
         assert_eq!(
             v.measured,
             "Mbit/s, medians: T1 26.00 vs 27.00 (0.96×); T2 26.27 vs 31.00 (0.85×)"
@@ -1105,6 +1117,6 @@ mod tests {
             !v.met,
             "0.847 rounds to 0.85 in the text, not in the verdict"
         );
-        assert!(ratio_goal("g", &[], 1.0).is_none());
+        assert!(ratio_goal("g", &[], Bar::Above).is_none());
     }
 }
