@@ -964,8 +964,8 @@ Reading the bullets above with the tables below:
   their slow paths now carrying 1-4 % of the bytes. On T2 the 300 ms path is worth more
   than that to a cubic flow with a large window (without the rule, runs of 28.0-28.6
   Mbit/s were measured too), but less to NewReno in the simulator (`plait sim
-  topologies/T2.toml`: 20.7 without, 23.7 with) and to bbr, whose window follows the
-  fast path's round trip.
+  topologies/T2.toml`: 20.7 without, 23.7 with) and to bbr (one run each: 20.6 without,
+  22.2 with).
 - **T3: plait leaves the lossy path almost alone**, so it runs a little below the best
   single path (its rate minus framing, and the few packets plait still sends on the lossy
   path cost the inner flow some of its window even with loss repair), well above MPTCP,

@@ -61,7 +61,9 @@
 //!    queued the nearer paths nearly as long as the far path's extra delay (EDPF's rule,
 //!    seed PET-BMP eq. 1, with a margin). A path with a large share is never far: a flow
 //!    that needs half its capacity from a slow path gains from spilling early (the suite's
-//!    RTT 1:20).
+//!    RTT 1:20). With packet pacing the session's own spill rule (`session/paced_spill.rs`)
+//!    draws a similar line, by delay alone, for the paths the pacers and windows leave open;
+//!    this rule is the default, unpaced mode's.
 //!
 //! Invariants: never a path that is neither usable nor in its overflow role; an overflow
 //! path only while every usable non-overflow path is backed up; `Wait(None)` iff no path
