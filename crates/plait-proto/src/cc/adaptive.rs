@@ -35,6 +35,19 @@
 //! congestion drops also meet a short queue; if they come at 1 % or more the path runs
 //! BBR, which keeps more than a loss-based share there.
 //!
+//! **Queue cap.** A loss-based controller grows until a queue overflows, so on a link with a
+//! deep drop-tail buffer it keeps that buffer full: a ping beside a stream-mode transfer
+//! waited 96-98 ms more than idle on the test bed's 100 ms queues (docs/benchmarks.md). So
+//! while NewReno runs, a BBR model of the path ([`Bbr`], fed the same ACKs, never sending)
+//! bounds its window by [`Bbr::queue_cap`]: two BDPs plus the ACK-aggregation allowance once
+//! the model has found the bandwidth (the standing queue near one BDP, as BBR's own), and
+//! 2/ln 2 BDPs while it is still finding it. The window is never above NewReno's own, so a
+//! capped path is never more aggressive toward other traffic than NewReno is; on a shared
+//! bottleneck whose queue other flows fill, the cap can only make it yield more. The model
+//! misses the ACKs NewReno does not take (datagrams sent before a recovery period began):
+//! its bandwidth filter holds the best sample of the last ten rounds, so a recovery period
+//! does not lower it.
+//!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
 //! pacing rate, whether ACKs in recovery count) is the active one's answer; no clock, no
 //! randomness (`now` comes from the caller).
@@ -60,6 +73,10 @@ pub const ENTER_EVIDENCE: f64 = 4.595;
 /// Evidence that moves a path from BBR back to NewReno.
 pub const EXIT_EVIDENCE: f64 = 2.0 * ENTER_EVIDENCE;
 
+/// The queue cap's gain on the model's BDP once the model has found the bandwidth
+/// (module docs).
+pub const QUEUE_CAP_GAIN: f64 = 1.5;
+
 /// The active controller.
 #[derive(Clone, Debug)]
 enum Active {
@@ -72,6 +89,8 @@ enum Active {
 pub struct Adaptive {
     mss: u64,
     active: Active,
+    /// The path's BBR model while NewReno runs (the queue cap, module docs).
+    model: Bbr,
     /// Evidence for the other controller (never negative).
     evidence: f64,
     /// Switches so far (either way).
@@ -84,6 +103,7 @@ impl Adaptive {
         Adaptive {
             mss,
             active: Active::NewReno(NewReno::new(mss)),
+            model: Bbr::new(mss),
             evidence: 0.0,
             switches: 0,
         }
@@ -131,14 +151,37 @@ impl Adaptive {
         self.switches += 1;
         self.active = match &self.active {
             Active::NewReno(_) => Active::Bbr(Bbr::new(self.mss)),
-            Active::Bbr(b) => Active::NewReno(NewReno::in_avoidance(self.mss, b.window())),
+            Active::Bbr(b) => {
+                // The BBR that ran is the freshest model of the path.
+                self.model = b.clone();
+                Active::NewReno(NewReno::in_avoidance(self.mss, b.window()))
+            }
         };
+        self.apply_cap();
+    }
+
+    /// The window NewReno may have now (`None`: no cap yet, or BBR runs).
+    pub fn queue_cap(&self) -> Option<u64> {
+        match self.active {
+            Active::NewReno(_) => self.model.queue_cap(QUEUE_CAP_GAIN),
+            Active::Bbr(_) => None,
+        }
+    }
+
+    fn apply_cap(&mut self) {
+        if let (Some(cap), Active::NewReno(c)) = (self.model.queue_cap(QUEUE_CAP_GAIN), &mut self.active) {
+            c.limit(cap);
+        }
     }
 }
 
 impl CongestionController for Adaptive {
     fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>) {
         self.inner_mut().on_ack(now, acked, coupling);
+        if let Active::NewReno(_) = self.active {
+            self.model.on_ack(now, acked, coupling);
+            self.apply_cap();
+        }
     }
     fn on_flight_at_loss(&mut self, flight: u64) {
         self.inner_mut().on_flight_at_loss(flight);
@@ -148,11 +191,14 @@ impl CongestionController for Adaptive {
     }
     fn on_spurious_congestion(&mut self, now: Time) {
         self.inner_mut().on_spurious_congestion(now);
+        self.apply_cap();
     }
     fn on_persistent_congestion(&mut self, now: Time) {
         // An outage swallows whatever was in flight: no evidence about random loss.
         self.evidence = 0.0;
         self.inner_mut().on_persistent_congestion(now);
+        // The path that comes back may not be the one that left (as in `Bbr`).
+        self.model.on_persistent_congestion(now);
     }
     fn on_link_sample(&mut self, _now: Time, resolved: u32, link_lost: u32) {
         self.weigh(resolved, link_lost);

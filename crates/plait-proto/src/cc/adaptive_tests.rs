@@ -4,7 +4,7 @@
 use super::adaptive::{
     CLEAN_LOSS, ENTER_EVIDENCE, EXIT_EVIDENCE, LINK_LOSS, LLR_LINK_LOSS, LLR_NO_LINK_LOSS,
 };
-use super::{Acked, Adaptive, CongestionController, Coupling};
+use super::{Acked, Adaptive, CongestionController, Coupling, NewReno};
 use crate::ids::PathId;
 use crate::time::Time;
 use std::time::Duration;
@@ -117,12 +117,18 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         };
         c.on_ack(at(i * 20), &acked, &coupling);
     }
+    // 5 MB/s at 20 ms: BDP 100 000 B, ACK allowance min(125 000 B, 16 datagrams).
     let bbr_window = c.window();
+    assert_eq!(bbr_window, 2 * 100_000 + 16 * MSS);
     // Under 0.25 %: 1,200 clean datagrams are not quite enough, 1,300 are.
     assert!(!feed(&mut c, 48, 25, 0));
     assert!(feed(&mut c, 4, 25, 0));
     assert!(!c.is_bbr());
-    assert_eq!(c.window(), bbr_window);
+    // NewReno starts in avoidance at BBR's window, which the queue cap (the BBR that ran
+    // is its model) lowers to 1.5 BDPs plus the allowance.
+    let cap = 150_000 + 16 * MSS;
+    assert_eq!(c.queue_cap(), Some(cap));
+    assert_eq!(c.window(), cap);
     assert_eq!(c.switches(), 2);
     // In congestion avoidance: a window of ACKs adds one datagram, not a window.
     let acked = Acked {
@@ -133,5 +139,94 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         app_limited: false,
     };
     c.on_ack(at(10_000), &acked, &coupling);
-    assert_eq!(c.window(), bbr_window + MSS);
+    // At the cap, the datagram NewReno added is taken back.
+    assert_eq!(c.window(), cap);
+    // Below it, avoidance shows: a loss halves the window, and a window of ACKs then adds
+    // one datagram, not a window.
+    c.on_flight_at_loss(cap);
+    c.on_congestion_event(at(10_001), &coupling);
+    let half = cap / 2;
+    assert_eq!(c.window(), half);
+    let acked = Acked {
+        bytes: half,
+        bytes_in_flight: half,
+        ..acked
+    };
+    c.on_ack(at(10_020), &acked, &coupling);
+    assert_eq!(c.window(), half + MSS);
+}
+
+/// One ACK a millisecond from `from_ms` to `until_ms` of a path that delivers `rate` bytes
+/// per second at a 20 ms minimum RTT, the sender keeping the window in flight.
+fn steady(c: &mut Adaptive, from_ms: u64, until_ms: u64, rate: u64) {
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    for t in from_ms..until_ms {
+        let acked = Acked {
+            bytes: rate / 1000,
+            srtt: Duration::from_millis(20),
+            min_rtt: Duration::from_millis(20),
+            bytes_in_flight: c.window(),
+            app_limited: false,
+        };
+        c.on_ack(at(t), &acked, &coupling);
+    }
+}
+
+#[test]
+fn no_cap_before_a_bandwidth_sample_and_none_under_bbr() {
+    let mut c = Adaptive::new(MSS);
+    assert_eq!(c.queue_cap(), None);
+    assert_eq!(c.window(), 10 * MSS, "the initial window");
+    assert!(feed(&mut c, 4, 25, 1));
+    assert_eq!(c.queue_cap(), None, "BBR runs: its own window is the bound");
+}
+
+#[test]
+fn newreno_is_held_to_one_and_a_half_bdps_plus_the_ack_allowance() {
+    // 10 Mbit/s (1.25 MB/s) at 20 ms: BDP 25 000 B; allowance min(1.25 MB/s × 25 ms,
+    // 16 datagrams) = 22 400 B; once the model left Startup the cap is 1.5 × 25 000 +
+    // 22 400 = 59 900 B.
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 1_250_000);
+    assert_eq!(c.queue_cap(), Some(59_900));
+    assert_eq!(c.window(), 59_900, "slow start stopped at the cap, not at a loss");
+    assert_eq!(c.name(), "adaptive (newreno)");
+    // Uncapped, NewReno's slow start would still be doubling.
+    let mut plain = NewReno::new(MSS);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    for t in 1..3_000u64 {
+        let acked = Acked {
+            bytes: 1_250,
+            srtt: Duration::from_millis(20),
+            min_rtt: Duration::from_millis(20),
+            bytes_in_flight: plain.window(),
+            app_limited: false,
+        };
+        plain.on_ack(at(t), &acked, &coupling);
+    }
+    assert!(plain.window() > 1_000_000, "{}", plain.window());
+}
+
+#[test]
+fn a_loss_still_halves_the_capped_window_and_the_cap_follows_the_rate() {
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 1_250_000);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    c.on_flight_at_loss(59_900);
+    c.on_congestion_event(at(3_000), &coupling);
+    assert_eq!(c.window(), 29_950);
+    // The link doubles its rate: the model's bandwidth filter takes the new samples at once,
+    // and the cap becomes 1.5 × 50 000 + 22 400; avoidance grows the window back to it.
+    steady(&mut c, 3_001, 9_000, 2_500_000);
+    assert_eq!(c.queue_cap(), Some(97_400));
+    assert_eq!(c.window(), 97_400);
 }

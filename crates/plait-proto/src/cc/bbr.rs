@@ -326,17 +326,37 @@ impl Bbr {
         }
     }
 
+    /// `gain × BDP` plus the ACK-aggregation allowance, at least the model's floor, within
+    /// the window bounds (call only with a bandwidth estimate).
+    fn target(&self, gain: f64) -> f64 {
+        let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
+        let aggregation = (self.bw.get() * self.ack_aggregation.as_secs_f64())
+            .min((ACK_EVERY_DATAGRAMS * self.mss) as f64);
+        clamp_window((gain * self.bdp() + aggregation).max(floor), self.mss)
+    }
+
+    /// The most a sender fed by this model's ACKs should keep in flight so that the path's
+    /// standing queue stays near `(gain - 1)` BDPs plus the ACK-aggregation allowance: the
+    /// window target with Startup's gain while the model is still finding the bandwidth (so
+    /// a doubling window is not held back by an estimate that lags it by half a round),
+    /// `gain` after; `None` before a bandwidth sample. The [`super::Adaptive`] controller
+    /// caps NewReno by it.
+    pub fn queue_cap(&self, gain: f64) -> Option<u64> {
+        if self.bw.get() <= 0.0 {
+            return None;
+        }
+        let gain = match self.mode {
+            BbrMode::Startup => HIGH_GAIN,
+            BbrMode::Drain | BbrMode::ProbeBw { .. } => gain,
+        };
+        Some(self.target(gain) as u64)
+    }
+
     fn set_window(&mut self, acked: &Acked) {
         if self.bw.get() <= 0.0 {
             return;
         }
-        let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
-        let aggregation = (self.bw.get() * self.ack_aggregation.as_secs_f64())
-            .min((ACK_EVERY_DATAGRAMS * self.mss) as f64);
-        let target = clamp_window(
-            (self.cwnd_gain() * self.bdp() + aggregation).max(floor),
-            self.mss,
-        );
+        let target = self.target(self.cwnd_gain());
         self.window = match self.mode {
             BbrMode::Startup if self.window < target => {
                 clamp_window((self.window + acked.bytes as f64).min(target), self.mss)

@@ -55,6 +55,12 @@ impl NewReno {
         c
     }
 
+    /// Lowers the window to at most `cap` bytes (never below the minimum window); slow
+    /// start and the threshold are kept, so the window grows again as soon as the cap does.
+    pub fn limit(&mut self, cap: u64) {
+        self.window = self.window.min(cap).max(min_window(self.mss));
+    }
+
     /// The slow-start threshold (`u64::MAX` until the first congestion event).
     pub fn ssthresh(&self) -> u64 {
         self.ssthresh
