@@ -42,7 +42,9 @@ pub struct EngineSettings {
     pub max_hold: Duration,
     /// Loss repair (docs/protocol.md#repair), default on.
     pub repair: bool,
-    /// Which congestion controller runs on each path for streams (default `adaptive`: NewReno, or BBR on a path whose link loses datagrams).
+    /// Which congestion controller runs on each path for streams (default `adaptive`:
+    /// NewReno under a queue cap, or BBR on a path whose link loses datagrams;
+    /// docs/protocol.md#adaptive-congestion).
     pub congestion: CongestionKind,
     /// Which scheduler places stream datagrams (default `min-rtt`).
     pub stream_scheduler: SchedulerKind,

@@ -192,7 +192,11 @@ fn newreno_is_held_to_one_and_a_half_bdps_plus_the_ack_allowance() {
     let mut c = Adaptive::new(MSS);
     steady(&mut c, 1, 3_000, 1_250_000);
     assert_eq!(c.queue_cap(), Some(59_900));
-    assert_eq!(c.window(), 59_900, "slow start stopped at the cap, not at a loss");
+    assert_eq!(
+        c.window(),
+        59_900,
+        "slow start stopped at the cap, not at a loss"
+    );
     assert_eq!(c.name(), "adaptive (newreno)");
     // Uncapped, NewReno's slow start would still be doubling.
     let mut plain = NewReno::new(MSS);

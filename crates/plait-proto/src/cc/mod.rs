@@ -12,9 +12,10 @@
 //! Controllers, one file each: [`NewReno`], [`Cubic`] (RFC 9438), the rate-based [`Bbr`]
 //! (after BBR v1, Cardwell et al. 2016), and the coupled [`Lia`]
 //! (RFC 6356), [`Balia`] (Peng et al. 2016) and [`Mhip`] (seed mHIP §IV-B), and
-//! [`Adaptive`] (NewReno, or BBR while the path's own link loses datagrams); `aimd` holds
-//! the window bounds and NewReno-style bookkeeping they share. Adding one: a file here, a
-//! variant in [`CongestionKind`] (and `ALL`) and in [`AnyController`].
+//! [`Adaptive`] (NewReno under a queue cap, or BBR while the path's own link loses
+//! datagrams); `aimd` holds the window bounds and NewReno-style bookkeeping they share.
+//! Adding one: a file here, a variant in [`CongestionKind`] (and `ALL`) and in
+//! [`AnyController`].
 //!
 //! Invariants:
 //! - a controller's window never drops below [`MIN_WINDOW`] nor exceeds [`MAX_WINDOW`];
@@ -86,8 +87,8 @@ pub enum CongestionKind {
     /// BBR-like (`bbr`): rate-based, after BBR v1 (Cardwell et al. 2016); random loss does
     /// not cut it.
     Bbr,
-    /// NewReno, switching a path to BBR while its own link loses datagrams (`adaptive`,
-    /// [`Adaptive`]); the default.
+    /// NewReno under a queue cap, switching a path to BBR while its own link loses
+    /// datagrams (`adaptive`, [`Adaptive`]); the default.
     #[default]
     Adaptive,
 }
