@@ -41,14 +41,14 @@
 //! BBR model of the path ([`Bbr`], fed the same ACKs, never sending) bounds its window by
 //! [`Bbr::queue_cap`]: [`QUEUE_CAP_GAIN`] (1.5) BDPs plus BBR's ACK-aggregation allowance
 //! once the model has found the bandwidth, so the standing queue stays near half a BDP
-//! plus that allowance (BBR's own gain of 2 left a ping 37-41 ms above idle on T1, the
+//! plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
 //! issue's goal being 30), and 2/ln 2 BDPs while the model is still finding it. The window
 //! is never above NewReno's own, so a capped path is never more aggressive toward other
 //! traffic than NewReno is; on a shared bottleneck whose queue other flows fill, the cap
 //! can only make it yield more (`scenarios/shared-bottleneck.toml`). The model misses the
 //! ACKs NewReno does not take (datagrams sent before a recovery period began): its
 //! bandwidth filter holds the best sample of the last ten rounds, so a recovery period
-//! does not lower it. Measured: docs/protocol.md#adaptive-congestion.
+//! does not lower it. Measured: docs/protocol.md#queue-cap.
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
 //! pacing rate, whether ACKs in recovery count) is the active one's answer; no clock, no
