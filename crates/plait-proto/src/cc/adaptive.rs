@@ -42,7 +42,7 @@
 //! [`Bbr::queue_cap`]: [`QUEUE_CAP_GAIN`] (1.5) BDPs plus BBR's ACK-aggregation allowance
 //! once the model has found the bandwidth, so the standing queue stays near half a BDP
 //! plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
-//! issue's goal being 30), and 2/ln 2 BDPs while the model is still finding it. The window
+//! goal being 30), and 2/ln 2 BDPs while the model is still finding it. The window
 //! is never above NewReno's own, so a capped path is never more aggressive toward other
 //! traffic than NewReno is; on a shared bottleneck whose queue other flows fill, the cap
 //! can only make it yield more (`scenarios/shared-bottleneck.toml`). The model misses the
