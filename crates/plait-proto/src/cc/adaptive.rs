@@ -173,8 +173,8 @@ impl Adaptive {
     }
 
     fn apply_cap(&mut self) {
-        if let (Some(cap), Active::NewReno(c)) =
-            (self.model.queue_cap(QUEUE_CAP_GAIN), &mut self.active)
+        if let Some(cap) = self.queue_cap()
+            && let Active::NewReno(c) = &mut self.active
         {
             c.limit(cap);
         }
