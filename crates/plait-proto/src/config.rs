@@ -19,7 +19,6 @@ use crate::policy::FlowRule;
 use crate::reorder::{DEFAULT_MAX_HOLD, ReorderConfig, ReorderKind};
 use crate::sched::SchedulerKind;
 use crate::stream::{MAX_OPEN_REQUEST, Side, StreamLimits};
-use crate::wire::HEADER_LEN;
 
 /// Smallest datagram the engine will build: room for a header, an ACK and a small DATA.
 pub const MIN_DATAGRAM_SIZE: usize = 576;
@@ -59,7 +58,7 @@ pub struct EngineSettings {
     /// See [`Config::flow_policy`] (default none).
     pub flow_policy: Vec<FlowRule>,
     /// Which inner packets get forward error correction (docs/protocol.md#fec); default
-    /// off. The other FEC tunables are [`FecConfig::default`]'s.
+    /// [`FecPolicy::All`]. The other FEC tunables are [`FecConfig::default`]'s.
     pub fec: FecPolicy,
 }
 
@@ -75,7 +74,7 @@ impl Default for EngineSettings {
             packet_pacing: false,
             unordered_below_bps: DEFAULT_UNORDERED_BELOW_BPS,
             flow_policy: Vec::new(),
-            fec: FecPolicy::Off,
+            fec: FecPolicy::default(),
         }
     }
 }
@@ -249,11 +248,6 @@ fn check(
     }
 }
 
-/// Most engine bytes around a repair symbol beyond the inner packet it covers: the header,
-/// the FEC_REPAIR frame's type, a 4-byte body length, its fields, and the symbol's 2-byte
-/// length prefix and 1 byte of rounding to even (docs/protocol.md#fec).
-pub const FEC_MAX_FRAMING: usize = HEADER_LEN + 1 + 4 + crate::wire::FEC_FIELDS_LEN + 2 + 1;
-
 impl Config {
     /// The configuration of one session: `settings` on top of [`Config::default`], with the
     /// session's random seed and the largest datagram the paths carry.
@@ -278,16 +272,12 @@ impl Config {
 
     /// Largest inner packet this configuration carries: the datagram less
     /// [`crate::wire::DATA_OVERHEAD`] (a full-size packet whose `prev_delta` would need
-    /// more than one byte names no predecessor instead, docs/protocol.md#data-frame), or
-    /// less [`FEC_MAX_FRAMING`] with packet-mode FEC on, so that a repair symbol for a
-    /// full-size packet fits a datagram too.
+    /// more than one byte names no predecessor instead, docs/protocol.md#data-frame).
+    /// Packet-mode FEC does not shrink it: a block of full-size packets has its repair
+    /// symbols cut into pieces that fit (docs/protocol.md#fec).
     pub fn max_inner_packet(&self) -> usize {
-        let framing = if self.fec.policy == crate::fec::FecPolicy::Off {
-            crate::wire::DATA_OVERHEAD
-        } else {
-            FEC_MAX_FRAMING
-        };
-        self.max_datagram_size.saturating_sub(framing)
+        self.max_datagram_size
+            .saturating_sub(crate::wire::DATA_OVERHEAD)
     }
 
     /// Checks the FEC tunables (docs/protocol.md#fec).

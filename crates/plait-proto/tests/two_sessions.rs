@@ -42,13 +42,17 @@ fn three_paths() -> Vec<LinkSpec> {
 
 /// The shipped configuration with `scheduler` and without loss repair: these tests count a
 /// packet the link dropped as lost for good (the repair tests turn it on themselves).
+/// The engine with `scheduler`, loss repair and FEC off: these tests count what the links
+/// lose against what the receiver declares lost (tests/fec.rs covers FEC).
 fn config(scheduler: SchedulerKind) -> Config {
-    Config {
+    let mut c = Config {
         scheduler,
         reorder: ReorderKind::Bmp,
         repair: false,
         ..Config::default()
-    }
+    };
+    c.fec.policy = plait_proto::fec::FecPolicy::Off;
+    c
 }
 
 /// Feeds `total` packets of `len` bytes from side a, in bursts of `burst` every `gap`.

@@ -73,7 +73,7 @@ fn a_cbr_flow_crosses_the_tunnel_under_every_rows_settings() {
         names,
         [
             "no repair",
-            "loss repair (default)",
+            "loss repair, no FEC",
             "FEC sparse, no loss repair",
             "FEC sparse + loss repair"
         ]

@@ -1,8 +1,9 @@
 //! The receiver's half of packet-mode FEC: recent source packets and the repair symbols of
 //! recent blocks, and the rebuilding of lost packets (docs/protocol.md#fec).
 //!
-//! Once the store is active (the session's FEC is on, or a repair symbol has arrived), it
-//! keeps a copy of each fresh DATA payload. A block is decoded when its symbols and the
+//! While the store is active (the peer protects packets: a repair symbol arrived within
+//! the last [`WINDOW`] numbers; or always, if made so), it keeps a copy of each fresh DATA
+//! payload; otherwise it keeps nothing, so a peer that sends no symbols costs no copies. A block is decoded when its symbols and the
 //! sources held reach `k` while a source is missing; then it is done and its symbols are
 //! freed. Rebuilt packets are returned to the session, which passes them through the
 //! duplicate filter (so a packet is never delivered twice, whichever copy comes first).
@@ -34,7 +35,10 @@ pub const WINDOW: u64 = 4096;
 struct Block {
     mask: u32,
     repair_count: u8,
-    shard_len: usize,
+    parts: u8,
+    /// Each piece's symbol length, once a symbol of it has arrived.
+    part_lens: Vec<Option<usize>>,
+    /// Symbol `index` of piece `part` at `part * repair_count + index`.
     symbols: Vec<Option<Vec<u8>>>,
     done: bool,
 }
@@ -61,23 +65,32 @@ pub struct DecoderStats {
 /// The receiver's FEC store (see the module docs).
 #[derive(Debug, Default)]
 pub struct FecDecoder {
-    active: bool,
+    always: bool,
     sources: BTreeMap<GlobalSeq, Vec<u8>>,
     source_bytes: usize,
     blocks: BTreeMap<GlobalSeq, Block>,
     block_bytes: usize,
     newest: GlobalSeq,
+    /// Sources below this number arrived while nothing was kept: a block reaching below
+    /// it cannot tell lost from not kept, so it is not counted unrecovered.
+    kept_from: GlobalSeq,
     /// Counters.
     pub stats: DecoderStats,
 }
 
 impl FecDecoder {
-    /// A store; `active`: keep sources from the start (the session's FEC is on).
-    pub fn new(active: bool) -> FecDecoder {
+    /// A store; `always`: keep sources even before any symbol has arrived (tests).
+    pub fn new(always: bool) -> FecDecoder {
         FecDecoder {
-            active,
+            always,
             ..FecDecoder::default()
         }
+    }
+
+    /// Whether the peer protects packets: a repair symbol arrived within the last
+    /// [`WINDOW`] numbers (the store remembers its block until then).
+    pub fn peer_protects(&self) -> bool {
+        !self.blocks.is_empty()
     }
 
     /// Payload bytes held (sources and symbols) and blocks tracked.
@@ -87,7 +100,12 @@ impl FecDecoder {
 
     /// A fresh DATA packet `global` arrived: keep it, and rebuild what it completes.
     pub fn on_source(&mut self, global: GlobalSeq, payload: &[u8]) -> Vec<(GlobalSeq, Vec<u8>)> {
-        if !self.active {
+        if !self.always && !self.peer_protects() {
+            if !self.sources.is_empty() {
+                self.sources.clear();
+                self.source_bytes = 0;
+            }
+            self.kept_from = self.kept_from.max(global + 1);
             return Vec::new();
         }
         self.advance(global);
@@ -118,23 +136,27 @@ impl FecDecoder {
         first: GlobalSeq,
         repr: &FecRepairRepr<'_>,
     ) -> Result<Vec<(GlobalSeq, Vec<u8>)>, FecError> {
-        self.active = true;
         if first + WINDOW <= self.newest {
             self.stats.refused += 1;
             return Err(FecError::OutOfWindow);
         }
-        let shard_len = repr.symbol.len();
+        let symbol_len = repr.symbol.len();
         let r = usize::from(repr.repair_count);
+        let parts = usize::from(repr.parts);
         let block = self.blocks.entry(first).or_insert_with(|| Block {
             mask: repr.mask,
             repair_count: repr.repair_count,
-            shard_len,
-            symbols: vec![None; r],
+            parts: repr.parts,
+            part_lens: vec![None; parts],
+            symbols: vec![None; r * parts],
             done: false,
         });
+        let part = usize::from(repr.part);
+        let len_known = block.part_lens.get(part).copied().flatten();
         if block.mask != repr.mask
             || block.repair_count != repr.repair_count
-            || block.shard_len != shard_len
+            || block.parts != repr.parts
+            || len_known.is_some_and(|l| l != symbol_len)
         {
             self.stats.refused += 1;
             return Err(FecError::Inconsistent);
@@ -142,7 +164,7 @@ impl FecDecoder {
         if block.done {
             return Ok(Vec::new());
         }
-        let Some(slot) = block.symbols.get_mut(usize::from(repr.index)) else {
+        let Some(slot) = block.symbols.get_mut(part * r + usize::from(repr.index)) else {
             self.stats.refused += 1;
             return Err(FecError::Inconsistent);
         };
@@ -151,7 +173,10 @@ impl FecDecoder {
             return Ok(Vec::new());
         }
         *slot = Some(repr.symbol.to_vec());
-        self.block_bytes += shard_len;
+        if let Some(l) = block.part_lens.get_mut(part) {
+            *l = Some(symbol_len);
+        }
+        self.block_bytes += symbol_len;
         self.stats.symbols += 1;
         self.advance(first);
         self.trim_blocks();
@@ -199,7 +224,7 @@ impl FecDecoder {
     fn pop_block(&mut self) {
         if let Some((first, b)) = self.blocks.pop_first() {
             self.block_bytes -= b.bytes();
-            if !b.done && self.missing(first, b.mask) > 0 {
+            if !b.done && first >= self.kept_from && self.missing(first, b.mask) > 0 {
                 self.stats.unrecovered += 1;
             }
         }
@@ -227,24 +252,35 @@ impl FecDecoder {
                 sources.push((index, p.as_slice()));
             }
         }
-        let repairs: Vec<(usize, &[u8])> = block
+        let r = usize::from(block.repair_count).max(1);
+        let repairs: Vec<Vec<(usize, &[u8])>> = block
             .symbols
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_deref().map(|s| (i, s)))
+            .chunks(r)
+            .map(|piece| {
+                piece
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| s.as_deref().map(|s| (i, s)))
+                    .collect()
+            })
             .collect();
         let result = if sources.len() == k {
             Ok(Vec::new())
-        } else if sources.len() + repairs.len() < k {
+        } else if repairs.iter().any(|rep| sources.len() + rep.len() < k) {
             return Vec::new();
         } else {
-            codec::decode_block(
-                k,
-                usize::from(block.repair_count),
-                block.shard_len,
-                &sources,
-                &repairs,
-            )
+            // Every piece has a symbol here (k > sources), so every length is known.
+            let lens: Option<Vec<usize>> = block.part_lens.iter().copied().collect();
+            match lens {
+                Some(lens) => codec::decode_block(
+                    k,
+                    usize::from(block.repair_count),
+                    &lens,
+                    &sources,
+                    &repairs,
+                ),
+                None => Err(FecError::Inconsistent),
+            }
         };
         let offsets: Vec<u32> = bits(block.mask).collect();
         let recovered = match result {

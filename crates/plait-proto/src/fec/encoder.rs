@@ -6,7 +6,10 @@
 //! closes when it holds `max_block` packets, when the next protected packet lies
 //! [`FEC_SPAN`] or more numbers after its first, or `max_block_delay` after it opened
 //! (the session's timer; [`FecEncoder::deadline`]). On closing, `r` is sized from the
-//! paths' measured random loss (`sizing.rs`); `r = 0` sends nothing.
+//! paths' measured random loss (`sizing.rs`); `r = 0` sends nothing. A block whose whole
+//! symbols would be longer than one datagram carries has its shards cut into the fewest
+//! pieces that fit (`codec::parts_for`), each with its own `r` symbols; sizing then counts
+//! a symbol lost when any of its pieces is (conservative: the pieces are separate codes).
 //!
 //! Invariants: a block holds at most 32 packets (copies of their bytes) and one block is
 //! open at a time; at most [`MAX_PENDING_SYMBOLS`] symbols wait to be sent (the oldest are
@@ -18,7 +21,7 @@ use super::{FecConfig, codec, sizing};
 use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
 use crate::path::PathView;
 use crate::time::Time;
-use crate::wire::{FEC_SPAN, MAX_FEC_REPAIR};
+use crate::wire::{FEC_SPAN, MAX_FEC_PARTS, MAX_FEC_REPAIR};
 
 /// Most repair symbols waiting to be sent.
 pub const MAX_PENDING_SYMBOLS: usize = 64;
@@ -43,6 +46,10 @@ pub struct PendingSymbol {
     pub repair_count: u8,
     /// This symbol's index.
     pub index: u8,
+    /// Which piece of the block's shards the symbol codes (`< parts`).
+    pub part: u8,
+    /// Pieces the block's shards are cut into (1: whole symbols).
+    pub parts: u8,
     /// The symbol.
     pub symbol: Vec<u8>,
     /// Bit `p`: a source packet of the block went on path `p` (repairs avoid those paths
@@ -66,6 +73,8 @@ struct OpenBlock {
 #[derive(Debug)]
 pub struct FecEncoder {
     config: FecConfig,
+    /// Longest symbol one datagram carries (blocks with longer shards are cut).
+    max_symbol: usize,
     open: Option<OpenBlock>,
     pending: VecDeque<PendingSymbol>,
     /// Smoothed random-loss rate of each path (`None`: not seen yet).
@@ -78,12 +87,14 @@ pub struct FecEncoder {
 
 impl FecEncoder {
     /// An encoder with `config` (its `max_block` clamped to 1..=[`FEC_SPAN`], `max_repair`
-    /// to [`MAX_FEC_REPAIR`]).
-    pub fn new(mut config: FecConfig) -> FecEncoder {
+    /// to [`MAX_FEC_REPAIR`]) whose symbols are at most `max_symbol` bytes
+    /// ([`crate::wire::max_fec_part_symbol`] of the datagram size).
+    pub fn new(mut config: FecConfig, max_symbol: usize) -> FecEncoder {
         config.max_block = config.max_block.clamp(1, FEC_SPAN as usize);
         config.max_repair = config.max_repair.min(MAX_FEC_REPAIR);
         FecEncoder {
             config,
+            max_symbol,
             open: None,
             pending: VecDeque::new(),
             loss: [None; MAX_PATHS],
@@ -197,6 +208,16 @@ impl FecEncoder {
         } else {
             0.0
         };
+        let longest = block.packets.iter().map(Vec::len).max().unwrap_or(0);
+        let Some(parts) = codec::parts_for(
+            codec::shard_len(longest),
+            self.max_symbol,
+            usize::from(MAX_FEC_PARTS),
+        ) else {
+            return;
+        };
+        // A symbol whose pieces travel apart is lost when any piece is.
+        let repair_loss = 1.0 - (1.0 - repair_loss.clamp(0.0, 1.0)).powi(parts as i32);
         let r = sizing::repair_count(
             &source_loss,
             repair_loss,
@@ -209,7 +230,7 @@ impl FecEncoder {
             return;
         }
         let refs: Vec<&[u8]> = block.packets.iter().map(Vec::as_slice).collect();
-        let Ok(symbols) = codec::encode_block(&refs, usize::from(r)) else {
+        let Ok(pieces) = codec::encode_block(&refs, usize::from(r), parts) else {
             return;
         };
         self.blocks += 1;
@@ -218,19 +239,29 @@ impl FecEncoder {
             .iter()
             .filter(|p| p.index() < MAX_PATHS)
             .fold(0u16, |m, p| m | 1 << p.index());
-        for (index, symbol) in (0u8..).zip(symbols) {
-            if self.pending.len() >= MAX_PENDING_SYMBOLS {
-                self.pending.pop_front();
-                self.dropped += 1;
+        // Symbol by symbol, its pieces together: a symbol is usable once all arrive.
+        let mut pieces: Vec<std::vec::IntoIter<Vec<u8>>> =
+            pieces.into_iter().map(Vec::into_iter).collect();
+        for index in 0..r {
+            for (part, piece) in (0u8..).zip(pieces.iter_mut()) {
+                let Some(symbol) = piece.next() else {
+                    continue;
+                };
+                if self.pending.len() >= MAX_PENDING_SYMBOLS {
+                    self.pending.pop_front();
+                    self.dropped += 1;
+                }
+                self.pending.push_back(PendingSymbol {
+                    first: block.first,
+                    mask: block.mask,
+                    repair_count: r,
+                    index,
+                    part,
+                    parts: parts as u8,
+                    symbol,
+                    source_paths,
+                });
             }
-            self.pending.push_back(PendingSymbol {
-                first: block.first,
-                mask: block.mask,
-                repair_count: r,
-                index,
-                symbol,
-                source_paths,
-            });
         }
     }
 }
@@ -262,7 +293,7 @@ mod tests {
     #[test]
     fn closes_on_count_span_and_time() {
         let v = views([0.0, 0.1]);
-        let mut e = FecEncoder::new(config());
+        let mut e = FecEncoder::new(config(), 1400);
         for g in 0..4 {
             e.push(Time::ZERO, g, &[g as u8; 10], PathId(1), &v);
         }
@@ -286,7 +317,7 @@ mod tests {
 
     #[test]
     fn no_loss_no_symbols_and_the_queue_is_bounded() {
-        let mut e = FecEncoder::new(config());
+        let mut e = FecEncoder::new(config(), 1400);
         for g in 0..8 {
             e.push(Time::ZERO, g, &[1; 10], PathId(0), &views([0.0, 0.0]));
         }
@@ -297,5 +328,29 @@ mod tests {
         }
         assert_eq!(e.pending(), MAX_PENDING_SYMBOLS);
         assert!(e.dropped > 0);
+    }
+
+    #[test]
+    fn full_size_packets_get_symbols_in_pieces() {
+        let v = views([0.0, 0.1]);
+        let mut e = FecEncoder::new(config(), 1425);
+        for g in 0..4 {
+            e.push(Time::ZERO, g, &[g as u8; 1436], PathId(1), &v);
+        }
+        let symbols: Vec<PendingSymbol> = std::iter::from_fn(|| e.poll_symbol()).collect();
+        assert!(symbols.len() >= 2 && symbols.len().is_multiple_of(2));
+        for (i, s) in symbols.iter().enumerate() {
+            assert_eq!(
+                (s.index, s.part, s.parts),
+                ((i / 2) as u8, (i % 2) as u8, 2)
+            );
+            assert_eq!(s.symbol.len(), if s.part == 0 { 720 } else { 718 });
+        }
+        // Short packets: whole symbols.
+        for g in 10..14 {
+            e.push(Time::ZERO, g, &[1; 600], PathId(1), &v);
+        }
+        let s = e.poll_symbol().unwrap();
+        assert_eq!((s.part, s.parts, s.symbol.len()), (0, 1, 602));
     }
 }

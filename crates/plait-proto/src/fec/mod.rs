@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use codec::{decode_block, encode_block, shard_len};
+pub use codec::{decode_block, encode_block, part_range, parts_for, shard_len};
 pub use decoder::{FecDecoder, MAX_BLOCK_BYTES, MAX_BLOCKS, MAX_SOURCE_BYTES, MAX_SOURCES};
 pub use encoder::{FecEncoder, MAX_PENDING_SYMBOLS, PendingSymbol};
 pub use sizing::repair_count;
@@ -35,14 +35,15 @@ pub use sizing::repair_count;
 /// Which inner packets a sender protects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FecPolicy {
-    /// None (the default).
-    #[default]
+    /// None.
     Off,
     /// Packets of sparse IP flows: flows the send queue meters at or below
     /// [`FecConfig::sparse_below_bps`] (a call, a game, a video stream; not bulk TCP,
     /// which recovers by itself or uses stream mode). Non-IP packets are never sparse.
     Sparse,
-    /// Every inner packet.
+    /// Every inner packet (the default). Only packets sent on a path with measured random
+    /// loss join blocks, so while every path is clean nothing is sent.
+    #[default]
     All,
 }
 
@@ -90,7 +91,7 @@ pub struct FecConfig {
 impl Default for FecConfig {
     fn default() -> Self {
         FecConfig {
-            policy: FecPolicy::Off,
+            policy: FecPolicy::default(),
             max_block: 16,
             max_block_delay: Duration::from_millis(20),
             min_repair: 0,

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use super::{FecDecoder, MAX_BLOCK_BYTES, MAX_BLOCKS, MAX_SOURCE_BYTES, codec};
 use crate::reorder::{DuplicateFilter, Freshness};
-use crate::wire::{FecRepairRepr, parse_fec_repair};
+use crate::wire::{FecRepairRepr, parse_fec_repair, parse_fec_repair_part};
 
 /// A block: `k` packets of random lengths at numbers `first + offsets`, `r` repairs.
 fn block() -> impl Strategy<Value = (u64, Vec<u32>, Vec<Vec<u8>>, usize)> {
@@ -30,13 +30,20 @@ proptest! {
         lost_seed in any::<u64>(),
         order_seed in any::<u64>(),
         lose in 0usize..=6,
+        parts in 1usize..=3,
     ) {
         let k = packets.len();
         let offsets: Vec<u32> = std::iter::once(0).chain(rest).collect();
         let mask = offsets.iter().fold(0u32, |m, o| m | 1 << o);
         let refs: Vec<&[u8]> = packets.iter().map(Vec::as_slice).collect();
-        let symbols = codec::encode_block(&refs, r).unwrap();
-        // Symbols 0..k are sources, k..k+r repairs; lose `lose.min(r)` of them.
+        let longest = packets.iter().map(Vec::len).max().unwrap_or(0);
+        let parts = if codec::part_range(codec::shard_len(longest), parts, parts - 1).is_some() {
+            parts
+        } else {
+            1
+        };
+        let pieces = codec::encode_block(&refs, r, parts).unwrap();
+        // Symbols 0..k are sources, k..k+r repairs (all their pieces); lose `lose.min(r)`.
         let n = k + r;
         let mut ids: Vec<usize> = (0..n).collect();
         shuffle(&mut ids, lost_seed);
@@ -57,14 +64,20 @@ proptest! {
                 deliver(g, packets[id].clone(), &mut delivered);
                 dec.on_source(g, &packets[id])
             } else {
-                let repr = FecRepairRepr {
-                    first: first as u32,
-                    mask,
-                    repair_count: r as u8,
-                    index: (id - k) as u8,
-                    symbol: &symbols[id - k],
-                };
-                dec.on_repair(first, &repr).unwrap()
+                let mut rebuilt = Vec::new();
+                for (part, piece) in pieces.iter().enumerate() {
+                    let repr = FecRepairRepr {
+                        first: first as u32,
+                        mask,
+                        repair_count: r as u8,
+                        index: (id - k) as u8,
+                        part: part as u8,
+                        parts: parts as u8,
+                        symbol: &piece[id - k],
+                    };
+                    rebuilt.extend(dec.on_repair(first, &repr).unwrap());
+                }
+                rebuilt
             };
             for (g, p) in rebuilt {
                 deliver(g, p, &mut delivered);
@@ -101,6 +114,9 @@ proptest! {
         let mut dec = FecDecoder::new(true);
         for ((first, body), (g, len)) in frames.iter().zip(sources.iter().chain(std::iter::repeat(&(0, 0)))) {
             if let Ok(repr) = parse_fec_repair(body) {
+                let _ = dec.on_repair(*first, &repr);
+            }
+            if let Ok(repr) = parse_fec_repair_part(body) {
                 let _ = dec.on_repair(*first, &repr);
             }
             let _ = dec.on_source(*g, &vec![0u8; *len]);

@@ -118,7 +118,13 @@ pub struct Path {
     train: TrainRateEstimator,
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
-    /// The same over datagrams resolved while the queue was shorter than [`SHALLOW_QUEUE`].
+    /// The same over data datagrams resolved while the queue was shorter than
+    /// [`SHALLOW_QUEUE`], probes sent while the path was probing or down left out
+    /// (`SentPacket::link_sample`): in the simulator a clean path's first probe pair is
+    /// declared lost (about 6 % from one pair, decaying over seconds while the queue stays
+    /// long), and that, read as random loss, made packet-mode FEC send symbols on clean
+    /// paths (docs/protocol.md#fec). Probes of a live path count: on a lossy path that
+    /// carries little data they are most of the evidence.
     shallow_loss_rate: f64,
     /// When `loss_rate` was last updated or decayed.
     loss_updated: Time,
@@ -324,6 +330,7 @@ impl Path {
             acked: false,
             lost: false,
             probe_id,
+            link_sample: probe_id.is_none() || self.state.is_usable(),
             reliable: false,
             cwnd_limited,
             data,
@@ -477,7 +484,7 @@ impl Path {
             if !was_lost {
                 self.decay_loss(now);
                 self.loss_rate += (0.0 - self.loss_rate) * LOSS_RATE_GAIN;
-                if self.queue_is_shallow() {
+                if pkt.link_sample && self.queue_is_shallow() {
                     self.shallow_loss_rate += (0.0 - self.shallow_loss_rate) * LOSS_RATE_GAIN;
                 }
             }
@@ -598,6 +605,7 @@ impl Path {
         let mut lost_bytes = 0;
         let mut youngest_lost = None;
         let mut lost_data = 0u32;
+        let mut lost_samples = 0u32;
         for p in self.log.iter_mut() {
             if p.seq >= largest {
                 break;
@@ -613,6 +621,7 @@ impl Path {
                     lost_bytes += u64::from(p.len);
                 }
                 lost += 1;
+                lost_samples += u32::from(p.link_sample);
                 // A lost probe says the path is silent (liveness judges that), not that
                 // the sender overran it: probes are not congestion signals.
                 if p.probe_id.is_none() {
@@ -645,7 +654,9 @@ impl Path {
         }
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
-            if shallow {
+        }
+        if shallow {
+            for _ in 0..lost_samples {
                 self.shallow_loss_rate += (1.0 - self.shallow_loss_rate) * LOSS_RATE_GAIN;
             }
         }

@@ -29,6 +29,10 @@ pub struct SentPacket {
     pub lost: bool,
     /// The probe id if it carried a PROBE frame.
     pub probe_id: Option<u32>,
+    /// Its fate samples the link's own loss (`shallow_loss_rate`): not a probe sent while
+    /// the path was probing or down (a path's first probes go before the peer can answer
+    /// them, and a dead link's losses are liveness's business, not random loss).
+    pub link_sample: bool,
     /// It carried stream or stream-control frames: its fate (acked or lost) is reported
     /// to the session's stream layer.
     pub reliable: bool,
@@ -170,6 +174,7 @@ mod tests {
             acked: false,
             lost: false,
             probe_id: None,
+            link_sample: true,
             reliable: false,
             cwnd_limited: false,
             data: None,

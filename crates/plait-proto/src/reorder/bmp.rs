@@ -488,6 +488,10 @@ impl ReorderBuffer for Bmp {
         }
     }
 
+    fn set_hold_all_evidence(&mut self, on: bool) {
+        self.hold_all_evidence = on;
+    }
+
     fn held_packets(&self) -> usize {
         self.held_packets
     }

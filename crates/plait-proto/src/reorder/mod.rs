@@ -158,7 +158,8 @@ pub struct ReorderConfig {
     pub repair_wait: Option<Duration>,
     /// With `repair_wait`, hold every hole with path-predecessor evidence, not only those
     /// a path lost while its queue was short (packet-mode FEC, docs/protocol.md#fec: a
-    /// protected packet may be rebuilt whatever lost it).
+    /// protected packet may be rebuilt whatever lost it). The session switches it with
+    /// [`ReorderBuffer::set_hold_all_evidence`] while the peer sends repair symbols.
     pub hold_all_evidence: bool,
 }
 
@@ -214,6 +215,9 @@ pub trait ReorderBuffer {
 
     /// Updates how long a hole with a repair request stays open (about one round trip).
     fn set_repair_wait(&mut self, _wait: Duration) {}
+
+    /// Switches [`ReorderConfig::hold_all_evidence`].
+    fn set_hold_all_evidence(&mut self, _on: bool) {}
 
     /// Packets held now.
     fn held_packets(&self) -> usize;
@@ -318,6 +322,9 @@ impl ReorderBuffer for AnyReorder {
     }
     fn set_repair_wait(&mut self, wait: Duration) {
         self.inner_mut().set_repair_wait(wait)
+    }
+    fn set_hold_all_evidence(&mut self, on: bool) {
+        self.inner_mut().set_hold_all_evidence(on)
     }
     fn held_packets(&self) -> usize {
         self.inner().held_packets()

@@ -1,6 +1,6 @@
 //! Sending FEC repair symbols (docs/protocol.md#fec): when a block closes, its symbols go
 //! out before new data, each in its own datagram (with pending ACKs when they fit), on a
-//! path that is not losing packets.
+//! path that is not losing packets. The pieces of a cut symbol go one per datagram too.
 //!
 //! Path choice: among the usable paths, those whose measured random loss
 //! (`shallow_loss_rate`) is within [`LOSS_SLACK`] of the lowest; of those, the ones that
@@ -97,6 +97,8 @@ impl Session {
             mask: symbol.mask,
             repair_count: symbol.repair_count,
             index: symbol.index,
+            part: symbol.part,
+            parts: symbol.parts,
             symbol: &symbol.symbol,
         };
         let mut w = Writer::new(buf);

@@ -159,7 +159,7 @@ pub struct Session {
     stream_scheduler: AnyScheduler,
     /// FEC, sender side (`None`: policy off; docs/protocol.md#fec).
     fec_encoder: Option<crate::fec::FecEncoder>,
-    /// FEC, receiver side (always there; it keeps sources once FEC is on or seen).
+    /// FEC, receiver side (always there; it keeps sources while the peer sends symbols).
     fec_decoder: crate::fec::FecDecoder,
 }
 
@@ -171,7 +171,6 @@ impl Session {
         let fec_on = config.fec.policy != crate::fec::FecPolicy::Off;
         if config.repair || fec_on {
             reorder_config.repair_wait = Some(INITIAL_REPAIR_WAIT.min(reorder_config.max_hold));
-            reorder_config.hold_all_evidence = fec_on;
         }
         let mut streams = Streams::new(config.side, config.streams.clone());
         streams.set_send_target(MIN_SEND_TARGET);
@@ -212,8 +211,13 @@ impl Session {
             streams,
             stream_pace_until: None,
             stream_scheduler: AnyScheduler::new(config.stream_scheduler),
-            fec_encoder: fec_on.then(|| crate::fec::FecEncoder::new(config.fec)),
-            fec_decoder: crate::fec::FecDecoder::new(fec_on),
+            fec_encoder: fec_on.then(|| {
+                crate::fec::FecEncoder::new(
+                    config.fec,
+                    crate::wire::max_fec_part_symbol(config.max_datagram_size),
+                )
+            }),
+            fec_decoder: crate::fec::FecDecoder::new(false),
             config,
         })
     }

@@ -197,11 +197,13 @@ impl Session {
                     body,
                 } => self.on_repair_request(now, body),
                 Frame::Extension {
-                    frame_type: crate::wire::frame_type::FEC_REPAIR,
+                    frame_type:
+                        t @ (crate::wire::frame_type::FEC_REPAIR
+                        | crate::wire::frame_type::FEC_REPAIR_PART),
                     body,
                 } => {
                     let from = (path, seq, header.timestamp_us);
-                    self.on_fec_repair(now, from, body);
+                    self.on_fec_repair(now, from, t, body);
                 }
                 Frame::Extension { .. } => self.stats.extensions_skipped += 1,
             }
@@ -254,17 +256,29 @@ impl Session {
                 }
                 let rebuilt = self.fec_decoder.on_source(global, data.payload);
                 self.insert_rebuilt(now, (path, path_seq, send_ts_us), rebuilt);
+                self.follow_peer_fec();
             }
             Freshness::Duplicate => self.stats.data_duplicates += 1,
             Freshness::TooOld => self.stats.data_too_old += 1,
         }
     }
 
-    /// An FEC repair symbol (docs/protocol.md#fec): a malformed or inconsistent one is
+    /// An FEC repair symbol, whole or a piece (docs/protocol.md#fec): a malformed or inconsistent one is
     /// refused and counted (the rest of the datagram still counts); packets it lets the
     /// store rebuild go to the reorder buffer.
-    fn on_fec_repair(&mut self, now: Time, from: (PathId, PathSeq, u32), body: &[u8]) {
-        let Ok(repr) = crate::wire::parse_fec_repair(body) else {
+    fn on_fec_repair(
+        &mut self,
+        now: Time,
+        from: (PathId, PathSeq, u32),
+        frame_type: u8,
+        body: &[u8],
+    ) {
+        let parsed = if frame_type == crate::wire::frame_type::FEC_REPAIR_PART {
+            crate::wire::parse_fec_repair_part(body)
+        } else {
+            crate::wire::parse_fec_repair(body)
+        };
+        let Ok(repr) = parsed else {
             self.stats.fec_symbols_refused += 1;
             return;
         };
@@ -272,6 +286,17 @@ impl Session {
         if let Ok(rebuilt) = self.fec_decoder.on_repair(first, &repr) {
             self.insert_rebuilt(now, from, rebuilt);
         }
+        self.follow_peer_fec();
+    }
+
+    /// While the peer sends repair symbols, every hole with loss evidence is held for
+    /// repair, not only the link's own losses: a protected packet may be rebuilt whatever
+    /// lost it, and a rebuild after its hole was given up reaches the end host as a late
+    /// packet (docs/protocol.md#fec). Without symbols, queue overflow reaches the end host
+    /// at once, as without FEC.
+    fn follow_peer_fec(&mut self) {
+        self.reorder
+            .set_hold_all_evidence(self.fec_decoder.peer_protects());
     }
 
     /// Hands packets FEC rebuilt to the reorder buffer, through the duplicate filter (a

@@ -1,18 +1,22 @@
-//! FEC_REPAIR (extension frame 0x14, docs/protocol.md#fec): one Reed-Solomon repair symbol
-//! of a small block of packet-mode inner packets, so the receiver can rebuild packets a
-//! path lost without asking for them (seed HMTP §III: coded symbols instead of
-//! retransmission; here as systematic FEC beside the DATA frames).
+//! FEC_REPAIR and FEC_REPAIR_PART (extension frames 0x14 and 0x15, docs/protocol.md#fec):
+//! one Reed-Solomon repair symbol (or one part of it) of a small block of packet-mode
+//! inner packets, so the receiver can rebuild packets a path lost without asking for them
+//! (seed HMTP §III: coded symbols instead of retransmission; here as systematic FEC beside
+//! the DATA frames).
 //!
-//! Body: `first` u32 (the block's first global sequence number, truncated), `mask` u32
-//! (bit `i` set: global sequence number `first + i` is one of the block's source packets;
-//! bit 0 always set), one byte `r << 4 | index` (`r` repair symbols in the block, 1..=15;
-//! this is symbol `index` < `r`), then the symbol to the end of the body (an even number of
-//! bytes, 2..=[`MAX_FEC_SYMBOL`]). The frame costs 12 bytes beside the symbol (type, a
-//! 2-byte body length, 9 bytes of fields), so a symbol for the largest inner packet fits a
-//! datagram (docs/protocol.md#fec).
+//! FEC_REPAIR body: `first` u32 (the block's first global sequence number, truncated),
+//! `mask` u32 (bit `i` set: global sequence number `first + i` is one of the block's source
+//! packets; bit 0 always set), one byte `r << 4 | index` (`r` repair symbols in the block,
+//! 1..=15; this is symbol `index` < `r`), then the symbol to the end of the body (an even
+//! number of bytes, 2..=[`MAX_FEC_SYMBOL`]).
 //!
-//! Invariant: [`parse_fec_repair`] accepts only a body of exactly that shape and never
-//! panics; [`FecRepairRepr::encode`] never writes what it would reject.
+//! FEC_REPAIR_PART body: the same fields, one more byte `part << 4 | parts` (the block's
+//! shards are cut into `parts` pieces, 2..=15, each coded on its own; this symbol is of
+//! piece `part` < `parts`), then the symbol. A block is cut when a whole symbol would not
+//! fit a datagram, so the inner MTU need not shrink for FEC (docs/protocol.md#fec).
+//!
+//! Invariant: the parsers accept only a body of exactly that shape and never panic;
+//! [`FecRepairRepr::encode`] never writes what it would reject.
 
 use super::error::{DecodeError, EncodeError};
 use super::frame_type;
@@ -26,8 +30,18 @@ pub const MAX_FEC_REPAIR: u8 = 15;
 pub const FEC_SPAN: u64 = 32;
 /// Longest symbol (the largest datagram's payload).
 pub const MAX_FEC_SYMBOL: usize = 65_536;
-/// Bytes of fields in the body beside the symbol.
+/// Bytes of fields in an FEC_REPAIR body beside the symbol (FEC_REPAIR_PART: one more).
 pub const FEC_FIELDS_LEN: usize = 9;
+/// Most pieces a block's shards are cut into (4 bits on the wire).
+pub const MAX_FEC_PARTS: u8 = 15;
+
+/// The longest symbol an FEC_REPAIR_PART frame carries in a datagram of `datagram` bytes
+/// (header included), even: the datagram less the header, the frame's type, a body
+/// length of up to 4 bytes and its 10 bytes of fields.
+pub const fn max_fec_part_symbol(datagram: usize) -> usize {
+    let framing = super::HEADER_LEN + 1 + 4 + FEC_FIELDS_LEN + 1;
+    datagram.saturating_sub(framing) & !1
+}
 
 /// An FEC_REPAIR frame, to write or as read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,13 +54,22 @@ pub struct FecRepairRepr<'a> {
     pub repair_count: u8,
     /// Which of them this is, `< repair_count`.
     pub index: u8,
+    /// Which piece of the block's shards the symbol codes, `< parts`.
+    pub part: u8,
+    /// Pieces the block's shards are cut into, 1..=[`MAX_FEC_PARTS`] (1: FEC_REPAIR,
+    /// else FEC_REPAIR_PART).
+    pub parts: u8,
     /// The symbol: even length, 2..=[`MAX_FEC_SYMBOL`].
     pub symbol: &'a [u8],
 }
 
 impl FecRepairRepr<'_> {
+    fn fields_len(&self) -> usize {
+        FEC_FIELDS_LEN + usize::from(self.parts > 1)
+    }
+
     fn body_len(&self) -> usize {
-        FEC_FIELDS_LEN + self.symbol.len()
+        self.fields_len() + self.symbol.len()
     }
 
     /// Bytes the frame takes.
@@ -65,6 +88,9 @@ impl FecRepairRepr<'_> {
         if self.index >= self.repair_count {
             return Err("FEC symbol index beyond repair count");
         }
+        if self.parts == 0 || self.parts > MAX_FEC_PARTS || self.part >= self.parts {
+            return Err("FEC part out of range");
+        }
         let n = self.symbol.len();
         if !(2..=MAX_FEC_SYMBOL).contains(&n) || !n.is_multiple_of(2) {
             return Err("FEC symbol length odd or out of range");
@@ -82,11 +108,19 @@ impl FecRepairRepr<'_> {
             });
         }
         w.atomic(self.encoded_len(), |w| {
-            w.put_u8(frame_type::FEC_REPAIR)?;
+            let split = self.parts > 1;
+            w.put_u8(if split {
+                frame_type::FEC_REPAIR_PART
+            } else {
+                frame_type::FEC_REPAIR
+            })?;
             w.put_varint("FEC body length", self.body_len() as u64)?;
             w.put_u32(self.first)?;
             w.put_u32(self.mask)?;
             w.put_u8(self.repair_count << 4 | self.index)?;
+            if split {
+                w.put_u8(self.part << 4 | self.parts)?;
+            }
             w.put_bytes(self.symbol)
         })
     }
@@ -99,17 +133,37 @@ impl FecRepairRepr<'_> {
 
 /// Reads an FEC_REPAIR body (what follows the type and body length).
 pub fn parse_fec_repair(body: &[u8]) -> Result<FecRepairRepr<'_>, DecodeError> {
+    parse(body, false)
+}
+
+/// Reads an FEC_REPAIR_PART body (what follows the type and body length). A body naming
+/// fewer than 2 parts is malformed (a whole symbol travels as FEC_REPAIR).
+pub fn parse_fec_repair_part(body: &[u8]) -> Result<FecRepairRepr<'_>, DecodeError> {
+    let repr = parse(body, true)?;
+    if repr.parts < 2 {
+        return Err(DecodeError::Malformed("FEC part frame with one part"));
+    }
+    Ok(repr)
+}
+
+fn parse(body: &[u8], split: bool) -> Result<FecRepairRepr<'_>, DecodeError> {
     let (fields, symbol) = body
-        .split_at_checked(FEC_FIELDS_LEN)
+        .split_at_checked(FEC_FIELDS_LEN + usize::from(split))
         .ok_or(DecodeError::Truncated)?;
-    let [f0, f1, f2, f3, m0, m1, m2, m3, ri] = *fields else {
-        return Err(DecodeError::Truncated);
+    let (&[f0, f1, f2, f3, m0, m1, m2, m3, ri], rest) = fields
+        .split_first_chunk::<FEC_FIELDS_LEN>()
+        .ok_or(DecodeError::Truncated)?;
+    let (part, parts) = match rest {
+        [pp] => (pp >> 4, pp & 0x0f),
+        _ => (0, 1),
     };
     let repr = FecRepairRepr {
         first: u32::from_be_bytes([f0, f1, f2, f3]),
         mask: u32::from_be_bytes([m0, m1, m2, m3]),
         repair_count: ri >> 4,
         index: ri & 0x0f,
+        part,
+        parts,
         symbol,
     };
     repr.check().map_err(DecodeError::Malformed)?;
@@ -140,6 +194,8 @@ mod tests {
             mask: 0b1011,
             repair_count: 3,
             index: 2,
+            part: 0,
+            parts: 1,
             symbol: &symbol,
         };
         let bytes = encode(&repr);
@@ -149,30 +205,52 @@ mod tests {
         assert_eq!(frame_type, frame_type::FEC_REPAIR);
         assert_eq!(parse_fec_repair(body).unwrap(), repr);
         assert_eq!(repr.source_count(), 3);
+        // A piece: its own frame type and one more byte.
+        let piece = FecRepairRepr {
+            part: 1,
+            parts: 2,
+            ..repr
+        };
+        let bytes = encode(&piece);
+        assert_eq!(bytes.len(), encode(&repr).len() + 1);
+        let Frame::Extension { frame_type, body } = frames(&bytes).next().unwrap().unwrap() else {
+            panic!()
+        };
+        assert_eq!(frame_type, frame_type::FEC_REPAIR_PART);
+        assert_eq!(parse_fec_repair_part(body).unwrap(), piece);
     }
 
     #[test]
-    fn a_full_size_symbol_fits_a_datagram() {
-        for size in [1280, 1400, 1451, 9000, 65_535] {
+    fn a_piece_of_a_full_size_symbol_fits_a_datagram() {
+        for size in [128, 1280, 1400, 1451, 9000, 65_535] {
             let mut config = crate::Config {
                 max_datagram_size: size,
                 ..crate::Config::default()
             };
-            config.fec.policy = crate::fec::FecPolicy::Sparse;
-            // The largest inner packet plus its 2-byte length, rounded up to even.
-            let symbol_len = (config.max_inner_packet() + 2).next_multiple_of(2);
-            let symbol = vec![0u8; symbol_len];
-            let repr = FecRepairRepr {
-                first: 0,
-                mask: 1,
-                repair_count: 1,
-                index: 0,
-                symbol: &symbol,
-            };
-            assert!(
-                crate::wire::HEADER_LEN + repr.encoded_len() <= size,
-                "{size}"
-            );
+            config.fec.policy = crate::fec::FecPolicy::All;
+            // The largest inner packet plus its 2-byte length, rounded up to even, cut
+            // into the fewest pieces that fit.
+            let shard = crate::fec::shard_len(config.max_inner_packet());
+            let max_symbol = max_fec_part_symbol(size);
+            let parts = crate::fec::parts_for(shard, max_symbol, 15).unwrap();
+            assert!(parts <= 2, "{size}: {parts}");
+            for part in 0..parts {
+                let range = crate::fec::part_range(shard, parts, part).unwrap();
+                let symbol = vec![0u8; range.len()];
+                let repr = FecRepairRepr {
+                    first: 0,
+                    mask: 1,
+                    repair_count: 1,
+                    index: 0,
+                    part: part as u8,
+                    parts: parts as u8,
+                    symbol: &symbol,
+                };
+                assert!(
+                    crate::wire::HEADER_LEN + repr.encoded_len() <= size,
+                    "{size}"
+                );
+            }
         }
     }
 
@@ -210,10 +288,36 @@ mod tests {
             mask: 0,
             repair_count: 1,
             index: 0,
+            part: 0,
+            parts: 1,
             symbol: &[0, 0],
         };
         assert!(bad.encode(&mut w).is_err());
+        let bad_part = FecRepairRepr {
+            mask: 1,
+            part: 2,
+            parts: 2,
+            ..bad
+        };
+        assert!(bad_part.encode(&mut w).is_err());
         assert!(w.is_empty());
+        // Piece bodies: one part, part beyond parts, no part byte.
+        let piece = [0, 0, 0, 1, 0, 0, 0, 1, 0x10, 0x12, 1, 2];
+        assert!(parse_fec_repair_part(&piece).is_ok());
+        let mut one = piece;
+        one[9] = 0x01;
+        let mut beyond = piece;
+        beyond[9] = 0x22;
+        for bad in [one, beyond] {
+            assert!(matches!(
+                parse_fec_repair_part(&bad),
+                Err(DecodeError::Malformed(_))
+            ));
+        }
+        assert_eq!(
+            parse_fec_repair_part(&piece[..9]),
+            Err(DecodeError::Truncated)
+        );
     }
 
     proptest! {
@@ -221,6 +325,10 @@ mod tests {
         fn parse_never_panics(body in proptest::collection::vec(any::<u8>(), 0..300)) {
             if let Ok(r) = parse_fec_repair(&body) {
                 prop_assert!(r.symbol.len() % 2 == 0 && r.index < r.repair_count);
+                prop_assert_eq!((r.part, r.parts), (0, 1));
+            }
+            if let Ok(r) = parse_fec_repair_part(&body) {
+                prop_assert!(r.symbol.len() % 2 == 0 && r.part < r.parts && r.parts >= 2);
             }
         }
     }

@@ -59,7 +59,8 @@ pub use ack_repr::AckRepr;
 pub use decode::{Frames, frames, validate};
 pub use error::{DecodeError, EncodeError};
 pub use fec_repair::{
-    FEC_FIELDS_LEN, FEC_SPAN, FecRepairRepr, MAX_FEC_REPAIR, MAX_FEC_SYMBOL, parse_fec_repair,
+    FEC_FIELDS_LEN, FEC_SPAN, FecRepairRepr, MAX_FEC_PARTS, MAX_FEC_REPAIR, MAX_FEC_SYMBOL,
+    max_fec_part_symbol, parse_fec_repair, parse_fec_repair_part,
 };
 pub use frame::{CloseFrame, DataFrame, Frame, ProbeAckFrame, ProbeFrame};
 pub use header::{CLEAR_PREFIX_LEN, HEADER_LEN, Header, VERSION};
@@ -136,6 +137,9 @@ pub mod frame_type {
     pub const UNORDERED: u8 = 0x13;
     /// FEC_REPAIR: a repair symbol of a block of inner packets (docs/protocol.md#fec).
     pub const FEC_REPAIR: u8 = 0x14;
+    /// FEC_REPAIR_PART: a repair symbol of one piece of a block whose whole symbols would
+    /// not fit a datagram (docs/protocol.md#fec).
+    pub const FEC_REPAIR_PART: u8 = 0x15;
 
     /// Whether `t` is in the extension range (length-prefixed, skippable).
     pub const fn is_extension(t: u8) -> bool {

@@ -127,7 +127,8 @@ pub struct SessionStatus {
     /// Client: the latest changes of the path set, oldest first.
     #[serde(default)]
     pub path_changes: Vec<PathChange>,
-    /// Packet-mode FEC counters (all zero with `[engine] fec = "off"`).
+    /// Packet-mode FEC counters (all zero while no path shows random loss, or with
+    /// `[engine] fec = "off"`).
     #[serde(default)]
     pub fec: FecCounters,
     /// Sparse flows and packet pacing (docs/protocol.md#unordered,

@@ -51,7 +51,7 @@ pub const VARIANTS: [Variant; 4] = [
         engine: &["repair = false", "fec = \"off\""],
     },
     Variant {
-        name: "loss repair (default)",
+        name: "loss repair, no FEC",
         engine: &["repair = true", "fec = \"off\""],
     },
     Variant {
