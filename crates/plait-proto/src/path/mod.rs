@@ -119,12 +119,13 @@ pub struct Path {
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
     /// The same over data datagrams resolved while the queue was shorter than
-    /// [`SHALLOW_QUEUE`], probes sent while the path was probing or down left out
+    /// [`SHALLOW_QUEUE`], probes sent before the path's first answer left out
     /// (`SentPacket::link_sample`): in the simulator a clean path's first probe pair is
     /// declared lost (about 6 % from one pair, decaying over seconds while the queue stays
     /// long), and that, read as random loss, made packet-mode FEC send symbols on clean
-    /// paths (docs/protocol.md#fec). Probes of a live path count: on a lossy path that
-    /// carries little data they are most of the evidence.
+    /// paths (docs/protocol.md#fec). Later probes count, those of a path gone down too: on
+    /// a lossy path that carries little data they are most of the evidence, and leaving
+    /// out a down path's probes cost the `plait` scheduler 13 % on bursty loss.
     shallow_loss_rate: f64,
     /// When `loss_rate` was last updated or decayed.
     loss_updated: Time,
@@ -330,7 +331,7 @@ impl Path {
             acked: false,
             lost: false,
             probe_id,
-            link_sample: probe_id.is_none() || self.state.is_usable(),
+            link_sample: probe_id.is_none() || self.last_answer.is_some(),
             reliable: false,
             cwnd_limited,
             data,

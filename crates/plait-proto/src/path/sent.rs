@@ -29,9 +29,8 @@ pub struct SentPacket {
     pub lost: bool,
     /// The probe id if it carried a PROBE frame.
     pub probe_id: Option<u32>,
-    /// Its fate samples the link's own loss (`shallow_loss_rate`): not a probe sent while
-    /// the path was probing or down (a path's first probes go before the peer can answer
-    /// them, and a dead link's losses are liveness's business, not random loss).
+    /// Its fate samples the link's own loss (`shallow_loss_rate`): not a probe sent before
+    /// the path's first answer (a path's first probes may go before the peer can answer).
     pub link_sample: bool,
     /// It carried stream or stream-control frames: its fate (acked or lost) is reported
     /// to the session's stream layer.
