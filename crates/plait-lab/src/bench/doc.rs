@@ -975,15 +975,16 @@ Reading the bullets above with the tables below:
   Mbit/s were measured too), but less to NewReno in the simulator (`plait sim
   topologies/T2.toml`: 20.7 without, 23.7 with) and to bbr (one run each: 20.6 without,
   22.2 with).
-- **T3: packet-mode FEC (on by default, docs/protocol.md#fec) hides the lossy path's
-  losses from the inner flow**, so plait uses both paths (shares near 68/32). Without it
-  plait left the lossy path almost alone and ran below the best single path (16.4 and 16.6
-  Mbit/s against 23.2-23.6 with FEC in runs side by side). In two of nine runs side by
-  side the inner flow's window stayed small all the same and goodput stayed near the
-  FEC-off level (0.50 and 0.54 of the sum, path shares near 80/20); the engines' counters
-  do not show more loss reaching the end host in those runs, and the cause is not found.
-  MPTCP's lossy subflow stalls the whole connection at the data level (head-of-line
-  blocking).
+- **T3: plait leaves the lossy path almost alone**, so it runs a little below the best
+  single path (its rate minus framing, and the few packets plait still sends on the lossy
+  path cost the inner flow some of its window even with loss repair), well above MPTCP,
+  whose lossy subflow stalls the whole connection at the data level (head-of-line
+  blocking). Packet-mode FEC for every flow (`--engine 'fec=\"all\"'`,
+  docs/protocol.md#fec) hides the lossy path's losses from the inner flow: in four runs
+  side by side 19.1-23.4 Mbit/s (0.64-0.78 of the sum, shares near 68/32) against
+  15.2-16.6 without. It no longer costs inner MTU and sends nothing on clean paths, but
+  with it on, stream mode on T3 stopped using the lossy path (0.60 of the sum instead of
+  0.81-0.85, cause not found), so it stays off by default.
 - **T4: the blackhole is detected within a few hundred milliseconds** (the path goes
   Degraded, then Down), traffic moves to path 1, and probes bring path 0 back within the
   first second after the blackhole ends. The single path stalls for the whole blackhole plus

@@ -3,8 +3,9 @@
 //!
 //! While the store is active (the peer protects packets: a repair symbol arrived within
 //! the last [`WINDOW`] numbers; or always, if made so), it keeps a copy of each fresh DATA
-//! payload; otherwise it keeps nothing, so a peer that sends no symbols costs no copies. A block is decoded when its symbols and the
-//! sources held reach `k` while a source is missing; then it is done and its symbols are
+//! payload; otherwise it keeps nothing, so a peer that sends no symbols costs no copies.
+//! A block is decoded when every piece of it (`codec::part_range`) has symbols and held
+//! sources reaching `k` while a source is missing; then it is done and its symbols are
 //! freed. Rebuilt packets are returned to the session, which passes them through the
 //! duplicate filter (so a packet is never delivered twice, whichever copy comes first).
 //!

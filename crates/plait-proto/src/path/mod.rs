@@ -118,7 +118,7 @@ pub struct Path {
     train: TrainRateEstimator,
     delivery: DeliveryRateEstimator,
     loss_rate: f64,
-    /// The same over data datagrams resolved while the queue was shorter than
+    /// The same over datagrams resolved while the queue was shorter than
     /// [`SHALLOW_QUEUE`], probes sent before the path's first answer left out
     /// (`SentPacket::link_sample`): in the simulator a clean path's first probe pair is
     /// declared lost (about 6 % from one pair, decaying over seconds while the queue stays
