@@ -36,8 +36,7 @@ pub const WINDOW: u64 = 4096;
 struct Block {
     mask: u32,
     repair_count: u8,
-    parts: u8,
-    /// Each piece's symbol length, once a symbol of it has arrived.
+    /// Each piece's symbol length, once a symbol of it has arrived (one entry per piece).
     part_lens: Vec<Option<usize>>,
     /// Symbol `index` of piece `part` at `part * repair_count + index`.
     symbols: Vec<Option<Vec<u8>>>,
@@ -147,7 +146,6 @@ impl FecDecoder {
         let block = self.blocks.entry(first).or_insert_with(|| Block {
             mask: repr.mask,
             repair_count: repr.repair_count,
-            parts: repr.parts,
             part_lens: vec![None; parts],
             symbols: vec![None; r * parts],
             done: false,
@@ -156,7 +154,7 @@ impl FecDecoder {
         let len_known = block.part_lens.get(part).copied().flatten();
         if block.mask != repr.mask
             || block.repair_count != repr.repair_count
-            || block.parts != repr.parts
+            || block.part_lens.len() != parts
             || len_known.is_some_and(|l| l != symbol_len)
         {
             self.stats.refused += 1;
