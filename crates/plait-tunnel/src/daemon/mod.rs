@@ -7,6 +7,16 @@
 //! says `WouldBlock`; each round reads a bounded amount from each, so one busy source
 //! cannot starve the others.
 //!
+//! Time: the clock is read again after each receive batch and before the timers, not once
+//! per round. A datagram's time is its kernel receive time ([`Now::at_kernel_time`]),
+//! which must not be later than the time it is compared with: read at the round's start,
+//! a datagram that arrived while the round ran (a round can last milliseconds on a busy
+//! host) got that start time instead, earlier than its arrival. One such stamp, 11 ms
+//! early, set a path's base one-way delay 11 ms too low for the base's 5-minute window,
+//! so every later delay read as a standing queue, every loss as congestion, and on the
+//! test bed's lossy T3 path the `adaptive` controller never left NewReno (the path carried
+//! 1 % of a stream transfer).
+//!
 //! More cores later: the server's sessions are independent, so they can be sharded over
 //! worker threads by receiver index (one `SO_REUSEPORT` socket per worker with a BPF
 //! steering program, and one TUN queue per worker with `IFF_MULTI_QUEUE`); the client's
@@ -487,7 +497,8 @@ pub(crate) fn run_loop(
                 }
             }
         }
-        let now = clock.now();
+        // Read again wherever the round may have taken a while (module docs, "Time").
+        let mut now = clock.now();
         if let Some(l) = links.as_mut() {
             links_changed |= links::resolve_again(l, endpoint, now);
             if links_changed {
@@ -520,6 +531,8 @@ pub(crate) fn run_loop(
                 let Some(n) = recv_batch(socket, &mut recv, ready) else {
                     break;
                 };
+                // After the read, so every kernel receive time in the batch is in the past.
+                now = clock.now();
                 for m in 0..n {
                     let (from, kernel_ts, datagrams) = recv.datagrams(m);
                     let at = now.at_kernel_time(kernel_ts);
@@ -568,6 +581,7 @@ pub(crate) fn run_loop(
                 }
             }
         }
+        now = clock.now();
         if deadline_due(endpoint, now) {
             endpoint.handle_timeout(now, &mut out);
         }

@@ -1371,3 +1371,26 @@ fn a_client_with_no_path_yet_handshakes_when_the_first_opens() {
     w.traffic(20, 0);
     assert_eq!(tags(&w.server_tun), (0..20).collect::<Vec<_>>());
 }
+
+/// `Now::at_kernel_time`: a kernel receive time up to a second before the read time moves
+/// the datagram's time back by its age; one after the read time (the clock was read
+/// before the datagram arrived) or over a second old (a clock step) gives the read time.
+/// So the daemon reads the clock after each receive batch: a time read earlier would hand
+/// a datagram that came later a time before its arrival.
+#[test]
+fn a_datagram_gets_its_kernel_receive_time_only_when_it_is_in_the_recent_past() {
+    let now = Now {
+        mono: Time::ZERO + Duration::from_secs(100),
+        wall_ns: 1_700_000_000_000_000_000,
+    };
+    let wall = Duration::from_nanos(now.wall_ns);
+    let aged = now.at_kernel_time(Some(wall - Duration::from_millis(3)));
+    assert_eq!(aged.mono, now.mono.saturating_sub(Duration::from_millis(3)));
+    assert_eq!(aged.wall_ns, now.wall_ns - 3_000_000);
+    assert_eq!(
+        now.at_kernel_time(Some(wall + Duration::from_millis(3))),
+        now
+    );
+    assert_eq!(now.at_kernel_time(Some(wall - Duration::from_secs(2))), now);
+    assert_eq!(now.at_kernel_time(None), now);
+}
