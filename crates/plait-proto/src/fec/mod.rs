@@ -35,16 +35,15 @@ pub use sizing::repair_count;
 /// Which inner packets a sender protects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FecPolicy {
-    /// None (the default: with `all` on, stream mode on the test bed's T3 lost its lossy
-    /// path, for a reason not found yet; docs/protocol.md#fec).
-    #[default]
+    /// None.
     Off,
     /// Packets of sparse IP flows: flows the send queue meters at or below
     /// [`FecConfig::sparse_below_bps`] (a call, a game, a video stream; not bulk TCP,
     /// which recovers by itself or uses stream mode). Non-IP packets are never sparse.
     Sparse,
-    /// Every inner packet. Only packets sent on a path with measured random loss join
-    /// blocks, so while every path is clean nothing is sent.
+    /// Every inner packet (the default). Only packets sent on a path with measured random
+    /// loss join blocks, so while every path is clean nothing is sent.
+    #[default]
     All,
 }
 
