@@ -975,18 +975,18 @@ Reading the bullets above with the tables below:
   Mbit/s were measured too), but less to NewReno in the simulator (`plait sim
   topologies/T2.toml`: 20.7 without, 23.7 with) and to bbr (one run each: 20.6 without,
   22.2 with).
-- **T3: FEC keeps the lossy path in use.** Packet-mode FEC (on by default,
-  `fec = \"all\"`, docs/protocol.md#fec) hides most of the lossy path's random losses
-  from the inner flow, so plait puts about a third of the bytes there and runs above the
-  best single path: in runs side by side 23.4 and 22.4 Mbit/s (shares 68/32) against 16.2
-  and 16.4 with `fec = \"off\"` (shares 96/4: without FEC the few packets plait sends on
-  the lossy path cost the inner flow its window, even with loss repair). With cubic at
-  the end hosts it is well above MPTCP, whose lossy subflow stalls the whole connection
-  at the data level (head-of-line blocking); with bbr MPTCP's subflows ignore random loss
-  and it leads. Below 0.85 of the sum: the symbols take about 15 % more datagrams, and
-  what FEC cannot rebuild (more losses in a block than it has symbols) still reaches the
-  inner flow. Stream mode on T3 varies between about 0.65 and 0.89 of the sum from run to
-  run, with or without FEC (docs/protocol.md#fec, at the end).
+- **T3: plait leaves the lossy path almost alone**, so it runs a little below the best
+  single path (its rate minus framing, and the few packets plait still sends on the lossy
+  path cost the inner flow some of its window even with loss repair), well above MPTCP,
+  whose lossy subflow stalls the whole connection at the data level (head-of-line
+  blocking). Packet-mode FEC for every flow (`--engine 'fec=\"all\"'`,
+  docs/protocol.md#fec) hides the lossy path's losses from the inner flow: in four runs
+  side by side 19.1-23.4 Mbit/s (0.64-0.78 of the sum, shares near 68/32) against
+  15.2-16.6 without (22.4-23.4 against 16.2-16.4 after a fix of the daemon's clock). It
+  no longer costs inner MTU, but it stays off by default: on clean topologies under load
+  congestion losses sometimes read as random loss and start symbols (53-172 blocks in
+  some runs of T1, T2 and T6), and in one run of the paced latency test a probe's p99
+  through the tunnel rose to 309 ms (67-87 ms in six others).
 - **T4: the blackhole is detected within a few hundred milliseconds** (the path goes
   Degraded, then Down), traffic moves to path 1, and probes bring path 0 back within the
   first second after the blackhole ends. The single path stalls for the whole blackhole plus

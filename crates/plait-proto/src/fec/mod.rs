@@ -35,15 +35,17 @@ pub use sizing::repair_count;
 /// Which inner packets a sender protects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FecPolicy {
-    /// None.
+    /// None (the default: with `all`, congestion losses sometimes read as a clean path's
+    /// random loss and start symbols there, whose latency cost the receiver's hold adds to;
+    /// docs/protocol.md#fec).
+    #[default]
     Off,
     /// Packets of sparse IP flows: flows the send queue meters at or below
     /// [`FecConfig::sparse_below_bps`] (a call, a game, a video stream; not bulk TCP,
     /// which recovers by itself or uses stream mode). Non-IP packets are never sparse.
     Sparse,
-    /// Every inner packet (the default). Only packets sent on a path with measured random
-    /// loss join blocks, so while every path is clean nothing is sent.
-    #[default]
+    /// Every inner packet. Only packets sent on a path with measured random loss join
+    /// blocks, so while every path is clean nothing is sent.
     All,
 }
 
