@@ -11,11 +11,9 @@
 //! per round. A datagram's time is its kernel receive time ([`Now::at_kernel_time`]),
 //! which must not be later than the time it is compared with: read at the round's start,
 //! a datagram that arrived while the round ran (a round can last milliseconds on a busy
-//! host) got that start time instead, earlier than its arrival. One such stamp, 11 ms
-//! early, set a path's base one-way delay 11 ms too low for the base's 5-minute window,
-//! so every later delay read as a standing queue, every loss as congestion, and on the
-//! test bed's lossy T3 path the `adaptive` controller never left NewReno (the path carried
-//! 1 % of a stream transfer).
+//! host) would get that start time instead, earlier than its arrival, and one such stamp
+//! sets its path's base one-way delay too low for the base's 5-minute window (every later
+//! delay then reads as a standing queue; docs/protocol.md#fec tells the case on T3).
 //!
 //! More cores later: the server's sessions are independent, so they can be sharded over
 //! worker threads by receiver index (one `SO_REUSEPORT` socket per worker with a BPF
