@@ -977,9 +977,10 @@ Reading the bullets above with the tables below:
   22.2 with).
 - **T3: plait leaves the lossy path almost alone**, so it runs a little below the best
   single path (its rate minus framing, and the few packets plait still sends on the lossy
-  path cost the inner flow some of its window even with loss repair), well above MPTCP,
-  whose lossy subflow stalls the whole connection at the data level (head-of-line
-  blocking). Packet-mode FEC for every flow (`--engine 'fec=\"all\"'`,
+  path cost the inner flow some of its window even with loss repair). With cubic at the
+  end hosts it is well above MPTCP, whose lossy subflow stalls the whole connection at
+  the data level (head-of-line blocking); with bbr MPTCP's subflows ignore random loss
+  and MPTCP leads. Packet-mode FEC for every flow (`--engine 'fec=\"all\"'`,
   docs/protocol.md#fec) hides the lossy path's losses from the inner flow: in four runs
   side by side 19.1-23.4 Mbit/s (0.64-0.78 of the sum, shares near 68/32) against
   15.2-16.6 without (22.4-23.4 against 16.2-16.4 after a fix of the daemon's clock). It

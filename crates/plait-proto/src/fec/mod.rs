@@ -35,8 +35,8 @@ pub use sizing::repair_count;
 /// Which inner packets a sender protects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FecPolicy {
-    /// None (the default: with `all`, congestion losses sometimes read as a clean path's
-    /// random loss and start symbols there, whose latency cost the receiver's hold adds to;
+    /// None (the default: with `all`, the encoder sometimes started on clean paths under
+    /// load, likely on congestion losses read as random loss, and raised latency;
     /// docs/protocol.md#fec).
     #[default]
     Off,
