@@ -58,7 +58,7 @@ pub struct EngineSettings {
     /// See [`Config::flow_policy`] (default none).
     pub flow_policy: Vec<FlowRule>,
     /// Which inner packets get forward error correction (docs/protocol.md#fec); default
-    /// [`FecPolicy::Off`]. The other FEC tunables are [`FecConfig::default`]'s.
+    /// [`FecPolicy::All`]. The other FEC tunables are [`FecConfig::default`]'s.
     pub fec: FecPolicy,
 }
 

@@ -382,7 +382,7 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_pacing: Option<bool>,
     /// Packet-mode FEC policy on both engines (modes `plait` and `plait-cbr`): `off`,
-    /// `sparse` or `all` (docs/protocol.md#fec); absent: the engine's default (`off`). The
+    /// `sparse` or `all` (docs/protocol.md#fec); absent: the engine's default (`all`). The
     /// simulator's inner packets are IPv4 with the flow id in the ports, so the send
     /// queue meters each flow and `sparse` protects the flows at or below its rate (a
     /// `plait-cbr` flow; not a bulk TCP transfer).

@@ -35,17 +35,16 @@ pub use sizing::repair_count;
 /// Which inner packets a sender protects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FecPolicy {
-    /// None (the default: with `all`, the encoder sometimes started on clean paths under
-    /// load, likely on congestion losses read as random loss, and raised latency;
-    /// docs/protocol.md#fec).
-    #[default]
+    /// None.
     Off,
     /// Packets of sparse IP flows: flows the send queue meters at or below
     /// [`FecConfig::sparse_below_bps`] (a call, a game, a video stream; not bulk TCP,
     /// which recovers by itself or uses stream mode). Non-IP packets are never sparse.
     Sparse,
-    /// Every inner packet. Only packets sent on a path with measured random loss join
-    /// blocks, so while every path is clean nothing is sent.
+    /// Every inner packet (the default). Only packets sent on a path with measured random
+    /// loss (confirmed losses while its queue was short, docs/protocol.md#loss-detection)
+    /// join blocks, so while every path is clean nothing is sent.
+    #[default]
     All,
 }
 

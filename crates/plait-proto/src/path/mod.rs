@@ -3,24 +3,29 @@
 //!
 //! [`Path`] owns, for one path: the next path sequence number; the log of unresolved sent
 //! datagrams; loss detection (RFC 9002 §6.1 thresholds: 3 packets or 9/8 RTT, per path, so a
-//! loss on one path says nothing about another); RTT (RFC 6298), relative one-way delay,
+//! loss on one path says nothing about another, widened by the reordering its spurious
+//! losses show, `late.rs`); RTT (RFC 6298), relative one-way delay,
 //! packet-pair and delivery-rate estimators; the loss rate; and the liveness state machine.
 //!
 //! Invariants: `bytes_in_flight` is the sum of `len` over log entries with `in_flight`;
 //! only ack-eliciting datagrams are in flight; an ACK naming a sequence number this path
 //! never sent is ignored whole.
 
+mod late;
 mod liveness;
 mod minmax;
 mod owd;
 mod rate;
 pub mod rtt;
 mod sent;
+#[cfg(test)]
+mod tests;
 mod view;
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+pub use late::{LateLosses, PendingLoss};
 pub use liveness::LivenessConfig;
 pub use minmax::WindowedMin;
 pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
@@ -35,8 +40,6 @@ use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion};
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
 use crate::time::Time;
 
-/// Packet-count loss threshold (RFC 9002 kPacketThreshold).
-const PACKET_THRESHOLD: u64 = 3;
 /// Gain of the smoothed loss rate per resolved datagram.
 const LOSS_RATE_GAIN: f64 = 1.0 / 32.0;
 /// Without new samples the loss rate halves every this long: a path the scheduler avoids
@@ -82,6 +85,8 @@ pub struct PathStats {
     pub acked: u64,
     /// Ack-eliciting datagrams declared lost by the loss thresholds.
     pub lost: u64,
+    /// Of those, datagrams an ACK named afterwards: late, not lost (`late.rs`).
+    pub spurious_losses: u64,
     /// Ack-eliciting datagrams given up when the path went down.
     pub lost_on_down: u64,
     /// Probes sent.
@@ -127,6 +132,8 @@ pub struct Path {
     /// a lossy path that carries little data they are most of the evidence, and leaving
     /// out a down path's probes cost the `plait` scheduler 13 % on bursty loss.
     shallow_loss_rate: f64,
+    /// Declared losses awaiting confirmation, and the reordering allowance.
+    late: LateLosses,
     /// When `loss_rate` was last updated or decayed.
     loss_updated: Time,
     hints: PathHints,
@@ -185,6 +192,7 @@ impl Path {
             delivery: DeliveryRateEstimator::default(),
             loss_rate: 0.0,
             shallow_loss_rate: 0.0,
+            late: LateLosses::default(),
             loss_updated: now,
             hints,
             awaiting_since: None,
@@ -394,7 +402,23 @@ impl Path {
         // Datagrams resolved by this ACK for the link-loss samples (probes and datagrams
         // already counted lost left out).
         let mut delivered = 0u32;
+        let srtt = self.rtt.srtt().unwrap_or_default();
         for range in ranges {
+            // Declared losses this range names were late: undo their loss-rate samples;
+            // those already gone from the log count for the controller's undo here
+            // (those still in it count below, as `was_lost`).
+            let mut popped_late = 0u32;
+            let mut undo_rate = 0u32;
+            let taken = self.late.take_acked(&range, now, srtt, |p| {
+                popped_late += u32::from(p.seq < base);
+                undo_rate += 1;
+            });
+            if taken > 0 {
+                self.stats.spurious_losses += u64::from(taken);
+                spurious += popped_late;
+                // Approximate: removes the loss sample as if it had been the latest one.
+                self.loss_rate = (self.loss_rate - LOSS_RATE_GAIN * f64::from(undo_rate)).max(0.0);
+            }
             let lo = (*range.start()).max(base);
             let hi = (*range.end()).min(self.next_seq.saturating_sub(1));
             for seq in (lo..=hi).rev() {
@@ -585,15 +609,18 @@ impl Path {
         }
     }
 
-    /// RFC 9002 §6.1 loss detection below the largest acknowledged; returns newly lost.
-    /// Scans from the oldest and stops at the first datagram not yet lost (younger ones
-    /// are closer to the largest and sent later, so they cannot be lost either).
+    /// RFC 9002 §6.1 loss detection below the largest acknowledged, its thresholds widened
+    /// by the reordering seen (`late.rs`); returns newly lost. Scans from the oldest and
+    /// stops at the first datagram not yet lost (younger ones are closer to the largest and
+    /// sent later, so they cannot be lost either).
     /// `on_ack`: called for an ACK that just arrived, not by the loss timer; only then are
     /// the losses evidence of the link's own loss for the controller (a path gone silent
-    /// finds its flight lost by timer, and that is an outage, `cc::Adaptive`).
+    /// finds its flight lost by timer, and that is an outage, `cc::Adaptive`). Link-loss
+    /// samples wait for the losses' confirmation ([`Path::confirm_losses`]).
     fn detect_losses(&mut self, now: Time, coupling: &Coupling<'_>, on_ack: bool) -> u64 {
         self.loss_deadline = None;
         let Some(largest) = self.largest_acked else {
+            self.confirm_losses(now);
             return 0;
         };
         let rtt = self
@@ -601,12 +628,14 @@ impl Path {
             .srtt()
             .unwrap_or_default()
             .max(self.rtt.latest().unwrap_or_default());
-        let threshold = (rtt * 9 / 8).max(Duration::from_millis(1));
+        let threshold = (rtt * 9 / 8).max(Duration::from_millis(1)) + self.late.extra_time();
+        let packet_threshold = self.late.packet_threshold();
+        // Judged when a loss is declared: the datagrams sent after it show the queue it met.
+        let shallow = self.queue_is_shallow();
         let mut lost = 0;
         let mut lost_bytes = 0;
         let mut youngest_lost = None;
-        let mut lost_data = 0u32;
-        let mut lost_samples = 0u32;
+        let mut forced = Vec::new();
         for p in self.log.iter_mut() {
             if p.seq >= largest {
                 break;
@@ -615,23 +644,33 @@ impl Path {
                 continue;
             }
             let lost_by_time = now.saturating_since(p.sent) >= threshold;
-            if lost_by_time || largest >= p.seq + PACKET_THRESHOLD {
+            let lost_by_packets = largest >= p.seq + packet_threshold;
+            if lost_by_time || lost_by_packets {
                 p.lost = true;
                 if p.in_flight {
                     p.in_flight = false;
                     lost_bytes += u64::from(p.len);
                 }
                 lost += 1;
-                lost_samples += u32::from(p.link_sample);
                 // A lost probe says the path is silent (liveness judges that), not that
                 // the sender overran it: probes are not congestion signals.
                 if p.probe_id.is_none() {
                     youngest_lost = Some(p.sent);
-                    lost_data += 1;
                 }
                 if p.reliable {
                     self.resolved.push((p.seq, false));
                 }
+                forced.extend(self.late.declare(PendingLoss {
+                    seq: p.seq,
+                    declared: now,
+                    overtaken_by: largest - p.seq,
+                    by_packets: lost_by_packets,
+                    by_time: lost_by_time,
+                    link_sample: p.link_sample,
+                    data: p.probe_id.is_none(),
+                    on_ack,
+                    shallow,
+                }));
             } else {
                 self.loss_deadline = Some(p.sent + threshold);
                 break;
@@ -648,26 +687,55 @@ impl Path {
         if lost > 0 {
             self.decay_loss(now);
         }
-        let shallow = self.queue_is_shallow();
-        if on_ack {
-            self.cc
-                .on_link_sample(now, lost_data, if shallow { lost_data } else { 0 });
-        }
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
         }
-        if shallow {
-            for _ in 0..lost_samples {
+        self.on_confirmed_losses(now, &forced);
+        self.confirm_losses(now);
+        lost
+    }
+
+    /// Confirms the declared losses no ACK named within one smoothed RTT and the peer's
+    /// ACK delay (a late datagram's ACK comes by then): only now are they samples of the
+    /// link's loss. Runs whenever losses are looked for (each ACK, the loss timer), so on a
+    /// path that stops answering they stay pending, and are dropped if it goes down.
+    fn confirm_losses(&mut self, now: Time) {
+        if self.late.is_empty() {
+            return;
+        }
+        let wait = self.rtt.srtt().unwrap_or_default() + self.max_ack_delay;
+        let mut confirmed = Vec::new();
+        self.late.confirm_due(now, wait, |p| confirmed.push(*p));
+        self.on_confirmed_losses(now, &confirmed);
+    }
+
+    /// Losses no ACK proved spurious, confirmed together: samples of the link's own loss
+    /// where the queue was short as they were declared. The controller weighs them as one
+    /// batch (as it weighs one ACK's losses).
+    fn on_confirmed_losses(&mut self, now: Time, losses: &[PendingLoss]) {
+        if losses.is_empty() {
+            return;
+        }
+        let link = |p: &PendingLoss| p.shallow && p.link_sample;
+        let evidence = |p: &PendingLoss| p.on_ack && p.data;
+        let n = |c: usize| u32::try_from(c).unwrap_or(u32::MAX);
+        let resolved = losses.iter().filter(|p| evidence(p)).count();
+        if resolved > 0 {
+            let link_lost = losses.iter().filter(|p| evidence(p) && link(p)).count();
+            self.cc.on_link_sample(now, n(resolved), n(link_lost));
+        }
+        let samples = losses.iter().filter(|p| link(p)).count();
+        if samples > 0 {
+            self.decay_loss(now);
+            for _ in 0..samples {
                 self.shallow_loss_rate += (1.0 - self.shallow_loss_rate) * LOSS_RATE_GAIN;
             }
         }
-        lost
     }
 
     /// The path's measured queueing delay (smoothed minus base one-way delay) is under
     /// [`SHALLOW_QUEUE`], or unknown (no one-way delay sample yet: nothing shows a queue, so
-    /// a loss then counts as the link's). Judged when a datagram is resolved: a loss is
-    /// found from datagrams sent after it, whose delays show the queue it met.
+    /// a loss then counts as the link's).
     fn queue_is_shallow(&self) -> bool {
         match (self.owd.smoothed_us(), self.owd.base_us()) {
             (Some(s), Some(b)) => s - (b as f64) < SHALLOW_QUEUE.as_secs_f64() * 1e6,
@@ -754,6 +822,7 @@ impl Path {
             }
         }
         self.cc.on_path_down(now);
+        self.late.clear();
         self.log.pop_resolved();
         self.bytes_in_flight = 0;
         self.awaiting_since = None;

@@ -398,8 +398,8 @@ fn every_scheduler_and_reorder_name_is_accepted() {
     use plait_proto::fec::FecPolicy;
     assert_eq!(
         client_ok(&min_client()).engine.fec,
-        FecPolicy::Off,
-        "off by default"
+        FecPolicy::All,
+        "all by default"
     );
     for (name, policy) in [
         ("sparse", FecPolicy::Sparse),

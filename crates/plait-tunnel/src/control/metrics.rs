@@ -20,7 +20,7 @@
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_{tx,rx}_{bytes,packets}_total` | counter | `peer`, `path`, `name` |
-//! | `plait_path_lost_packets_total` | counter | `peer`, `path`, `name` |
+//! | `plait_path_lost_packets_total`, `plait_path_late_packets_total` | counter | `peer`, `path`, `name` |
 //! | `plait_path_cwnd_bytes`, `_in_flight_bytes`, `_pacing_bits_per_second` | gauge | `peer`, `path`, `name` |
 //! | `plait_session_streams_open` | gauge | `peer` |
 //! | `plait_session_stream_{opened,sent_bytes,retransmitted_bytes,read_bytes,resets}_total` | counter | `peer` |
@@ -371,6 +371,12 @@ impl Collector for SnapshotCollector {
             "path_lost_packets",
             "Datagrams declared lost on the path (their stream bytes are sent again)",
             path_u64(&|p| Some(p.lost_packets)),
+        )?;
+        counters(
+            &mut enc,
+            "path_late_packets",
+            "Of the datagrams declared lost, those acknowledged after all (late, not lost)",
+            path_u64(&|p| Some(p.late_packets)),
         )?;
         gauges(
             &mut enc,

@@ -302,13 +302,14 @@ fn render_streams(out: &mut String, session: &SessionStatus) {
     for p in &session.paths {
         let _ = writeln!(
             out,
-            "    path {} {}: cwnd {}, in flight {}, pacing {} Mbit/s, lost {}",
+            "    path {} {}: cwnd {}, in flight {}, pacing {} Mbit/s, lost {} ({} late)",
             p.id,
             text(&p.name),
             human_bytes(p.cwnd_bytes),
             human_bytes(p.in_flight_bytes),
             opt(p.pacing_mbit, fmt_rate),
-            p.lost_packets
+            p.lost_packets,
+            p.late_packets
         );
     }
 }

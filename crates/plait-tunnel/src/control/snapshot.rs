@@ -332,6 +332,10 @@ pub struct PathStatus {
     /// Datagrams declared lost (their stream bytes are sent again, on any path).
     #[serde(default)]
     pub lost_packets: u64,
+    /// Of those, datagrams acknowledged after all: late (reordered on the way), not lost
+    /// (docs/protocol.md#loss-detection).
+    #[serde(default)]
+    pub late_packets: u64,
     /// Congestion window (stream mode), bytes.
     #[serde(default)]
     pub cwnd_bytes: u64,

@@ -1208,6 +1208,7 @@ impl Link {
                 rx_bytes: st.recv_bytes,
                 rx_packets: st.recv_datagrams,
                 lost_packets: st.lost + st.lost_on_down,
+                late_packets: st.spurious_losses,
                 cwnd_bytes: cc.as_ref().map_or(0, |c| c.window),
                 in_flight_bytes: cc.as_ref().map_or(0, |c| c.bytes_in_flight),
                 pacing_mbit: cc.and_then(|c| c.pacing_rate).map(|r| r * 8.0 / 1e6),
