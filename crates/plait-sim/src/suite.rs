@@ -119,8 +119,9 @@ pub fn markdown(variants: &[Variant], result: &SweepResult) -> String {
          not edit by hand. Each scheduler runs in plait-sim between two plait engines\n\
          configured as the tunnel ships them (`plait_proto::Config::default()`: reorder policy\n\
          `bmp`, a 10 ms hold margin, no rate sample from a packet pair whose second datagram\n\
-         is under 500 bytes, rates and delays measured, no configured hints; loss repair off\n\
-         except in the last row), carrying one NewReno flow; MTCP (one TCP flow per path) is\n\
+         is under 500 bytes, rates and delays measured, no configured hints, packet-mode FEC\n\
+         `all`, which sends nothing while every path is clean; loss repair off except in the\n\
+         last row), carrying one NewReno flow; MTCP (one TCP flow per path) is\n\
          the reference. Goodput is the main flow's in-order payload as a fraction of the\n\
          summed link capacities (the ceiling is about 0.95: TCP/IP and plait headers), mean\n\
          over the seeds; the best plait scheduler per scenario is in bold. The design of\n\

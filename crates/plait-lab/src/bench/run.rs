@@ -400,13 +400,25 @@ fn run_mode(
     let status = tunnel.as_ref().and_then(|t| t.client().status().ok());
     let server_status = tunnel.as_ref().and_then(|t| t.server().status().ok());
     // What the engines did about loss (the transfer goes from the client to the server):
-    // packet-mode FEC, the reorder buffer's loss verdicts and repairs, and the send queue's
-    // drops and CE marks, per end.
+    // packet-mode FEC, the reorder buffer's loss verdicts and repairs, the send queue's
+    // drops and CE marks, and each path's declared losses (of them, late: reordered, not
+    // lost), per end.
     for (end, st) in [("client", &status), ("server", &server_status)] {
         if let Some(sess) = st.as_ref().and_then(|s| s.sessions.first()) {
+            let paths: Vec<String> = sess
+                .paths
+                .iter()
+                .map(|p| format!("{} {}/{}", p.id, p.lost_packets, p.late_packets))
+                .collect();
             opts.say(&format!(
-                "  {}: {end} engine: fec {:?}; losses {:?}; send queue {:?}; {:?}",
-                file.name, sess.fec, sess.lost, sess.send_queue_drops, sess.sparse
+                "  {}: {end} engine: fec {:?}; losses {:?}; send queue {:?}; {:?}; \
+                 paths' lost/late datagrams: {}",
+                file.name,
+                sess.fec,
+                sess.lost,
+                sess.send_queue_drops,
+                sess.sparse,
+                paths.join(", ")
             ));
         }
     }
