@@ -12,10 +12,10 @@
 //! does not wait (a real loss needs it at once); it is undone when every loss of its event
 //! proves spurious (`cc::PathCongestion::on_ack`).
 //!
-//! Each spurious loss widens the thresholds to what would have spared it: the time
-//! threshold by how long after the declaration the ACK came (at most half a smoothed
-//! RTT), the packet threshold to one more than the datagrams acknowledged past it (at most
-//! [`MAX_PACKET_THRESHOLD`]). After [`RESET_AFTER_CONFIRMED`] confirmed losses without a
+//! Each spurious loss widens the threshold that declared it to what would have spared it:
+//! the time threshold by how long after the declaration the ACK came (at most half a
+//! smoothed RTT), the packet threshold to one more than the datagrams acknowledged past it
+//! (at most [`MAX_PACKET_THRESHOLD`]). After [`RESET_AFTER_CONFIRMED`] confirmed losses without a
 //! spurious one the allowance is dropped again (RACK resets its window after 16 recoveries).
 //!
 //! Invariants: at most [`LateLosses::CAPACITY`] entries, in declaration order (so in
