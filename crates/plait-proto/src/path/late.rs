@@ -169,7 +169,8 @@ impl LateLosses {
     }
 
     /// Losses awaiting confirmation.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.pending.len()
     }
 

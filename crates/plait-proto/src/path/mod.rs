@@ -25,7 +25,7 @@ mod view;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-pub use late::{LateLosses, PendingLoss};
+use late::{LateLosses, PendingLoss};
 pub use liveness::LivenessConfig;
 pub use minmax::WindowedMin;
 pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
@@ -408,16 +408,14 @@ impl Path {
             // those already gone from the log count for the controller's undo here
             // (those still in it count below, as `was_lost`).
             let mut popped_late = 0u32;
-            let mut undo_rate = 0u32;
             let taken = self.late.take_acked(&range, now, srtt, |p| {
                 popped_late += u32::from(p.seq < base);
-                undo_rate += 1;
             });
             if taken > 0 {
                 self.stats.spurious_losses += u64::from(taken);
                 spurious += popped_late;
                 // Approximate: removes the loss sample as if it had been the latest one.
-                self.loss_rate = (self.loss_rate - LOSS_RATE_GAIN * f64::from(undo_rate)).max(0.0);
+                self.loss_rate = (self.loss_rate - LOSS_RATE_GAIN * f64::from(taken)).max(0.0);
             }
             let lo = (*range.start()).max(base);
             let hi = (*range.end()).min(self.next_seq.saturating_sub(1));
@@ -635,7 +633,8 @@ impl Path {
         let mut lost = 0;
         let mut lost_bytes = 0;
         let mut youngest_lost = None;
-        let mut forced = Vec::new();
+        // Losses the pending list's bound confirms early.
+        let mut forced = LinkLossTally::default();
         for p in self.log.iter_mut() {
             if p.seq >= largest {
                 break;
@@ -660,7 +659,7 @@ impl Path {
                 if p.reliable {
                     self.resolved.push((p.seq, false));
                 }
-                forced.extend(self.late.declare(PendingLoss {
+                if let Some(old) = self.late.declare(PendingLoss {
                     seq: p.seq,
                     declared: now,
                     overtaken_by: largest - p.seq,
@@ -670,7 +669,9 @@ impl Path {
                     data: p.probe_id.is_none(),
                     on_ack,
                     shallow,
-                }));
+                }) {
+                    forced.add(&old);
+                }
             } else {
                 self.loss_deadline = Some(p.sent + threshold);
                 break;
@@ -690,7 +691,7 @@ impl Path {
         for _ in 0..lost {
             self.loss_rate += (1.0 - self.loss_rate) * LOSS_RATE_GAIN;
         }
-        self.on_confirmed_losses(now, &forced);
+        self.on_confirmed_losses(now, forced);
         self.confirm_losses(now);
         lost
     }
@@ -704,30 +705,21 @@ impl Path {
             return;
         }
         let wait = self.rtt.srtt().unwrap_or_default() + self.max_ack_delay;
-        let mut confirmed = Vec::new();
-        self.late.confirm_due(now, wait, |p| confirmed.push(*p));
-        self.on_confirmed_losses(now, &confirmed);
+        let mut confirmed = LinkLossTally::default();
+        self.late.confirm_due(now, wait, |p| confirmed.add(p));
+        self.on_confirmed_losses(now, confirmed);
     }
 
     /// Losses no ACK proved spurious, confirmed together: samples of the link's own loss
     /// where the queue was short as they were declared. The controller weighs them as one
     /// batch (as it weighs one ACK's losses).
-    fn on_confirmed_losses(&mut self, now: Time, losses: &[PendingLoss]) {
-        if losses.is_empty() {
-            return;
+    fn on_confirmed_losses(&mut self, now: Time, t: LinkLossTally) {
+        if t.evidence > 0 {
+            self.cc.on_link_sample(now, t.evidence, t.evidence_link);
         }
-        let link = |p: &PendingLoss| p.shallow && p.link_sample;
-        let evidence = |p: &PendingLoss| p.on_ack && p.data;
-        let n = |c: usize| u32::try_from(c).unwrap_or(u32::MAX);
-        let resolved = losses.iter().filter(|p| evidence(p)).count();
-        if resolved > 0 {
-            let link_lost = losses.iter().filter(|p| evidence(p) && link(p)).count();
-            self.cc.on_link_sample(now, n(resolved), n(link_lost));
-        }
-        let samples = losses.iter().filter(|p| link(p)).count();
-        if samples > 0 {
+        if t.samples > 0 {
             self.decay_loss(now);
-            for _ in 0..samples {
+            for _ in 0..t.samples {
                 self.shallow_loss_rate += (1.0 - self.shallow_loss_rate) * LOSS_RATE_GAIN;
             }
         }
@@ -1014,5 +1006,27 @@ impl Path {
     /// [`crate::path::MAX_PRIORITY`]: larger values are clamped).
     pub fn set_priority(&mut self, priority: u8) {
         self.hints.priority = priority.min(MAX_PRIORITY);
+    }
+}
+
+/// Confirmed losses counted for [`Path::on_confirmed_losses`].
+#[derive(Clone, Copy, Debug, Default)]
+struct LinkLossTally {
+    /// Data datagrams declared on an ACK's arrival: the controller's evidence.
+    evidence: u32,
+    /// Of those, the link's own losses (queue short, `SentPacket::link_sample`).
+    evidence_link: u32,
+    /// All the link's own losses, probes included: samples of `shallow_loss_rate`.
+    samples: u32,
+}
+
+impl LinkLossTally {
+    fn add(&mut self, p: &PendingLoss) {
+        let link = p.shallow && p.link_sample;
+        if p.on_ack && p.data {
+            self.evidence += 1;
+            self.evidence_link += u32::from(link);
+        }
+        self.samples += u32::from(link);
     }
 }
