@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use plait_proto::fec::FecPolicy;
 use plait_proto::sched::SchedulerKind;
-use plait_proto::{Config, Time};
+use plait_proto::{Config, PathId, Time};
 use support::{LinkSpec, Pair};
 
 const MS: Duration = Duration::from_millis(1);
@@ -169,4 +169,129 @@ fn fec_hides_a_lossy_paths_random_loss_from_a_udp_flow() {
             );
         }
     }
+}
+
+/// What a paced run left on the links.
+#[derive(Debug)]
+struct PacedOutcome {
+    sent: u32,
+    delivered: u32,
+    symbols: u64,
+    /// The longest queue each path's link held, bytes.
+    peak_queue: Vec<f64>,
+    /// The most datagrams each path's link took at one instant.
+    peak_burst: Vec<u32>,
+    /// Steps after which a path that had just sent was over its window (which had not
+    /// shrunk) by more than one datagram.
+    beyond_window: u32,
+}
+
+/// Packet pacing with BBR (docs/protocol.md#packet-pacing) and FEC `fec`: a 4.8 Mbit/s UDP
+/// flow over path 0 (2 Mbit/s, 10 ms one way, 3 % random loss) and path 1 (4 Mbit/s,
+/// 20 ms, clean), both with 1 s drop-tail buffers, so the paths' windows and pacers (not the
+/// links) decide what leaves and the excess waits in the send queue.
+fn run_paced(fec: FecPolicy, seed: u64) -> PacedOutcome {
+    let mut config = Config {
+        repair: false,
+        congestion: plait_proto::cc::CongestionKind::Bbr,
+        packet_pacing: true,
+        ..Config::default()
+    };
+    config.fec.policy = fec;
+    let lossy = LinkSpec {
+        rate: 250_000.0,
+        delay: 10 * MS,
+        loss: 0.03,
+        queue_bytes: 250_000,
+    };
+    let clean = LinkSpec {
+        rate: 500_000.0,
+        delay: 20 * MS,
+        loss: 0.0,
+        queue_bytes: 500_000,
+    };
+    let mut pair = Pair::new(config.clone(), config, &[lossy, clean], &[None, None], seed);
+    let (start, end) = (Time::from_millis(500), Time::from_millis(15_500));
+    let gap = Duration::from_micros(2000); // 1200 B every 2 ms: 4.8 Mbit/s
+    let mut next = start;
+    let mut n = 0u32;
+    // Per path: the window and the bytes sent at the last check.
+    let mut last = [(0u64, 0u64); 2];
+    let mut beyond_window = 0u32;
+    let mut check = |pair: &Pair| {
+        for (i, l) in last.iter_mut().enumerate() {
+            let c = pair.a.path_congestion(PathId(i as u8)).unwrap();
+            let sent = pair.a.path_stats(PathId(i as u8)).unwrap().sent_bytes;
+            // Bytes went out since the last step and the path is now over its window by
+            // more than one datagram (a send needs room for a full one).
+            if sent > l.1 && c.bytes_in_flight > c.window + 1500 && c.window >= l.0 {
+                beyond_window += 1;
+            }
+            *l = (c.window, sent);
+        }
+    };
+    pair.run_until(Time::from_millis(17_500), |pair| {
+        check(pair);
+        if next >= end {
+            return None;
+        }
+        if pair.now >= next {
+            pair.send_inner(0, &udp(n, pair.now));
+            check(pair);
+            n += 1;
+            next += gap;
+        }
+        Some(next)
+    });
+    let mut seen = vec![false; n as usize];
+    for (_, p, _) in pair.take_delivered(0) {
+        seen[u32::from_be_bytes(p[28..32].try_into().unwrap()) as usize] = true;
+    }
+    PacedOutcome {
+        sent: n,
+        delivered: seen.iter().filter(|s| **s).count() as u32,
+        symbols: pair.a.stats().fec_symbols_sent,
+        peak_queue: pair.link_peak_queue_bytes(0),
+        peak_burst: pair.link_peak_burst(0),
+        beyond_window,
+    }
+}
+
+/// With packet pacing, repair symbols wait for a path's window and pacer like data
+/// (docs/protocol.md#fec), and still go out and repair.
+#[test]
+fn with_packet_pacing_repair_symbols_respect_the_paths_windows_and_pacers() {
+    let off = run_paced(FecPolicy::Off, 7);
+    let on = run_paced(FecPolicy::All, 7);
+    for (name, o) in [("off", &off), ("all", &on)] {
+        println!(
+            "paced, fec {name}: {o:?}; peak link queues {:.0} and {:.0} B",
+            o.peak_queue[0], o.peak_queue[1]
+        );
+    }
+    assert_eq!(off.symbols, 0);
+    assert!(on.symbols > 0, "no symbol went out: {on:?}");
+    // Symbols go only where a window and a pacer have room, as data does: no send takes a
+    // path past its window, and no more datagrams enter a link at one instant than the
+    // paced data alone puts there. (Sent past them, symbols took path 1 past its window
+    // twice and three datagrams entered at once; its peak queue was 14.0 kB against 10.1
+    // kB now and 6.5 kB without FEC: the rest is the symbols' own load on the path.)
+    assert_eq!(on.beyond_window, 0, "{on:?}");
+    assert_eq!(off.beyond_window, 0, "{off:?}");
+    for path in 0..2 {
+        assert!(
+            on.peak_burst[path] <= off.peak_burst[path],
+            "path {path}: {} datagrams at once with FEC, {} without",
+            on.peak_burst[path],
+            off.peak_burst[path]
+        );
+    }
+    // And FEC still repairs what path 0 loses at random.
+    let lost = |o: &PacedOutcome| o.sent - o.delivered;
+    assert!(
+        lost(&on) * 2 < lost(&off),
+        "FEC did not repair: {} lost with it, {} without",
+        lost(&on),
+        lost(&off)
+    );
 }

@@ -177,6 +177,12 @@ impl FecEncoder {
         self.pending.pop_front()
     }
 
+    /// Puts back a symbol [`FecEncoder::poll_symbol`] gave, to be the next one again (it
+    /// could not go yet: packet pacing held its paths).
+    pub fn unpoll_symbol(&mut self, symbol: PendingSymbol) {
+        self.pending.push_front(symbol);
+    }
+
     /// Symbols waiting.
     pub fn pending(&self) -> usize {
         self.pending.len()

@@ -9,6 +9,14 @@
 //! measurement (`sched::soonest_by_measurement`), else the smallest smoothed RTT. The
 //! packet scheduler is not asked (its state is built for the data it places) but hears of
 //! every symbol sent, as of every datagram. A symbol with no usable path is dropped.
+//!
+//! With packet pacing (docs/protocol.md#packet-pacing) a symbol obeys the paths' windows
+//! and pacers as data does: only paths with room for a full datagram now are candidates
+//! (after the loss and "elsewhere" filters, so a lossy path with room never stands in for
+//! a clean one without), and when none has room the symbol waits at the head of the
+//! encoder's queue, for the earliest of those paths' pacer releases or for an ACK. Sent
+//! past them, a block's symbols left in a burst and doubled the link queue the pacers keep
+//! short (`tests/fec.rs`).
 
 use super::Session;
 use super::types::Transmit;
@@ -21,6 +29,16 @@ use crate::wire::{FecRepairRepr, Writer};
 
 /// Paths whose random loss is within this of the lowest are equally good for symbols.
 const LOSS_SLACK: f64 = 0.005;
+
+/// Where the next symbol goes.
+enum Choice {
+    Send(PathId),
+    /// Packet pacing holds every candidate: wait until this pacer release (`None`: for an
+    /// ACK that opens a window).
+    Wait(Option<Time>),
+    /// No usable path: the symbol is dropped.
+    Drop,
+}
 
 impl Session {
     /// The next FEC repair symbol, if a block has closed (or its time is up).
@@ -36,12 +54,26 @@ impl Session {
                 enc.close_due(now, &self.views);
             }
         }
+        self.fec_wait_until = None;
         loop {
             let symbol = self.fec_encoder.as_mut()?.poll_symbol()?;
             self.refresh_views();
-            let Some(path) = self.fec_path(now, &symbol) else {
-                self.stats.fec_symbols_dropped += 1;
-                continue;
+            if self.config.packet_pacing {
+                self.mark_window_room(now);
+            }
+            let path = match self.fec_path(now, &symbol) {
+                Choice::Send(path) => path,
+                Choice::Wait(release) => {
+                    self.fec_wait_until = release;
+                    if let Some(enc) = self.fec_encoder.as_mut() {
+                        enc.unpoll_symbol(symbol);
+                    }
+                    return None;
+                }
+                Choice::Drop => {
+                    self.stats.fec_symbols_dropped += 1;
+                    continue;
+                }
             };
             if let Some(t) = self.write_fec(now, path, &symbol, buf) {
                 self.stats.fec_symbols_sent += 1;
@@ -51,7 +83,7 @@ impl Session {
         }
     }
 
-    fn fec_path(&self, now: Time, symbol: &PendingSymbol) -> Option<PathId> {
+    fn fec_path(&self, now: Time, symbol: &PendingSymbol) -> Choice {
         let usable: Vec<&PathView> = self.views.iter().filter(|v| v.is_usable()).collect();
         let best = usable
             .iter()
@@ -68,6 +100,20 @@ impl Session {
         if candidates.is_empty() {
             candidates = usable.iter().filter(good).map(|v| (*v).clone()).collect();
         }
+        if candidates.is_empty() {
+            return Choice::Drop;
+        }
+        if self.config.packet_pacing {
+            // `mark_window_room` set `cwnd_room`: 0 when a full datagram does not fit or
+            // the pacer holds the path.
+            let (open, held): (Vec<PathView>, Vec<PathView>) = candidates
+                .into_iter()
+                .partition(|v| v.cwnd_room.is_none_or(|room| room > 0));
+            if open.is_empty() {
+                return Choice::Wait(self.earliest_release(now, &held));
+            }
+            candidates = open;
+        }
         let meta = PacketMeta {
             global_seq: symbol.first,
             len: self.on_link(crate::wire::HEADER_LEN + symbol.symbol.len() + 12),
@@ -76,12 +122,32 @@ impl Session {
         };
         // Not the packet scheduler: its state (queue models, anchors) is built for the
         // data it places and is not asked about symbols; it hears of them in `note_sent`.
-        crate::sched::soonest_by_measurement(&candidates, &meta).or_else(|| {
-            candidates
-                .iter()
-                .min_by_key(|v| v.srtt.unwrap_or(std::time::Duration::MAX))
-                .map(|v| v.id)
-        })
+        crate::sched::soonest_by_measurement(&candidates, &meta)
+            .or_else(|| {
+                candidates
+                    .iter()
+                    .min_by_key(|v| v.srtt.unwrap_or(std::time::Duration::MAX))
+                    .map(|v| v.id)
+            })
+            .map_or(Choice::Drop, Choice::Send)
+    }
+
+    /// The earliest time one of `held`'s pacers lets a full datagram go on a path whose
+    /// window has room for it (`None`: every one waits for an ACK).
+    fn earliest_release(&self, now: Time, held: &[PathView]) -> Option<Time> {
+        let size = self.on_link(self.config.max_datagram_size) as u64;
+        held.iter()
+            .filter_map(|v| self.slot(v.id))
+            .map(|slot| &slot.tx)
+            .filter(|tx| {
+                tx.congestion()
+                    .window()
+                    .saturating_sub(tx.bytes_in_flight())
+                    >= size
+            })
+            .map(|tx| tx.pacing_release(now, size))
+            .filter(|t| *t > now)
+            .min()
     }
 
     fn write_fec(

@@ -124,6 +124,9 @@ pub struct Session {
     /// The scheduler said wait: until this time (`Some`), or until paths change (`None`
     /// inside `Some(..)` is not used; see `sched_blocked`).
     sched_wait_until: Option<Time>,
+    /// With packet pacing: when a pacer may let the next FEC repair symbol go
+    /// (`fec_transmit.rs`; `None`: it waits for an ACK, or none waits).
+    fec_wait_until: Option<Time>,
     /// When the next repair of a burst may go (`transmit::pace_repair_burst`); new data
     /// does not wait for it.
     repair_wait_until: Option<Time>,
@@ -186,6 +189,7 @@ impl Session {
             owd_ref: OwdReference::default(),
             scheduler: AnyScheduler::new(config.scheduler),
             sched_wait_until: None,
+            fec_wait_until: None,
             repair_wait_until: None,
             sched_blocked: false,
             views: Vec::with_capacity(MAX_PATHS),
@@ -530,6 +534,9 @@ impl Session {
         consider(self.reorder.next_deadline());
         consider(self.stream_pace_until);
         consider(self.fec_encoder.as_ref().and_then(|e| e.deadline()));
+        if self.fec_encoder.as_ref().is_some_and(|e| e.pending() > 0) {
+            consider(self.fec_wait_until);
+        }
         if let Some(arrival) = self.send_queue.head_arrival_bound() {
             // `drop_stale` works on the head the queue picks; this is no later than that
             // head's deadline, and once the queue has picked it, exactly that deadline.

@@ -76,6 +76,13 @@ struct Link {
     in_flight: VecDeque<(Time, Vec<u8>)>,
     delivered_bytes: u64,
     dropped: u64,
+    /// The most bytes found queued ahead of a datagram that entered.
+    peak_queued: f64,
+    /// When the last datagram entered, and how many entered at that same instant.
+    last_entry: Option<Time>,
+    burst: u32,
+    /// The most datagrams that entered at one instant.
+    peak_burst: u32,
 }
 
 impl Link {
@@ -86,6 +93,10 @@ impl Link {
             in_flight: VecDeque::new(),
             delivered_bytes: 0,
             dropped: 0,
+            peak_queued: 0.0,
+            last_entry: None,
+            burst: 0,
+            peak_burst: 0,
         }
     }
 }
@@ -196,6 +207,18 @@ impl Pair {
         self.links[dir].iter().map(|l| l.dropped).collect()
     }
 
+    /// The longest queue (bytes waiting to be serialised) each path's link in direction
+    /// `dir` held when a datagram entered it.
+    pub fn link_peak_queue_bytes(&self, dir: usize) -> Vec<f64> {
+        self.links[dir].iter().map(|l| l.peak_queued).collect()
+    }
+
+    /// The most datagrams each path's link in direction `dir` took at one instant (a
+    /// paced sender spreads them out).
+    pub fn link_peak_burst(&self, dir: usize) -> Vec<u32> {
+        self.links[dir].iter().map(|l| l.peak_burst).collect()
+    }
+
     /// Changes one direction of one path.
     pub fn set_link(&mut self, dir: usize, path: usize, f: impl FnOnce(&mut LinkSpec)) {
         f(&mut self.links[dir][path].spec);
@@ -253,6 +276,14 @@ impl Pair {
             }
             return;
         }
+        link.peak_queued = link.peak_queued.max(queued_bytes);
+        link.burst = if link.last_entry == Some(now) {
+            link.burst + 1
+        } else {
+            1
+        };
+        link.last_entry = Some(now);
+        link.peak_burst = link.peak_burst.max(link.burst);
         let start = link.busy_until.max(now);
         let finish = start + Duration::from_secs_f64(dgram.len() as f64 / link.spec.rate);
         link.busy_until = finish;
