@@ -58,6 +58,14 @@ pub fn table(result: &SweepResult) -> String {
             "p99 − min ms".into(),
         ]);
     }
+    // The engines' FEC counters, where a row's engines closed a block.
+    let fec = result
+        .rows
+        .iter()
+        .any(|r| r.fec_blocks.as_ref().is_some_and(|s| s.mean > 0.0));
+    if fec {
+        header.extend(["FEC blocks".into(), "FEC rebuilt".into()]);
+    }
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for r in &result.rows {
@@ -76,6 +84,11 @@ pub fn table(result: &SweepResult) -> String {
                     fmt_stat(&u.p99_over_min_ms, 1),
                 ]),
                 None => cells.extend(std::iter::repeat_n("-".to_string(), 4)),
+            }
+        }
+        if fec {
+            for s in [&r.fec_blocks, &r.fec_rebuilt] {
+                cells.push(s.as_ref().map_or("-".into(), |s| fmt_stat(s, 0)));
             }
         }
         let _ = writeln!(out, "| {} |", cells.join(" | "));
@@ -139,14 +152,15 @@ pub fn write_files(
 
 fn csv_text(result: &SweepResult) -> String {
     let mut out = String::from(
-        "variant,run,seed,goodput_kbps,throughput_kbps,dupacks,retransmissions,timeouts,reorder_p50_ms,reorder_p99_ms,app_delay_mean_s,app_delay_p99_s,per_path_kbps\n",
+        "variant,run,seed,goodput_kbps,throughput_kbps,dupacks,retransmissions,timeouts,reorder_p50_ms,reorder_p99_ms,app_delay_mean_s,app_delay_p99_s,fec_blocks,fec_rebuilt,per_path_kbps\n",
     );
     for (variant, r) in &result.runs {
         let paths: Vec<String> = r.per_path_kbps.iter().map(|k| format!("{k:.3}")).collect();
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+        let count = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
         let _ = writeln!(
             out,
-            "{},{},{},{:.3},{:.3},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:.3},{:.3},{},{},{},{},{},{},{},{},{},{}",
             csv_field(variant),
             csv_field(&r.run),
             r.seed,
@@ -159,6 +173,8 @@ fn csv_text(result: &SweepResult) -> String {
             opt(r.reorder_p99_ms),
             opt(r.app_delay_mean_s),
             opt(r.app_delay_p99_s),
+            count(r.engines.map(|e| e.fec_blocks)),
+            count(r.engines.map(|e| e.fec_rebuilt)),
             paths.join(";")
         );
     }

@@ -81,6 +81,9 @@ pub struct RunResult {
     /// Seed MMS Fig. 4-6's measures (scenarios with `[handover]`, one TCP flow).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handover: Option<crate::handover::HandoverResult>,
+    /// The two plait gateways' FEC and repair counters, summed (plait runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engines: Option<EngineCounters>,
     /// Simulator events processed.
     pub events: u64,
     /// Width of one time bin of the series, s.
@@ -89,6 +92,32 @@ pub struct RunResult {
     pub goodput_series_kbps: Vec<f64>,
     /// Per path, main-flow kbit/s per time bin.
     pub path_series_kbps: Vec<Vec<f64>>,
+}
+
+/// What the two plait gateways' engines did to protect packets, summed over both
+/// (docs/protocol.md#fec, #repair): each side encodes what it sends, so a TCP flow's data
+/// and its ACKs both count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EngineCounters {
+    /// FEC blocks closed with at least one repair symbol.
+    pub fec_blocks: u64,
+    /// FEC repair symbols sent.
+    pub fec_symbols: u64,
+    /// Packets rebuilt from FEC symbols.
+    pub fec_rebuilt: u64,
+    /// Loss-repair copies sent.
+    pub repairs: u64,
+}
+
+impl EngineCounters {
+    fn of(a: &plait_proto::SessionStats, b: &plait_proto::SessionStats) -> EngineCounters {
+        EngineCounters {
+            fec_blocks: a.fec_blocks + b.fec_blocks,
+            fec_symbols: a.fec_symbols_sent + b.fec_symbols_sent,
+            fec_rebuilt: a.fec_recovered + b.fec_recovered,
+            repairs: a.repairs_sent + b.repairs_sent,
+        }
+    }
 }
 
 /// Datagrams sent this close to the end are not counted as lost: they may still be in
@@ -340,6 +369,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
             (Node::Plait(p), Node::Plait(m)) => Some((p.session()?.stats(), m.session()?.stats())),
             _ => None,
         });
+    let counters = engines.as_ref().map(|(a, b)| EngineCounters::of(a, b));
     let udp = cbr
         .zip(datagrams)
         .and_then(|(src, sink)| udp_result(scenario, src, sink, engines));
@@ -366,6 +396,7 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         cross_tcp_kbps,
         friendliness,
         handover,
+        engines: counters,
         events: world.events(),
         bin_s: scenario.bin_s,
         goodput_series_kbps: series.iter().map(|b| per_bin(*b)).collect(),

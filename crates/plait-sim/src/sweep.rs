@@ -265,6 +265,12 @@ pub struct RowSummary {
     pub cross_tcp_kbps: Option<Stat>,
     /// Seed mHIP's friendliness factor (see `RunResult::friendliness`).
     pub friendliness: Option<Stat>,
+    /// FEC blocks both gateways closed, per run (plait runs; `RunResult::engines`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec_blocks: Option<Stat>,
+    /// Packets rebuilt from FEC symbols, per run (plait runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec_rebuilt: Option<Stat>,
 }
 
 /// A constant-rate UDP flow's measurements over the seeds (see `run::UdpResult`).
@@ -404,6 +410,8 @@ fn summarise(variant: &str, paper_kbps: Option<f64>, group: &[RunResult]) -> Row
         paper_path_kbps: Vec::new(),
         cross_tcp_kbps: opt(&|r| r.cross_tcp_kbps),
         friendliness: opt(&|r| r.friendliness),
+        fec_blocks: opt(&|r| r.engines.map(|e| e.fec_blocks as f64)),
+        fec_rebuilt: opt(&|r| r.engines.map(|e| e.fec_rebuilt as f64)),
     }
 }
 

@@ -8,6 +8,7 @@
 
 use plait_sim::run::{RunResult, run_one};
 use plait_sim::scenario::Scenario;
+use plait_sim::sweep::{Variant, run_variants};
 
 fn run(name: &str) -> RunResult {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fec-cbr.toml");
@@ -46,4 +47,55 @@ fn fec_meets_issue_18s_goal_for_a_udp_flow() {
         uo.delay_p99_ms
     );
     assert_eq!(on, run("FEC sparse, loss repair off"), "deterministic");
+}
+
+/// Every plait row reports its gateways' FEC counters (`RunResult::engines`), and the
+/// results table shows them when a row closed a block: they agree with the UDP flow's own.
+#[test]
+fn plait_rows_report_the_engines_fec_counters() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fec-cbr.toml");
+    let text = std::fs::read_to_string(path).expect("scenarios/fec-cbr.toml");
+    let mut scenario = Scenario::from_toml(&text).expect("valid");
+    scenario.duration_s = 30.0;
+    scenario.seeds = vec![1];
+    let keep = ["FEC off, loss repair off", "FEC sparse, loss repair off"];
+    scenario
+        .runs
+        .retain(|r| keep.iter().any(|k| r.name.starts_with(k)));
+    assert_eq!(scenario.runs.len(), 2, "both rows in the scenario");
+    let table_of = |scenario: &Scenario| {
+        let variants = [Variant {
+            label: String::new(),
+            scenario: scenario.clone(),
+        }];
+        let result = run_variants(&variants, false);
+        (plait_sim::report::table(&result), result.runs)
+    };
+    let (both, runs) = table_of(&scenario);
+    let (off, on) = (&runs[0].1, &runs[1].1);
+    let (e_off, e_on) = (
+        off.engines.expect("plait row"),
+        on.engines.expect("plait row"),
+    );
+    assert_eq!((e_off.fec_blocks, e_off.fec_symbols), (0, 0));
+    assert!(
+        e_on.fec_blocks > 0 && e_on.fec_symbols >= e_on.fec_blocks,
+        "{e_on:?}"
+    );
+    let udp = on.udp.as_ref().expect("measured");
+    assert_eq!(e_on.fec_symbols, udp.fec_symbols);
+    assert_eq!(e_on.fec_rebuilt, udp.fec_rebuilt);
+    let header = |t: &str| t.lines().next().unwrap_or_default().to_string();
+    assert!(
+        header(&both).contains("| FEC blocks | FEC rebuilt |"),
+        "{both}"
+    );
+    let row = format!("| {} | {} |", e_on.fec_blocks, e_on.fec_rebuilt);
+    assert!(
+        both.lines().nth(3).is_some_and(|l| l.ends_with(&row)),
+        "{both}"
+    );
+    scenario.runs.truncate(1);
+    let (alone, _) = table_of(&scenario);
+    assert!(!header(&alone).contains("FEC blocks"), "{alone}");
 }
