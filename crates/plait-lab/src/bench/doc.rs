@@ -875,17 +875,44 @@ fn limits(sections: &[Section]) -> String {
             let _ = writeln!(
                 o,
                 "  Stream mode's ceiling ({} stream payload bytes per 1514-byte frame) is {} \
-                 of the sum; it reached {} of that ceiling, path shares {} %.",
+                 of the sum; it reached {} of that ceiling, path shares {} %.{}",
                 report::STREAM_PAYLOAD,
                 pct(sceil.median),
                 pct(sc.median),
-                shares_text(&sh)
+                shares_text(&sh),
+                steady_text(s, &st, &m)
             );
         }
     }
     o.push_str(&with_framing(LIMITS_NOTES));
     o.push('\n');
     o
+}
+
+/// On a topology without events: stream mode's and MPTCP's goodput without the start and
+/// the drain (`ModeResult::steady_mbit`), and in the first second, medians over the runs.
+fn steady_text(s: &Section, stream: &[&ModeResult], mptcp: &[&ModeResult]) -> String {
+    if !s.file.events.is_empty() {
+        return String::new();
+    }
+    let total = s.file.total_mbit();
+    let steady = |ms: &[&ModeResult]| spread_of(ms, |x| x.steady_mbit().map(|m| m / total));
+    let first = |ms: &[&ModeResult]| spread_of(ms, ModeResult::first_second_mbit);
+    let (Some(st), Some(sf)) = (steady(stream), first(stream)) else {
+        return String::new();
+    };
+    let (mst, mf) = (steady(mptcp), first(mptcp));
+    let theirs = |x: Option<Spread>, f: &dyn Fn(f64) -> String| {
+        x.map_or(String::new(), |x| format!(" (MPTCP: {})", f(x.median)))
+    };
+    format!(
+        " From 2 s after the start to 1 s before the end it carried {} of the sum{}; in the \
+         first second, slow start, {} Mbit/s{}.",
+        pct(st.median),
+        theirs(mst, &pct),
+        report::mbit_text(sf.median),
+        theirs(mf, &report::mbit_text)
+    )
 }
 
 /// The analysis that the numbers above support (kept next to the generator so it is
@@ -1015,7 +1042,8 @@ Reading the bullets above with the tables below:
     mean 0.745 to 0.728), and letting the measured queue override the in-flight bound on
     the modelled backlog (suite 0.707, this scenario 18.3 to 14.4 Mbit/s).
 - **Other limits of these figures**: 15-20 s transfers include slow start and the final
-  drain; the machine's cores (see Machine above) are shared with the emulators (about
+  drain (the stream-mode lines above give stream mode and MPTCP without them, and their
+  first second); the machine's cores (see Machine above) are shared with the emulators (about
   10 % of a core per 50 Mbit/s) and with other work, and plait's two daemons and the
   traffic generators run on the same cores.
 ";

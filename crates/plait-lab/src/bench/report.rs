@@ -250,7 +250,32 @@ pub fn ceiling_mbit(mode: Mode, file: &TopologyFile, best: usize, tun_mtu: Optio
     }
 }
 
+/// Steady-state goodput leaves out the windows before this, seconds after the sender's
+/// start (slow start on the slowest test-bed path, 100 ms RTT, is over by then)…
+const STEADY_FROM_S: f64 = 2.0;
+/// …and this much before the last window (the final drain).
+const STEADY_BEFORE_END_S: f64 = 1.0;
+
 impl ModeResult {
+    /// Mean goodput from [`STEADY_FROM_S`] after the sender's start to
+    /// [`STEADY_BEFORE_END_S`] before the series ends, Mbit/s: the run without its slow
+    /// start and final drain (`None`: a series shorter than that).
+    pub fn steady_mbit(&self) -> Option<f64> {
+        let from = window(STEADY_FROM_S);
+        let to = self
+            .goodput_series
+            .len()
+            .checked_sub(window(STEADY_BEFORE_END_S))?;
+        (to > from).then(|| mean(&self.goodput_series[from..to]))
+    }
+
+    /// Mean goodput over the first second after the sender's start, Mbit/s (`None`: a
+    /// series shorter than that).
+    pub fn first_second_mbit(&self) -> Option<f64> {
+        let n = window(1.0);
+        (self.goodput_series.len() >= n && n > 0).then(|| mean(&self.goodput_series[..n]))
+    }
+
     /// The result of a mode that failed.
     pub fn failed(
         mode: Mode,
@@ -670,6 +695,31 @@ mod tests {
         // Empty series do not panic.
         let m = event_metrics(&event(), (5.0, 10.0), &[], &[], 20.0);
         assert_eq!(m.stall_s, 0.0);
+    }
+
+    #[test]
+    fn steady_goodput_leaves_out_the_start_and_the_drain() {
+        let t = TopologyFile::parse(
+            "name = \"x\"\nduration_s = 10\n[[path]]\nrate_mbit = 20\nrtt_ms = 20\n",
+            "x.toml",
+        )
+        .unwrap();
+        let mut m = ModeResult::failed(Mode::Plait, &t, 0, "plait", String::new());
+        assert_eq!(m.steady_mbit(), None);
+        assert_eq!(m.first_second_mbit(), None);
+        // 1 s at 10 Mbit/s, 1 s at 20, 5 s at 30, 1 s of drain at 5 (100 ms windows).
+        for (mbit, n) in [(10.0, 10), (20.0, 10), (30.0, 50), (5.0, 10)] {
+            m.goodput_series.extend(std::iter::repeat_n(mbit, n));
+        }
+        assert!(
+            (m.steady_mbit().unwrap() - 30.0).abs() < 1e-9,
+            "{:?}",
+            m.steady_mbit()
+        );
+        assert!((m.first_second_mbit().unwrap() - 10.0).abs() < 1e-9);
+        // Too short for a steady part: 2.5 s.
+        m.goodput_series.truncate(25);
+        assert_eq!(m.steady_mbit(), None);
     }
 
     #[test]
