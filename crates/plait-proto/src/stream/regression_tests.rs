@@ -273,10 +273,12 @@ fn fin_inside_two_byte_length_is_not_bad_open_request() {
 /// window's allowance (the bytes stay within the window, but each piece costs bookkeeping).
 #[test]
 fn tiny_frames_with_gaps_are_refused_before_the_bookkeeping_grows() {
-    let mut b = Streams::new(Side::Server, StreamLimits::default());
-    // Default window 256 KiB: at most 4096 pieces.
+    let limits = StreamLimits::default();
+    // The default initial window allows one piece per `BYTES_PER_SEGMENT` bytes of it.
+    let allowance = limits.initial_stream_window / super::BYTES_PER_SEGMENT;
+    let mut b = Streams::new(Side::Server, limits);
     let mut refused = None;
-    for k in 0..10_000u64 {
+    for k in 0..4 * allowance {
         if let Err(v) = b.on_stream_frame(Time::ZERO, &frame(0, 10 + 2 * k, b"x", false)) {
             refused = Some((k, v));
             break;
@@ -284,6 +286,6 @@ fn tiny_frames_with_gaps_are_refused_before_the_bookkeeping_grows() {
     }
     assert_eq!(
         refused,
-        Some((4096, StreamViolation::TooFragmented(StreamId(0))))
+        Some((allowance, StreamViolation::TooFragmented(StreamId(0))))
     );
 }
