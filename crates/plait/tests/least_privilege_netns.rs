@@ -281,7 +281,8 @@ fn socks5_echo_by_name(client: &Namespace, name: &'static str, port: u16) -> boo
             let msg = format!("hello {name} through SOCKS5 under seccomp");
             // A name the server cannot resolve may reset the connection before this
             // write (the lookup can fail fast): that too means "did not come back".
-            if s.write_all(msg.as_bytes()).is_err() {
+            if let Err(e) = s.write_all(msg.as_bytes()) {
+                eprintln!("{name}: sending through SOCKS5: {e}");
                 return false;
             }
             let mut back = vec![0u8; msg.len()];

@@ -907,7 +907,7 @@ fn steady_text(s: &Section, stream: &[&ModeResult], mptcp: &[&ModeResult]) -> St
     };
     format!(
         " From 2 s after the start to 1 s before the end it carried {} of the sum{}; in the \
-         first second, slow start, {} Mbit/s{}.",
+         first second (the controllers' start-up) {} Mbit/s{}.",
         pct(st.median),
         theirs(mst, &pct),
         report::mbit_text(sf.median),

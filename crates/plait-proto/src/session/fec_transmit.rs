@@ -2,21 +2,27 @@
 //! out before new data, each in its own datagram (with pending ACKs when they fit), on a
 //! path that is not losing packets. The pieces of a cut symbol go one per datagram too.
 //!
-//! Path choice: among the usable paths, those whose measured random loss
-//! (`shallow_loss_rate`) is within [`LOSS_SLACK`] of the lowest; of those, the ones that
-//! carried none of the block's packets when there are any (a symbol is worth most where
-//! its block's losses did not happen); of those, the one that delivers soonest by
-//! measurement (`sched::soonest_by_measurement`), else the smallest smoothed RTT. The
-//! packet scheduler is not asked (its state is built for the data it places) but hears of
-//! every symbol sent, as of every datagram. A symbol with no usable path is dropped.
+//! Path choice: among the paths that may carry data (their windows aside), those whose
+//! measured random loss (`shallow_loss_rate`) is within [`LOSS_SLACK`] of the lowest; of
+//! those, the ones that carried none of the block's packets when there are any (a symbol is
+//! worth most where its block's losses did not happen); of those, the one that delivers
+//! soonest by measurement (`sched::soonest_by_measurement`'s key). The packet scheduler is
+//! not asked (its state is built for the data it places) but hears of every symbol sent, as
+//! of every datagram. A symbol with no such path is dropped.
 //!
 //! With packet pacing (docs/protocol.md#packet-pacing) a symbol obeys the paths' windows
-//! and pacers as data does: only paths with room for a full datagram now are candidates
-//! (after the loss and "elsewhere" filters, so a lossy path with room never stands in for
-//! a clean one without), and when none has room the symbol waits at the head of the
-//! encoder's queue, for the earliest of those paths' pacer releases or for an ACK. Sent
-//! past them, a block's symbols left in a burst and doubled the link queue the pacers keep
-//! short (`tests/fec.rs`).
+//! and pacers as data does: the soonest delivery counts how long each path holds a full
+//! datagram (until its pacer's release; the peer's ACK delay when its window is full), and
+//! when the chosen path is held the symbol waits at the head of the encoder's queue, for
+//! that release or for an ACK. So a held clean path is never replaced by a lossy one, and a
+//! symbol waits a moment for a near path rather than going at once on one far behind it.
+//! Sent past windows and pacers, a block's symbols left in a burst and doubled the link
+//! queue the pacers keep short (`tests/fec.rs`).
+//!
+//! Invariants: a symbol is sent, dropped (counted) or put back first in line, never two of
+//! these; a wait is only ever until a pacer release after `now`, or for an ACK.
+
+use std::time::Duration;
 
 use super::Session;
 use super::types::Transmit;
@@ -30,13 +36,24 @@ use crate::wire::{FecRepairRepr, Writer};
 /// Paths whose random loss is within this of the lowest are equally good for symbols.
 const LOSS_SLACK: f64 = 0.005;
 
+/// How packet pacing holds a path for a full datagram (the test `mark_window_room` makes
+/// for data).
+#[derive(Clone, Copy)]
+enum Hold {
+    Open,
+    /// The window has room; the pacer lets the datagram go at this time.
+    Pacer(Time),
+    /// The window is full: an ACK must open it (estimated as the peer's ACK delay).
+    Ack,
+}
+
 /// Where the next symbol goes.
 enum Choice {
     Send(PathId),
-    /// Packet pacing holds every candidate: wait until this pacer release (`None`: for an
-    /// ACK that opens a window).
+    /// Packet pacing holds the chosen path: wait until its pacer's release (`None`: for an
+    /// ACK that opens its window).
     Wait(Option<Time>),
-    /// No usable path: the symbol is dropped.
+    /// No path may carry it: the symbol is dropped.
     Drop,
 }
 
@@ -58,9 +75,6 @@ impl Session {
         loop {
             let symbol = self.fec_encoder.as_mut()?.poll_symbol()?;
             self.refresh_views();
-            if self.config.packet_pacing {
-                self.mark_window_room(now);
-            }
             let path = match self.fec_path(now, &symbol) {
                 Choice::Send(path) => path,
                 Choice::Wait(release) => {
@@ -84,70 +98,89 @@ impl Session {
     }
 
     fn fec_path(&self, now: Time, symbol: &PendingSymbol) -> Choice {
-        let usable: Vec<&PathView> = self.views.iter().filter(|v| v.is_usable()).collect();
-        let best = usable
+        // Paths that may carry data, their windows aside (`is_usable` would leave out the
+        // paths packet pacing holds, which are still where a symbol is worth most).
+        let carriers: Vec<&PathView> = self.views.iter().filter(|v| v.may_carry()).collect();
+        let best = carriers
             .iter()
             .map(|v| v.shallow_loss_rate)
             .fold(f64::INFINITY, f64::min);
         let good = |v: &&&PathView| v.shallow_loss_rate <= best + LOSS_SLACK;
         let elsewhere = |v: &&&PathView| symbol.source_paths & (1 << v.id.index()) == 0;
-        let mut candidates: Vec<PathView> = usable
+        let mut candidates: Vec<&PathView> = carriers
             .iter()
             .filter(good)
             .filter(elsewhere)
-            .map(|v| (*v).clone())
+            .copied()
             .collect();
         if candidates.is_empty() {
-            candidates = usable.iter().filter(good).map(|v| (*v).clone()).collect();
+            candidates = carriers.iter().filter(good).copied().collect();
         }
-        if candidates.is_empty() {
-            return Choice::Drop;
-        }
-        if self.config.packet_pacing {
-            // `mark_window_room` set `cwnd_room`: 0 when a full datagram does not fit or
-            // the pacer holds the path.
-            let (open, held): (Vec<PathView>, Vec<PathView>) = candidates
-                .into_iter()
-                .partition(|v| v.cwnd_room.is_none_or(|room| room > 0));
-            if open.is_empty() {
-                return Choice::Wait(self.earliest_release(now, &held));
+        let len = self.on_link(crate::wire::HEADER_LEN + symbol.symbol.len() + 12);
+        // Soonest delivery by measurement (`sched::soonest_by_measurement`'s key: one-way
+        // delay, else half the minimum RTT, plus the serialisation time), plus how long the
+        // path's window and pacer hold a datagram: a symbol waits for a near path's pacer
+        // rather than going at once on a path far behind it. Paths with no delay measure
+        // come last; ties go to the lower id. Not the packet scheduler: its state (queue
+        // models, anchors) is built for the data it places; it hears of symbols in
+        // `note_sent`.
+        let mut chosen: Option<((bool, Duration), PathId, Hold)> = None;
+        for v in candidates {
+            let delay = v.owd.or(v.base_owd).or(v.min_rtt.map(|s| s / 2));
+            let tx = v
+                .rate_estimate()
+                .map_or(Duration::ZERO, |r| crate::sched::transmission_time(len, r));
+            let hold = self.hold(now, v.id);
+            let wait = match hold {
+                Hold::Open => Duration::ZERO,
+                Hold::Pacer(t) => t.saturating_since(now),
+                Hold::Ack => self.config.max_ack_delay,
+            };
+            let key = (
+                delay.is_none(),
+                delay
+                    .unwrap_or(Duration::MAX)
+                    .saturating_add(tx)
+                    .saturating_add(wait),
+            );
+            if chosen
+                .as_ref()
+                .is_none_or(|(k, id, _)| key < *k || (key == *k && v.id < *id))
+            {
+                chosen = Some((key, v.id, hold));
             }
-            candidates = open;
         }
-        let meta = PacketMeta {
-            global_seq: symbol.first,
-            len: self.on_link(crate::wire::HEADER_LEN + symbol.symbol.len() + 12),
-            arrival: now,
-            control: false,
-        };
-        // Not the packet scheduler: its state (queue models, anchors) is built for the
-        // data it places and is not asked about symbols; it hears of them in `note_sent`.
-        crate::sched::soonest_by_measurement(&candidates, &meta)
-            .or_else(|| {
-                candidates
-                    .iter()
-                    .min_by_key(|v| v.srtt.unwrap_or(std::time::Duration::MAX))
-                    .map(|v| v.id)
-            })
-            .map_or(Choice::Drop, Choice::Send)
+        match chosen {
+            None => Choice::Drop,
+            Some((_, id, Hold::Open)) => Choice::Send(id),
+            Some((_, _, Hold::Pacer(t))) => Choice::Wait(Some(t)),
+            Some((_, _, Hold::Ack)) => Choice::Wait(None),
+        }
     }
 
-    /// The earliest time one of `held`'s pacers lets a full datagram go on a path whose
-    /// window has room for it (`None`: every one waits for an ACK).
-    fn earliest_release(&self, now: Time, held: &[PathView]) -> Option<Time> {
+    /// Whether packet pacing holds a full datagram on `path` now (never without it).
+    fn hold(&self, now: Time, path: PathId) -> Hold {
+        if !self.config.packet_pacing {
+            return Hold::Open;
+        }
+        let Some(tx) = self.slot(path).map(|s| &s.tx) else {
+            return Hold::Open;
+        };
         let size = self.on_link(self.config.max_datagram_size) as u64;
-        held.iter()
-            .filter_map(|v| self.slot(v.id))
-            .map(|slot| &slot.tx)
-            .filter(|tx| {
-                tx.congestion()
-                    .window()
-                    .saturating_sub(tx.bytes_in_flight())
-                    >= size
-            })
-            .map(|tx| tx.pacing_release(now, size))
-            .filter(|t| *t > now)
-            .min()
+        if tx
+            .congestion()
+            .window()
+            .saturating_sub(tx.bytes_in_flight())
+            < size
+        {
+            return Hold::Ack;
+        }
+        let release = tx.pacing_release(now, size);
+        if release > now {
+            Hold::Pacer(release)
+        } else {
+            Hold::Open
+        }
     }
 
     fn write_fec(

@@ -534,7 +534,10 @@ impl Session {
         consider(self.reorder.next_deadline());
         consider(self.stream_pace_until);
         consider(self.fec_encoder.as_ref().and_then(|e| e.deadline()));
-        if self.fec_encoder.as_ref().is_some_and(|e| e.pending() > 0) {
+        // Symbols go out only while the session is open (`transmit_fec`).
+        if self.lifecycle == Lifecycle::Open
+            && self.fec_encoder.as_ref().is_some_and(|e| e.pending() > 0)
+        {
             consider(self.fec_wait_until);
         }
         if let Some(arrival) = self.send_queue.head_arrival_bound() {

@@ -274,8 +274,10 @@ fn fin_inside_two_byte_length_is_not_bad_open_request() {
 #[test]
 fn tiny_frames_with_gaps_are_refused_before_the_bookkeeping_grows() {
     let limits = StreamLimits::default();
-    // The default initial window allows one piece per `BYTES_PER_SEGMENT` bytes of it.
-    let allowance = limits.initial_stream_window / super::BYTES_PER_SEGMENT;
+    // The default initial window allows one piece per `BYTES_PER_SEGMENT` bytes of it, and
+    // never fewer than `MIN_SEGMENTS`.
+    let allowance =
+        (limits.initial_stream_window / super::BYTES_PER_SEGMENT).max(super::MIN_SEGMENTS as u64);
     let mut b = Streams::new(Side::Server, limits);
     let mut refused = None;
     for k in 0..4 * allowance {
