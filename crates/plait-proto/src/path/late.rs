@@ -119,7 +119,11 @@ impl LateLosses {
         srtt: Duration,
         mut each: impl FnMut(&PendingLoss),
     ) -> u32 {
-        if self.pending.front().is_none_or(|f| f.seq > *range.end()) {
+        // Pending losses are in sequence order: most ranges of most ACKs miss them all.
+        let (Some(first), Some(last)) = (self.pending.front(), self.pending.back()) else {
+            return 0;
+        };
+        if first.seq > *range.end() || last.seq < *range.start() {
             return 0;
         }
         let mut taken = 0;

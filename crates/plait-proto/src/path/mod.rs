@@ -273,6 +273,21 @@ impl Path {
         &self.cc
     }
 
+    /// Whether this path's window and pacer let a datagram of `len` bytes go now (the one
+    /// test of packet pacing and stream sending, docs/protocol.md#packet-pacing).
+    pub fn send_hold(&self, now: Time, len: u64) -> SendHold {
+        let room = self.cc.window().saturating_sub(self.bytes_in_flight);
+        if room < len {
+            return SendHold::Window;
+        }
+        let release = self.pacing_release(now, len);
+        if release > now {
+            SendHold::Pacer(release)
+        } else {
+            SendHold::Open { room }
+        }
+    }
+
     /// When the pacer lets a datagram of `len` bytes go (`now` if at once).
     pub fn pacing_release(&self, now: Time, len: u64) -> Time {
         self.cc.pacing_release(now, self.rtt.srtt(), len)
@@ -1007,6 +1022,20 @@ impl Path {
     pub fn set_priority(&mut self, priority: u8) {
         self.hints.priority = priority.min(MAX_PRIORITY);
     }
+}
+
+/// What holds a datagram on a path ([`Path::send_hold`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendHold {
+    /// It may go now; this much room is left in the window.
+    Open {
+        /// Window minus bytes in flight.
+        room: u64,
+    },
+    /// The window has room; the pacer lets it go at this time.
+    Pacer(Time),
+    /// The window is full: an ACK must open it.
+    Window,
 }
 
 /// Confirmed losses counted for [`Path::on_confirmed_losses`].

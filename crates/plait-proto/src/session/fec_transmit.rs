@@ -28,24 +28,13 @@ use super::Session;
 use super::types::Transmit;
 use crate::fec::PendingSymbol;
 use crate::ids::PathId;
-use crate::path::PathView;
+use crate::path::{PathView, SendHold};
 use crate::sched::PacketMeta;
 use crate::time::Time;
 use crate::wire::{FecRepairRepr, Writer};
 
 /// Paths whose random loss is within this of the lowest are equally good for symbols.
 const LOSS_SLACK: f64 = 0.005;
-
-/// How packet pacing holds a path for a full datagram (the test `mark_window_room` makes
-/// for data).
-#[derive(Clone, Copy)]
-enum Hold {
-    Open,
-    /// The window has room; the pacer lets the datagram go at this time.
-    Pacer(Time),
-    /// The window is full: an ACK must open it (estimated as the peer's ACK delay).
-    Ack,
-}
 
 /// Where the next symbol goes.
 enum Choice {
@@ -124,17 +113,18 @@ impl Session {
         // come last; ties go to the lower id. Not the packet scheduler: its state (queue
         // models, anchors) is built for the data it places; it hears of symbols in
         // `note_sent`.
-        let mut chosen: Option<((bool, Duration), PathId, Hold)> = None;
+        let mut chosen: Option<((bool, Duration), PathId, SendHold)> = None;
         for v in candidates {
             let delay = v.owd.or(v.base_owd).or(v.min_rtt.map(|s| s / 2));
             let tx = v
                 .rate_estimate()
                 .map_or(Duration::ZERO, |r| crate::sched::transmission_time(len, r));
             let hold = self.hold(now, v.id);
+            // A full window waits for an ACK: the peer's ACK delay at most.
             let wait = match hold {
-                Hold::Open => Duration::ZERO,
-                Hold::Pacer(t) => t.saturating_since(now),
-                Hold::Ack => self.config.max_ack_delay,
+                SendHold::Open { .. } => Duration::ZERO,
+                SendHold::Pacer(t) => t.saturating_since(now),
+                SendHold::Window => self.config.max_ack_delay,
             };
             let key = (
                 delay.is_none(),
@@ -152,35 +142,21 @@ impl Session {
         }
         match chosen {
             None => Choice::Drop,
-            Some((_, id, Hold::Open)) => Choice::Send(id),
-            Some((_, _, Hold::Pacer(t))) => Choice::Wait(Some(t)),
-            Some((_, _, Hold::Ack)) => Choice::Wait(None),
+            Some((_, id, SendHold::Open { .. })) => Choice::Send(id),
+            Some((_, _, SendHold::Pacer(t))) => Choice::Wait(Some(t)),
+            Some((_, _, SendHold::Window)) => Choice::Wait(None),
         }
     }
 
-    /// Whether packet pacing holds a full datagram on `path` now (never without it).
-    fn hold(&self, now: Time, path: PathId) -> Hold {
+    /// What holds a full datagram on `path` now: packet pacing's window and pacer, or
+    /// nothing without it.
+    fn hold(&self, now: Time, path: PathId) -> SendHold {
+        let open = SendHold::Open { room: u64::MAX };
         if !self.config.packet_pacing {
-            return Hold::Open;
+            return open;
         }
-        let Some(tx) = self.slot(path).map(|s| &s.tx) else {
-            return Hold::Open;
-        };
         let size = self.on_link(self.config.max_datagram_size) as u64;
-        if tx
-            .congestion()
-            .window()
-            .saturating_sub(tx.bytes_in_flight())
-            < size
-        {
-            return Hold::Ack;
-        }
-        let release = tx.pacing_release(now, size);
-        if release > now {
-            Hold::Pacer(release)
-        } else {
-            Hold::Open
-        }
+        self.slot(path).map_or(open, |s| s.tx.send_hold(now, size))
     }
 
     fn write_fec(

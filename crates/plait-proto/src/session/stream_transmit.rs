@@ -16,6 +16,7 @@
 
 use super::{Session, Transmit};
 use crate::ids::PathId;
+use crate::path::SendHold;
 use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::time::Time;
 use crate::wire::Writer;
@@ -34,17 +35,15 @@ impl Session {
             let Some(slot) = self.paths.get(view.id.index()).and_then(Option::as_ref) else {
                 continue;
             };
-            let p = &slot.tx;
-            let window = p.congestion().window();
-            let room = window.saturating_sub(p.bytes_in_flight());
-            let release = p.pacing_release(now, size);
-            if release > now && room >= size && view.may_carry() {
-                earliest = Some(earliest.map_or(release, |e| e.min(release)));
-            }
-            view.cwnd_room = Some(if room >= size && release <= now {
-                room
-            } else {
-                0
+            view.cwnd_room = Some(match slot.tx.send_hold(now, size) {
+                SendHold::Open { room } => room,
+                SendHold::Pacer(release) => {
+                    if view.may_carry() {
+                        earliest = Some(earliest.map_or(release, |e| e.min(release)));
+                    }
+                    0
+                }
+                SendHold::Window => 0,
             });
         }
         earliest
