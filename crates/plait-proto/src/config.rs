@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::cc::{CongestionKind, MAX_WINDOW};
 use crate::fec::{FecConfig, FecPolicy};
-use crate::path::{LivenessConfig, MIN_PAIR_BYTES};
+use crate::path::{HandoverConfig, LivenessConfig, MIN_PAIR_BYTES};
 use crate::policy::FlowRule;
 use crate::reorder::{DEFAULT_MAX_HOLD, ReorderConfig, ReorderKind};
 use crate::sched::SchedulerKind;
@@ -60,6 +60,10 @@ pub struct EngineSettings {
     /// Which inner packets get forward error correction (docs/protocol.md#fec); default
     /// [`FecPolicy::All`]. The other FEC tunables are [`FecConfig::default`]'s.
     pub fec: FecPolicy,
+    /// Quality-driven handover (docs/protocol.md#handover, seed MMS §II-E): a path whose
+    /// link loss, delay, blackouts or signal fall below the other paths' by a margin
+    /// stands by while they carry. Default off.
+    pub handover: bool,
 }
 
 impl Default for EngineSettings {
@@ -75,6 +79,7 @@ impl Default for EngineSettings {
             unordered_below_bps: DEFAULT_UNORDERED_BELOW_BPS,
             flow_policy: Vec::new(),
             fec: FecPolicy::default(),
+            handover: false,
         }
     }
 }
@@ -136,6 +141,8 @@ pub struct Config {
     pub max_ack_delay: Duration,
     /// Path state machine tunables.
     pub liveness: LivenessConfig,
+    /// Quality-driven handover tunables (docs/protocol.md#handover).
+    pub handover: HandoverConfig,
     /// Global sequence numbers remembered for duplicate suppression.
     pub dedup_window: u64,
     /// Schedulers see the configured [`crate::path::PathHints`] instead of measured rates
@@ -196,6 +203,10 @@ impl Default for Config {
             ack_every: 16,
             max_ack_delay: Duration::from_millis(25),
             liveness: LivenessConfig::default(),
+            handover: HandoverConfig {
+                enabled: settings.handover,
+                ..HandoverConfig::default()
+            },
             dedup_window: 1 << 16,
             trust_hints: false,
             repair: settings.repair,
@@ -267,6 +278,7 @@ impl Config {
         };
         c.reorder_config.max_hold = settings.max_hold;
         c.fec.policy = settings.fec;
+        c.handover.enabled = settings.handover;
         c
     }
 
@@ -434,6 +446,13 @@ impl Config {
             ("send_queue_interval", self.send_queue_interval),
         ] {
             check(d <= hour, field, format!("{d:?}"), "<= 1 hour")?;
+        }
+        if let Some(problem) = self.handover.problem() {
+            return Err(ConfigError::OutOfRange {
+                field: "handover",
+                value: format!("{:?}", self.handover),
+                allowed: problem,
+            });
         }
         self.validate_flow_policy()?;
         self.validate_streams()

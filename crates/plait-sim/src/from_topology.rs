@@ -25,7 +25,8 @@
 use plait_topology::{EventKind, LossDirection, TopologyFile};
 
 use crate::scenario::{
-    CrossSpec, Mode, PathSpec, RateDip, RunSpec, Scenario, ScenarioError, TcpSpec, WiredSpec,
+    CrossSpec, LossSpell, Mode, PathSpec, RateDip, RunSpec, Scenario, ScenarioError, TcpSpec,
+    WiredSpec,
 };
 
 /// Bytes of one full-size packet on the test bed's 1500-byte links: the unit a byte queue
@@ -133,6 +134,17 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                 .filter(|e| matches!(e.kind, EventKind::Blackhole | EventKind::LinkDown))
                 .map(|e| [e.from_s, e.to_s])
                 .collect(),
+            loss_spells: events
+                .clone()
+                .filter(|e| e.kind == EventKind::Loss)
+                .filter_map(|e| {
+                    e.loss.map(|loss| LossSpell {
+                        from_s: e.from_s,
+                        to_s: e.to_s,
+                        loss,
+                    })
+                })
+                .collect(),
             rate_dips: events
                 .filter(|e| e.kind == EventKind::Rate)
                 .filter_map(|e| {
@@ -186,6 +198,7 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                     congestion: congestion.map(Into::into),
                     stream_scheduler: None,
                     packet_pacing: None,
+                    handover: None,
                     fec: None,
                     rwnd_packets: None,
                     ack_every: None,
@@ -215,6 +228,28 @@ mod tests {
             .join("../../topologies")
             .join(name);
         TopologyFile::load(&p).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn loss_events_become_loss_spells_and_blackholes_outages() {
+        let s = scenario_from_topology(&topology("mobility/fade.toml")).unwrap();
+        let p0 = &s.paths[0];
+        let spells: Vec<(f64, f64, f64)> = p0
+            .loss_spells
+            .iter()
+            .map(|l| (l.from_s, l.to_s, l.loss))
+            .collect();
+        assert_eq!(
+            spells,
+            [
+                (5.0, 7.0, 0.02),
+                (7.0, 9.0, 0.05),
+                (9.0, 11.0, 0.15),
+                (11.0, 13.0, 0.3)
+            ]
+        );
+        assert_eq!(p0.outages, [[13.0, 17.0]]);
+        assert!(s.paths[1].loss_spells.is_empty());
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub struct EngineCounters {
     pub fec_rebuilt: u64,
     /// Loss-repair copies sent.
     pub repairs: u64,
+    /// Times a path was handed over for its quality (docs/protocol.md#handover).
+    #[serde(default)]
+    pub handovers: u64,
 }
 
 impl EngineCounters {
@@ -116,6 +119,7 @@ impl EngineCounters {
             fec_symbols: a.fec_symbols_sent + b.fec_symbols_sent,
             fec_rebuilt: a.fec_recovered + b.fec_recovered,
             repairs: a.repairs_sent + b.repairs_sent,
+            handovers: a.handovers + b.handovers,
         }
     }
 }

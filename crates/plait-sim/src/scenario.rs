@@ -217,6 +217,11 @@ pub struct PathSpec {
     /// events, topologies/T5.toml); the queue keeps its size in packets.
     #[serde(default)]
     pub rate_dips: Vec<RateDip>,
+    /// Intervals during which the wireless link loses packets at random at another rate
+    /// (the test bed's `loss` events: a link fading); the path's own loss model comes back
+    /// at each end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loss_spells: Vec<LossSpell>,
     /// The path's cost class as the tunnel client's `[[path]] cost` names it: `unmetered`
     /// or `metered` (docs/tunnel-config.md#budget). In the plait modes the mobile host's
     /// client registers it and a metered path is an overflow path at both ends
@@ -246,6 +251,18 @@ pub struct RateDip {
     pub to_s: f64,
     /// Rate meanwhile, kbit/s.
     pub rate_kbps: f64,
+}
+
+/// A span of time at another random loss rate (see [`PathSpec::loss_spells`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LossSpell {
+    /// Start, s.
+    pub from_s: f64,
+    /// End (the path's own loss comes back), s.
+    pub to_s: f64,
+    /// Share of packets lost meanwhile, 0 to below 1.
+    pub loss: f64,
 }
 
 fn default_wired_delay() -> f64 {
@@ -381,6 +398,10 @@ pub struct RunSpec {
     /// Packet mode paced by each path's congestion controller; absent: the engine's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_pacing: Option<bool>,
+    /// Quality-driven handover on both engines (docs/protocol.md#handover); absent: the
+    /// engine's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<bool>,
     /// Packet-mode FEC policy on both engines (modes `plait` and `plait-cbr`): `off`,
     /// `sparse` or `all` (docs/protocol.md#fec); absent: the engine's default (`all`). The
     /// simulator's inner packets are IPv4 with the flow id in the ports, so the send
@@ -442,6 +463,7 @@ impl RunSpec {
                 .as_deref()
                 .and_then(plait_proto::fec::FecPolicy::from_name)
                 .unwrap_or(d.fec),
+            handover: self.handover.unwrap_or(d.handover),
         }
     }
 }
@@ -647,6 +669,18 @@ impl Scenario {
                     1e-3,
                     1e8,
                 )?;
+            }
+            sorted_spans(
+                &format!("paths[{i}].loss_spells"),
+                p.loss_spells.iter().map(|d| (d.from_s, d.to_s)),
+            )?;
+            for (j, d) in p.loss_spells.iter().enumerate() {
+                if !(d.loss.is_finite() && (0.0..1.0).contains(&d.loss)) {
+                    return Err(invalid(
+                        format!("paths[{i}].loss_spells[{j}].loss"),
+                        format!("{} must be from 0 to below 1", d.loss),
+                    ));
+                }
             }
         }
         if self.runs.is_empty() {

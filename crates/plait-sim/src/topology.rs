@@ -268,6 +268,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             fluctuation: None,
             outages: Vec::new(),
             rate_dips: Vec::new(),
+            loss_spells: Vec::new(),
             ..first.clone()
         };
         std::slice::from_ref(&asi_path)
@@ -790,6 +791,15 @@ fn add_changes(
             world.schedule(secs(dip.from_s), Change::Rate(link, dip.rate_kbps * 1e3));
             world.schedule(secs(dip.to_s), Change::Rate(link, p.rate_kbps * 1e3));
         }
+    }
+    for spell in &p.loss_spells {
+        let during = if spell.loss > 0.0 {
+            LossModel::Bernoulli { p: spell.loss }
+        } else {
+            LossModel::None
+        };
+        world.schedule(secs(spell.from_s), Change::Loss(l.down, during));
+        world.schedule(secs(spell.to_s), Change::Loss(l.down, p.loss));
     }
     for [from, to] in &p.outages {
         for link in [l.down, l.up] {

@@ -31,6 +31,8 @@ pub enum Change {
     Rate(LinkId, f64),
     /// A link goes up (`true`) or down.
     Up(LinkId, bool),
+    /// A link's loss model becomes this one.
+    Loss(LinkId, plait_topology::LossModel),
 }
 
 /// Bytes of each flow that links delivered to a node, in total and per time bin (for
@@ -250,6 +252,10 @@ impl World {
                 }
                 Change::Up(l, up) => {
                     self.links[l as usize].link.set_up(self.now, up);
+                    l
+                }
+                Change::Loss(l, model) => {
+                    self.links[l as usize].link.set_loss(model);
                     l
                 }
             };

@@ -153,6 +153,10 @@ pub enum EventKind {
     /// The path's rate changed to the event's `rate_mbit` in both directions (tbf, same
     /// queue in bytes), and restored at its end: a bandwidth fluctuation (ETOM Fig. 6).
     Rate,
+    /// The path loses the event's `loss` share of packets at random in both directions
+    /// (the simulator: in the data direction, where it models loss), instead of its own
+    /// loss, until the event ends: a link fading (seed MMS §II-E).
+    Loss,
 }
 
 /// One `[[event]]`.
@@ -170,6 +174,9 @@ pub struct EventFile {
     /// The rate during a `rate` event, Mbit/s (only with `kind = "rate"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_mbit: Option<f64>,
+    /// The random loss during a `loss` event, 0 to below 1 (only with `kind = "loss"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<f64>,
 }
 
 /// A topology file that cannot be used.
@@ -423,6 +430,26 @@ impl TopologyFile {
                     ));
                 }
                 (_, None) => {}
+            }
+            match (e.kind, e.loss) {
+                (EventKind::Loss, None) => {
+                    return Err(err(
+                        f("loss"),
+                        "a loss event needs loss, the share lost during the event".into(),
+                    ));
+                }
+                (EventKind::Loss, Some(p)) if !(p.is_finite() && (0.0..1.0).contains(&p)) => {
+                    return Err(err(
+                        f("loss"),
+                        format!(
+                            "{p} must be from 0 to below 1 (a path losing everything is a blackhole event)"
+                        ),
+                    ));
+                }
+                (EventKind::Loss, Some(_)) | (_, None) => {}
+                (_, Some(_)) => {
+                    return Err(err(f("loss"), "only a loss event has loss".into()));
+                }
             }
             if !(e.to_s.is_finite() && e.to_s > e.from_s && e.to_s <= self.duration_s) {
                 return Err(err(
@@ -761,6 +788,22 @@ to_s = 10
                 "kind = \"blackhole\"",
                 "kind = \"blackhole\"\nrate_mbit = 5",
                 "event[0].rate_mbit",
+            ),
+            ("kind = \"blackhole\"", "kind = \"loss\"", "event[0].loss"),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"loss\"\nloss = 1.0",
+                "event[0].loss",
+            ),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"loss\"\nloss = nan",
+                "event[0].loss",
+            ),
+            (
+                "kind = \"blackhole\"",
+                "kind = \"rate\"\nrate_mbit = 5\nloss = 0.1",
+                "only a loss event has loss",
             ),
             (
                 "kind = \"blackhole\"",

@@ -1118,12 +1118,19 @@ rate_mbit = 10
 rtt_ms = 100
 
 [[event]]                   # optional, any number (not overlapping on one path)
-kind = "blackhole"          # silent drop both ways; "link_down" (carrier loss); or
-path = 0                    #   "rate" (the rate below for the event's span, then back)
+kind = "blackhole"          # silent drop both ways; "link_down" (carrier loss); "rate"
+                            #   (the rate below for the span, then back); or "loss"
+                            #   (random loss below, both ways, for the span, then back)
+path = 0
 from_s = 7.5                # seconds after the sender starts
 to_s = 12.5
 # rate_mbit = 5             # only with kind = "rate" (same queue in bytes)
+# loss = 0.15               # only with kind = "loss" (0 to below 1)
 ```
+
+`topologies/mobility/` holds files `plait bench-doc` does not run (it reads the
+directory's own files only): `fade.toml`, a link losing more and more before it dies,
+for quality-driven handover (docs/protocol.md#handover).
 
 Goodput fractions are of the summed rates averaged over the transfer, so rate events
 count for their span.

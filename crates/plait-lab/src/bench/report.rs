@@ -668,6 +668,7 @@ mod tests {
             from_s: 5.0,
             to_s: 10.0,
             rate_mbit: None,
+            loss: None,
         }
     }
 

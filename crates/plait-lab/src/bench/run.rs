@@ -45,10 +45,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use plait_testbed::emulate::LossModel;
 use plait_testbed::traffic::TcpOptions;
 use plait_testbed::{
-    CounterSample, CounterSampler, Family, RttProbe, SendLimit, SendOptions, StreamProto, TcpSink,
-    Topology, UdpEcho, cleanup_stale, tcp_send_opts,
+    CounterSample, CounterSampler, Direction, Family, PathSpec, RttProbe, SendLimit, SendOptions,
+    StreamProto, TcpSink, Topology, UdpEcho, cleanup_stale, tcp_send_opts,
 };
 
 use super::cbr;
@@ -171,30 +172,37 @@ pub(crate) fn tunnel_options(opts: &RunOptions, paths: usize, streams: bool) -> 
     }
 }
 
-/// Lifts an event it applied when dropped (so an early end never leaves a path dead or
-/// at an event's rate).
+/// Lifts an event it applied when dropped (so an early end never leaves a path dead, at
+/// an event's rate or at an event's loss).
 struct Applied<'t> {
     topo: &'t Topology,
     event: EventFile,
-    /// The path's configured rate and queue, restored when a rate event ends.
-    restore: (Option<f64>, u32),
+    /// The path as the test bed built it: its rate and queue, restored when a rate event
+    /// ends, and its delay and loss, when a loss event ends.
+    spec: PathSpec,
 }
 
 impl Applied<'_> {
-    fn apply(
-        topo: &Topology,
-        event: &EventFile,
-        restore: (Option<f64>, u32),
-        on: bool,
-    ) -> Result<()> {
+    fn apply(topo: &Topology, event: &EventFile, spec: &PathSpec, on: bool) -> Result<()> {
         let path = event.path;
         match event.kind {
             EventKind::Blackhole => topo.blackhole(path, on)?,
             EventKind::LinkDown => topo.set_link(path, !on)?,
             EventKind::Rate => {
-                let (rate, queue) = restore;
-                let rate = if on { event.rate_mbit } else { rate };
-                topo.path(path)?.set_rate(rate, queue)?;
+                let rate = if on { event.rate_mbit } else { spec.rate_mbit };
+                topo.path(path)?.set_rate(rate, spec.queue_bytes)?;
+            }
+            EventKind::Loss => {
+                for dir in [Direction::Up, Direction::Down] {
+                    let mut model = spec.link_model(dir);
+                    if on {
+                        model.loss = match event.loss {
+                            Some(p) if p > 0.0 => LossModel::Bernoulli { p },
+                            _ => LossModel::None,
+                        };
+                    }
+                    topo.set_path_model(path, dir, model)?;
+                }
             }
         }
         Ok(())
@@ -203,7 +211,7 @@ impl Applied<'_> {
 
 impl Drop for Applied<'_> {
     fn drop(&mut self) {
-        if let Err(e) = Applied::apply(self.topo, &self.event, self.restore, false) {
+        if let Err(e) = Applied::apply(self.topo, &self.event, &self.spec, false) {
             eprintln!(
                 "plait bench: lifting {:?} on path {}: {e}",
                 self.event.kind, self.event.path
@@ -248,15 +256,14 @@ pub(crate) fn run_events(
                 break;
             }
             pending.next();
-            let spec = topo.path(e.path)?.spec();
             // The guard first: if applying fails halfway (one of two `tc` calls), dropping
             // it restores what was changed.
             let guard = Applied {
                 topo,
                 event: *e,
-                restore: (spec.rate_mbit, spec.queue_bytes),
+                spec: topo.path(e.path)?.spec().clone(),
             };
-            Applied::apply(topo, e, guard.restore, true)?;
+            Applied::apply(topo, e, &guard.spec, true)?;
             times[idx].0 = t0.elapsed().as_secs_f64();
             observe(e, true);
             active.push((idx, e.to_s, guard));

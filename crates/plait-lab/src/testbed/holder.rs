@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use plait_testbed::topology::addr;
-use plait_testbed::{Family, Topology, cleanup_stale};
+use plait_testbed::{Direction, Family, Topology, cleanup_stale};
 
 use super::options::HoldOptions;
 use super::proto::{self, IO_TIMEOUT, Reply, Request};
@@ -35,7 +35,7 @@ use super::state::{
 };
 use crate::bench::run::run_events;
 use crate::bench::spec::testbed_spec;
-use plait_topology::{EventFile, EventKind, TopologyFile};
+use plait_topology::{EventFile, EventKind, LossModel, TopologyFile};
 
 /// How often the idle holder looks for a connection or a stop signal.
 const ACCEPT_POLL: Duration = Duration::from_millis(25);
@@ -385,6 +385,19 @@ fn record_event(topo: &Topology, st: &mut State, e: &EventFile, on: bool) {
                 let spec = link.spec();
                 cur.rate_mbit = if on { e.rate_mbit } else { spec.rate_mbit };
                 cur.queue_bytes = spec.queue_bytes;
+            }
+        }
+        EventKind::Loss => {
+            if let Ok(link) = topo.path(e.path) {
+                let spec = link.spec();
+                for dir in [Direction::Up, Direction::Down] {
+                    let built = spec.link_model(dir);
+                    cur.dir_mut(dir).loss = match e.loss {
+                        Some(p) if on && p > 0.0 => LossModel::Bernoulli { p },
+                        _ if on => LossModel::None,
+                        _ => built.loss,
+                    };
+                }
             }
         }
     }

@@ -11,6 +11,7 @@
 //! only ack-eliciting datagrams are in flight; an ACK naming a sequence number this path
 //! never sent is ignored whole.
 
+mod handover;
 mod late;
 mod liveness;
 mod minmax;
@@ -25,6 +26,9 @@ mod view;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+pub use handover::{
+    HandoverChange, HandoverConfig, HandoverReason, HandoverTracker, QualitySample, judge,
+};
 use late::{LateLosses, PendingLoss};
 pub use liveness::LivenessConfig;
 pub use minmax::WindowedMin;
@@ -156,6 +160,9 @@ pub struct Path {
     timer: Option<Time>,
     /// The path's congestion controller, recovery period and pacer.
     cc: PathCongestion,
+    /// While the path is handed over (docs/protocol.md#handover): a probe this often,
+    /// so its loss and delay stay measured without data.
+    handover_probe: Option<Duration>,
     /// Fates of reliable datagrams (seq, acknowledged?) for the session to collect.
     resolved: Vec<(PathSeq, bool)>,
     /// Inner packets (global sequence numbers) that were in flight when the path went
@@ -208,6 +215,7 @@ impl Path {
             max_ack_delay,
             timer: None,
             cc: PathCongestion::new(congestion.0, congestion.1),
+            handover_probe: None,
             resolved: Vec::new(),
             abandoned: Vec::new(),
         };
@@ -875,7 +883,8 @@ impl Path {
                         >= self
                             .liveness
                             .degraded_after(self.rtt.rto(), self.max_ack_delay);
-                u32::from(idle >= self.liveness.keepalive || suspect)
+                let handed_over = self.handover_probe.is_some_and(|every| idle >= every);
+                u32::from(idle >= self.liveness.keepalive || suspect || handed_over)
             }
         }
     }
@@ -948,12 +957,21 @@ impl Path {
                         consider(Some((last + every).max(suspect)));
                     }
                 }
-                consider(Some(
-                    self.last_eliciting_sent.unwrap_or(Time::ZERO) + liveness.keepalive,
-                ));
+                let every = self
+                    .handover_probe
+                    .map_or(liveness.keepalive, |h| h.min(liveness.keepalive));
+                consider(Some(self.last_eliciting_sent.unwrap_or(Time::ZERO) + every));
             }
         }
         next
+    }
+
+    /// Probes a handed-over path every `every` (`None`: handed back; keepalives only).
+    pub fn set_handover_probe(&mut self, every: Option<Duration>) {
+        if self.handover_probe != every {
+            self.handover_probe = every;
+            self.timer = self.compute_timer();
+        }
     }
 
     /// What was configured about this path.

@@ -55,7 +55,7 @@ impl Session {
             .deadline()
             .is_some_and(|t| t <= now);
         if due {
-            self.refresh_views();
+            self.refresh_views(false);
             if let Some(enc) = self.fec_encoder.as_mut() {
                 enc.close_due(now, &self.views);
             }
@@ -63,7 +63,7 @@ impl Session {
         self.fec_wait_until = None;
         loop {
             let symbol = self.fec_encoder.as_mut()?.poll_symbol()?;
-            self.refresh_views();
+            self.refresh_views(false);
             let path = match self.fec_path(now, &symbol) {
                 Choice::Send(path) => path,
                 Choice::Wait(release) => {

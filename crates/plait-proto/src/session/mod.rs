@@ -16,6 +16,7 @@
 mod ack_tracker;
 mod fec_transmit;
 mod flow_queue;
+mod handover;
 mod paced_spill;
 mod receive;
 mod repair_store;
@@ -80,6 +81,8 @@ struct PathSlot {
     rx: AckTracker,
     /// Probes of the current pair still to send.
     probes_to_send: u32,
+    /// Whether the path is handed over, and its record (docs/protocol.md#handover).
+    handover: crate::path::HandoverTracker,
 }
 
 /// Whether the session is open.
@@ -270,6 +273,7 @@ impl Session {
             tx,
             rx,
             probes_to_send: 0,
+            handover: crate::path::HandoverTracker::default(),
         });
         self.on_paths_changed(now);
         Ok(())

@@ -54,7 +54,7 @@ impl Session {
     /// `cwnd_room`: the room left, or 0 when a full datagram does not fit or the pacer holds
     /// it); otherwise notes when the pacer next lets one go.
     fn stream_path(&mut self, now: Time) -> Option<PathId> {
-        self.refresh_views();
+        self.refresh_views(true);
         let mut earliest = self.mark_window_room(now);
         let meta = PacketMeta {
             global_seq: self.next_global,

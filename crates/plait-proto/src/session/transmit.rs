@@ -226,8 +226,9 @@ impl Session {
         self.stream_scheduler.on_sent(now, path, meta);
     }
 
-    /// Rebuilds the schedulers' snapshot of every path.
-    pub(super) fn refresh_views(&mut self) {
+    /// Rebuilds the schedulers' snapshot of every path, for placing stream datagrams
+    /// (`streams`) or packet mode's.
+    pub(super) fn refresh_views(&mut self, streams: bool) {
         let now = self.now;
         for slot in self.paths.iter_mut().flatten() {
             slot.tx.decay_loss(now);
@@ -266,6 +267,9 @@ impl Session {
                 v.standby |= silent & bit(v.id) != 0;
             }
         }
+        // docs/protocol.md#handover: a path whose quality fell below the others' stands by
+        // while they carry (before the ranks, so a backup takes over from it).
+        self.apply_handover(streams);
         // docs/protocol.md#backup, #priority and #overflow: a path stands by while a usable
         // path ranks before it, backups after every primary and, within a class, overflow
         // paths after the others, then lower priority numbers first. Only the best usable
@@ -328,7 +332,7 @@ impl Session {
             arrival: front.arrival,
             control: false,
         };
-        self.refresh_views();
+        self.refresh_views(false);
         // docs/protocol.md#unordered: a sparse flow's packet is not held by packet pacing.
         // Held, it waited for whichever path's pacer released first and so often took the
         // slow path (on T1 the probe through the tunnel kept windows at the 100 ms path's
@@ -584,7 +588,7 @@ impl Session {
                 arrival: now,
                 control: false,
             };
-            self.refresh_views();
+            self.refresh_views(false);
             let selection = self.scheduler.select(now, &self.views, &meta);
             let path = match &selection {
                 Selection::Send(p) => Some(*p),
@@ -826,7 +830,7 @@ impl Session {
                 return Some(path);
             }
         }
-        self.refresh_views();
+        self.refresh_views(false);
         self.avoid_receive_silent_paths(now);
         let meta = PacketMeta {
             global_seq: self.next_global,

@@ -54,6 +54,14 @@ pub enum Event {
     },
     /// Something happened to a stream (docs/protocol.md#streams).
     Stream(StreamEvent),
+    /// A path was handed over (`reason`: why) or handed back (`None`)
+    /// (docs/protocol.md#handover).
+    Handover {
+        /// Which path.
+        path: PathId,
+        /// Why it stands by now; `None`: it carries again.
+        reason: Option<crate::path::HandoverReason>,
+    },
 }
 
 /// Why an inner packet was not accepted. The packet is dropped; the session goes on.
@@ -237,4 +245,6 @@ pub struct SessionStats {
     pub fec_recovered: u64,
     /// FEC blocks forgotten with a packet missing that their symbols could not rebuild.
     pub fec_unrecovered: u64,
+    /// Times a path was handed over for its quality (docs/protocol.md#handover).
+    pub handovers: u64,
 }

@@ -281,6 +281,13 @@ impl Link {
         }
     }
 
+    /// Replaces the loss model from now on (a fresh chain, drawn from the link's own
+    /// generator, so runs stay reproducible).
+    pub fn set_loss(&mut self, model: plait_topology::LossModel) {
+        self.config.loss = model;
+        self.loss = LossState::new(model, &mut self.rng);
+    }
+
     /// Brings the link up or down at `now` (see the module docs for what down does).
     pub fn set_up(&mut self, now: Time, up: bool) {
         self.advance(now);

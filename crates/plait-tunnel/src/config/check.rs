@@ -643,6 +643,7 @@ fn engine(f: EngineFile) -> EngineSettings {
             .map_or(d.unordered_below_bps, |k| u64::from(k.0) * 1000),
         flow_policy: Vec::new(),
         fec: f.fec.map_or(d.fec, |p| p.0),
+        handover: f.handover.unwrap_or(d.handover),
     }
 }
 

@@ -173,6 +173,7 @@ pub(super) struct EngineFile {
     pub(super) packet_pacing: Option<bool>,
     pub(super) unordered_below_kbps: Option<UnorderedKbps>,
     pub(super) fec: Option<FecName>,
+    pub(super) handover: Option<bool>,
 }
 
 /// `status_socket`'s default depends on the role.

@@ -380,6 +380,11 @@ fn every_scheduler_and_reorder_name_is_accepted() {
     assert!(client_ok(&text).engine.packet_pacing);
     let (m, _, _) = client_err(&format!("{}[engine]\npacket_pacing = 1\n", min_client()));
     assert!(m.contains("packet_pacing") || m.contains("bool"), "{m}");
+    assert!(!client_ok(&min_client()).engine.handover, "off by default");
+    let text = format!("{}[engine]\nhandover = true\n", min_client());
+    assert!(client_ok(&text).engine.handover);
+    let (m, _, _) = client_err(&format!("{}[engine]\nhandover = \"yes\"\n", min_client()));
+    assert!(m.contains("handover") || m.contains("bool"), "{m}");
     assert_eq!(
         client_ok(&min_client()).engine.unordered_below_bps,
         0,

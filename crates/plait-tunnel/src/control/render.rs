@@ -319,7 +319,10 @@ fn path_row(p: &PathStatus) -> Vec<String> {
     vec![
         p.id.to_string(),
         text(&p.name),
-        text(&p.state),
+        match &p.handover {
+            Some(why) => text(&format!("{}/handed-over:{why}", p.state)),
+            None => text(&p.state),
+        },
         opt(p.srtt_ms, fmt_ms),
         opt(p.min_rtt_ms, fmt_ms),
         opt(p.owd_ms, fmt_ms),
@@ -765,5 +768,16 @@ mod tests {
         let rows = table_lines(&out);
         let row: Vec<&str> = rows[2].split_whitespace().collect();
         assert_eq!(&row[..3], ["1", "my_path", "-"]);
+    }
+
+    #[test]
+    fn a_handed_over_path_shows_why() {
+        let mut s = sample();
+        s.sessions[0].paths[1].state = "active".into();
+        s.sessions[0].paths[1].handover = Some("weak signal".into());
+        let out = render_table(&s);
+        let rows = table_lines(&out);
+        let row: Vec<&str> = rows[2].split_whitespace().collect();
+        assert_eq!(row[2], "active/handed-over:weak_signal");
     }
 }

@@ -309,6 +309,10 @@ pub struct PathStatus {
     pub remote: Option<String>,
     /// `probing`, `active`, `degraded` or `down`.
     pub state: String,
+    /// Why this end has handed the path over (docs/protocol.md#handover): `loss`,
+    /// `delay`, `blackouts` or `weak signal`; absent while it carries data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<String>,
     /// Smoothed RTT, milliseconds.
     pub srtt_ms: Option<f64>,
     /// Minimum RTT, milliseconds.

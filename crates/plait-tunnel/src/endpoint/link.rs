@@ -1198,6 +1198,9 @@ impl Link {
                     .and_then(PathAddress::shown)
                     .map(|e| e.remote.to_string()),
                 state: format!("{:?}", view.state).to_lowercase(),
+                handover: session
+                    .path_handover(view.id)
+                    .map(|r| r.as_str().to_owned()),
                 srtt_ms: ms(view.srtt),
                 min_rtt_ms: ms(view.min_rtt),
                 owd_ms: ms(view.base_owd),
@@ -1299,6 +1302,16 @@ impl<O: Outputs> plait_proto::Io for SealIo<'_, O> {
                 self.events.push(LinkStreamEvent::SessionEnded);
             }
             Event::Stream(e) => self.events.push(LinkStreamEvent::Stream(e)),
+            Event::Handover { path, reason } => {
+                let name = self
+                    .names
+                    .get(usize::from(path.0))
+                    .map_or("", String::as_str);
+                match reason {
+                    Some(r) => info!(%path, name, reason = r.as_str(), "path handed over"),
+                    None => info!(%path, name, "path handed back"),
+                }
+            }
         }
     }
 }

@@ -1,0 +1,144 @@
+//! The session's side of quality-driven handover (docs/protocol.md#handover; the
+//! judgement and each path's state are `path/handover.rs`): every time the views are
+//! rebuilt, each path that may carry is judged against the others, and a handed-over
+//! path stands by.
+//!
+//! Invariant: only paths that may carry data before this step (usable, not held, not
+//! suspect) are judged or count as others; a handed-over path gets its probe cadence from
+//! [`Path::set_handover_probe`](crate::path::Path::set_handover_probe) and loses it when
+//! handed back, removed or no longer usable.
+
+use super::{Event, Session, push_event};
+use crate::ids::{MAX_PATHS, PathId};
+use crate::path::{HandoverChange, HandoverReason, QualitySample, judge};
+
+impl Session {
+    /// Judges the paths and marks the handed-over ones standing by in `self.views`; for
+    /// stream datagrams (`streams`), not those handed over for loss alone: the engine
+    /// resends what a path loses under the path's own congestion control, so the end
+    /// hosts' TCP never sees that loss, and a lossy path still adds capacity (in the
+    /// simulator's `scenarios/fade.toml` stream mode carried 17 Mbit/s on the path losing
+    /// 15 %). Delay, blackouts and a weak signal say the path is failing: they hold for
+    /// streams too.
+    pub(super) fn apply_handover(&mut self, streams: bool) {
+        let cfg = &self.config.handover;
+        if !cfg.enabled {
+            return;
+        }
+        let now = self.now;
+        let mut samples: [Option<(PathId, QualitySample)>; MAX_PATHS] = [None; MAX_PATHS];
+        let mut n = 0;
+        for v in self.views.iter().filter(|v| v.may_carry()) {
+            let Some(slot) = self.paths.get_mut(v.id.index()).and_then(Option::as_mut) else {
+                continue;
+            };
+            if let Some(HandoverChange::HandedBack) = slot.handover.judged_again(cfg, now) {
+                push_event(
+                    &mut self.events,
+                    &mut self.stats,
+                    Event::Handover {
+                        path: v.id,
+                        reason: None,
+                    },
+                );
+            }
+            slot.handover.note_downs(now, slot.tx.stats().down_events);
+            let link_loss = slot
+                .handover
+                .average_loss(now, v.shallow_loss_rate, cfg.loss_period);
+            samples[n] = Some((
+                v.id,
+                QualitySample {
+                    link_loss,
+                    srtt: v.srtt,
+                    min_rtt: v.min_rtt,
+                    signal: slot.handover.signal(),
+                    blackouts: slot.handover.recent_blackouts(now, cfg.flap_window),
+                },
+            ));
+            n += 1;
+        }
+        let samples = &samples[..n];
+        // Why each candidate is poor now (a handed-over one by the looser bounds).
+        let mut poor = [None; MAX_PATHS];
+        for (i, &(id, me)) in samples.iter().flatten().enumerate() {
+            let looser = self
+                .slot(id)
+                .is_some_and(|s| s.handover.handed_over().is_some());
+            let mut others = [me; MAX_PATHS];
+            let mut k = 0;
+            for (j, &(_, o)) in samples.iter().flatten().enumerate() {
+                if j != i {
+                    others[k] = o;
+                    k += 1;
+                }
+            }
+            poor[i] = judge(cfg, &me, &others[..k], looser);
+        }
+        for (i, &(id, _)) in samples.iter().flatten().enumerate() {
+            // Make before break: only while another path that is not poor can carry.
+            let allowed = (0..n).any(|j| j != i && poor[j].is_none());
+            let Some(slot) = self.paths.get_mut(id.index()).and_then(Option::as_mut) else {
+                continue;
+            };
+            let change = slot.handover.update(cfg, now, poor[i], allowed);
+            let handed_over = slot.handover.handed_over();
+            slot.tx
+                .set_handover_probe(handed_over.map(|_| cfg.probe_interval));
+            if let Some(change) = change {
+                let reason = match change {
+                    HandoverChange::HandedOver(r) => {
+                        self.stats.handovers += 1;
+                        Some(r)
+                    }
+                    HandoverChange::HandedBack => None,
+                };
+                push_event(
+                    &mut self.events,
+                    &mut self.stats,
+                    Event::Handover { path: id, reason },
+                );
+            }
+            let stands_by = match handed_over {
+                Some(HandoverReason::Loss) => !streams,
+                Some(_) => true,
+                None => false,
+            };
+            if stands_by && let Some(v) = self.views.iter_mut().find(|v| v.id == id) {
+                v.standby = true;
+            }
+        }
+        // A path not judged needs no probes of its own (liveness probes it) and keeps its
+        // standing; one back from an outage was judged afresh above.
+        for slot in self.paths.iter_mut().flatten() {
+            let id = slot.tx.id();
+            if samples.iter().flatten().any(|(s, _)| *s == id) {
+                continue;
+            }
+            slot.tx.set_handover_probe(None);
+            slot.handover.not_judged(now, !slot.tx.state().is_usable());
+        }
+    }
+
+    /// Records the link layer's signal for path `id` (0 to 1 of the driver's scale;
+    /// `None`: not reported): a weak one hands the path over (docs/protocol.md#handover).
+    pub fn set_link_signal(
+        &mut self,
+        id: PathId,
+        signal: Option<f64>,
+    ) -> Result<(), super::PathError> {
+        let slot = self
+            .paths
+            .get_mut(id.index())
+            .ok_or(super::PathError::OutOfRange(id))?
+            .as_mut()
+            .ok_or(super::PathError::Unknown(id))?;
+        slot.handover.set_signal(signal);
+        Ok(())
+    }
+
+    /// Why path `id` is handed over, if it is (docs/protocol.md#handover).
+    pub fn path_handover(&self, id: PathId) -> Option<crate::path::HandoverReason> {
+        self.slot(id)?.handover.handed_over()
+    }
+}
