@@ -66,6 +66,8 @@ struct TunnelSpec {
     named_servers: bool,
     /// `[[policy]]` tables for both ends (docs/tunnel-config.md#policy).
     policy: &'static str,
+    /// Extra `[engine]` lines for both ends (`key = value`, one per line).
+    engine: &'static str,
 }
 
 /// The client's SOCKS5 listener in the stream-mode tests, and its credential.
@@ -113,11 +115,12 @@ impl Drop for NetnsHosts {
     }
 }
 
-/// `[engine]` table for both daemons, for comparing engine settings against the defaults:
-/// `PLAIT_TEST_SCHEDULER=NAME` picks the scheduler and `PLAIT_TEST_REORDER=none|bmp` the
-/// receiver's reordering; unset means the configs' defaults.
-fn engine_table() -> String {
-    let mut t = String::new();
+/// `[engine]` table for both daemons: the test's own lines (`extra`), then, for comparing
+/// engine settings against the defaults, `PLAIT_TEST_SCHEDULER=NAME` picks the scheduler
+/// and `PLAIT_TEST_REORDER=none|bmp` the receiver's reordering; unset means the configs'
+/// defaults.
+fn engine_table(extra: &str) -> String {
+    let mut t = extra.to_owned();
     for (var, key) in [
         ("PLAIT_TEST_SCHEDULER", "scheduler"),
         ("PLAIT_TEST_REORDER", "reorder"),
@@ -187,7 +190,7 @@ impl Tunnel {
             write_key(dir.path(), "server", &server_key),
             quote_all(&listen),
             quote_all(&tun_addrs),
-            engine_table(),
+            engine_table(spec.engine),
             dir.path().join("server.sock").display(),
         );
         if spec.streams {
@@ -245,7 +248,7 @@ impl Tunnel {
                 tunnel.server_key.public().to_base64(),
                 quote_all(&routes),
                 quote_all(&addrs),
-                engine_table(),
+                engine_table(spec.engine),
                 tunnel.dir.path().join(format!("{label}.sock")).display(),
             );
             cfg.push_str(spec.policy);
@@ -428,6 +431,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     transfer(
@@ -467,6 +471,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
     // the reorder buffer's start-up stall (see `tcp_50mb_arrives_intact_and_uses_both_paths`).
@@ -554,6 +559,7 @@ fn unknown_client_key_gets_no_reply() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
     let server_public = t.server_key.public();
@@ -723,6 +729,7 @@ fn client_connects_during_a_handshake_flood() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let config = t.dir.path().join("client0.toml");
@@ -904,6 +911,7 @@ fn session_keeps_its_traffic_across_rekeys_under_a_remote_flood() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     restart_client0_with(
         &mut t,
@@ -1118,6 +1126,7 @@ fn new_client_connect_time_by_flood_rate() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let flooder = t.topo.attach_host(0).expect("flooder on path 0's router");
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
@@ -1255,6 +1264,7 @@ fn ipv6_inner_over_ipv6_path() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let status = t.clients[0].status().expect("client status");
     let remote = status.sessions[0].paths[1]
@@ -1336,6 +1346,7 @@ fn two_clients_share_one_server() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let bytes = 3_000_000;
     let results = std::thread::scope(|s| {
@@ -1433,6 +1444,7 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let remote = t.topo.remote_host_addr(Family::V4);
     let (relayed0, _) = stream_counters(&t.clients[0], "client before");
@@ -1618,6 +1630,7 @@ fn stream_transfer_survives_a_path_blackholed_midway() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
@@ -1658,6 +1671,7 @@ fn stream_mode_rules_survive_kill_and_restart() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let tun = tun_name('h');
     let table = plait_tunnel::netcfg::redirect_table_name(&tun);
@@ -1740,6 +1754,7 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     const N: usize = 200;
     let echo = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5007);
@@ -1872,6 +1887,7 @@ fn stream_mode_10000_idle_connections_memory() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let client_pid = t.clients[0].child.id();
     let server_pid = t.server().child.id();
@@ -1996,6 +2012,7 @@ fn server_kill_and_restart_client_recovers_by_hint() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let before = t.clients[0].status().expect("client status").sessions[0].clone();
     let tun = tun_name('l');
@@ -2098,6 +2115,7 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let tun = tun_name('m');
@@ -2292,6 +2310,7 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let path = t.topo.path(0).expect("path 0");
     let client_addr = path.client_addr();
@@ -2394,6 +2413,7 @@ fn nat_rebinding_moves_the_path_after_validation() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let path = t.topo.path(0).expect("path 0");
     let client_ip = path.client_addr();
@@ -2475,6 +2495,7 @@ fn client_readdressed_path_follows_after_validation() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let path = t.topo.path(0).expect("path 0");
     let client_ns = t.topo.clients()[0].client();
@@ -2591,6 +2612,7 @@ fn handshake_flood_cpu_at_50k_per_second() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     const RATE: u64 = 50_000;
     const PHASE: Duration = Duration::from_secs(10);
@@ -2694,6 +2716,7 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(1).expect("path 1").client_dev();
@@ -2802,6 +2825,7 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
         pattern_paths: &[],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let sent_per_path = |t: &Tunnel| -> Vec<u64> {
         let st = t.server().status().expect("server status");
@@ -2904,6 +2928,7 @@ fn a_duplicated_udp_flow_loses_nothing_when_a_path_fails() {
         pattern_paths: &[],
         named_servers: false,
         policy: "[[policy]]\nprotocol = \"udp\"\nports = [5004]\naction = \"duplicate\"\n\n",
+        engine: "",
     });
     let to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), PORT_CALL);
     let receiver = t
@@ -2992,6 +3017,7 @@ fn a_matching_interface_that_appears_mid_download_joins_and_leaves() {
         pattern_paths: &[1],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(1).expect("path 1").client_dev();
@@ -3139,6 +3165,7 @@ fn a_server_name_is_resolved_at_start_and_again_when_its_path_fails() {
         pattern_paths: &[],
         named_servers: true,
         policy: "",
+        engine: "",
     });
     let p0 = t.topo.path(0).expect("path 0").server_addr();
     let p1 = t.topo.path(1).expect("path 1").server_addr();
@@ -3232,6 +3259,7 @@ fn interfaces_beyond_sixteen_paths_are_refused_and_nothing_breaks() {
         pattern_paths: &[1],
         named_servers: false,
         policy: "",
+        engine: "",
     });
     let client_ns = t.topo.clients()[0].client();
     let server = t.topo.path(1).expect("path 1").server_addr().to_string();
@@ -3319,5 +3347,118 @@ fn interfaces_beyond_sixteen_paths_are_refused_and_nothing_breaks() {
     t.clients[0].wait_for("only the two real paths", |s| {
         s.sessions[0].paths.len() == 2
     });
+    t.shutdown();
+}
+
+/// Quality-driven handover (docs/protocol.md#handover) between real daemons: two 40 Mbit/s
+/// paths with `handover = true` at both ends; 1.5 s into a 40 MB upload path 0 starts
+/// losing 30 % of packets both ways (the test bed's emulator). The client, the sender's
+/// gateway, hands path 0 over within 2 s (its status says why) and sends nothing but probes
+/// there meanwhile; the upload arrives intact. With the loss gone, a second upload sees path
+/// 0 handed back and carrying again.
+#[test]
+fn a_path_that_starts_losing_is_handed_over_and_back() {
+    use plait_testbed::Direction;
+    use plait_testbed::emulate::{LinkModel, LossModel};
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let delay = Duration::from_millis(5);
+    let path = || {
+        PathSpec::v4()
+            .rate(40.0)
+            .delay_in(Direction::Up, delay)
+            .delay_in(Direction::Down, delay)
+    };
+    let t = Tunnel::start(TunnelSpec {
+        tag: 'q',
+        topo: TopologySpec::new(PREFIX, vec![path(), path()]),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        pattern_paths: &[],
+        named_servers: false,
+        policy: "",
+        engine: "handover = true\n",
+    });
+    let model = |loss: f64| LinkModel {
+        delay,
+        loss: if loss > 0.0 {
+            LossModel::Bernoulli { p: loss }
+        } else {
+            LossModel::None
+        },
+        seed: 7,
+    };
+    let set_loss = |loss: f64| {
+        for dir in [Direction::Up, Direction::Down] {
+            t.topo.set_path_model(0, dir, model(loss)).expect("loss");
+        }
+    };
+    let path0 = |s: &StatusSnapshot| s.sessions[0].paths[0].clone();
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
+    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
+    let seed = 31;
+    let (sent, handed_over) = std::thread::scope(|s| {
+        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 40_000_000, seed));
+        std::thread::sleep(Duration::from_millis(1500));
+        set_loss(0.3);
+        let lossy_at = Instant::now();
+        let mut handed_over = None;
+        while lossy_at.elapsed() < Duration::from_secs(4) {
+            std::thread::sleep(Duration::from_millis(50));
+            let st = t.clients[0].status().expect("client status");
+            if let Some(why) = path0(&st).handover {
+                handed_over = Some((lossy_at.elapsed(), why, st));
+                break;
+            }
+        }
+        // Over the next second, only probes (and answers to the server's) on path 0.
+        let sent_then = handed_over.as_ref().map(|(_, _, st)| path0(st).tx_packets);
+        std::thread::sleep(Duration::from_secs(1));
+        let st = t.clients[0].status().expect("client status");
+        let during = sent_then.map(|n| path0(&st).tx_packets.saturating_sub(n));
+        (sender.join().expect("sender thread"), (handed_over, during))
+    });
+    let sent = sent.expect("upload with path 0 losing 30 %");
+    let got = sink.wait(Duration::from_secs(30)).expect("sink");
+    check_transfer("40 MB, path 0 losing 30 % from 1.5 s", &sent, &got, seed);
+    let (handed_over, during) = handed_over;
+    let (after, why, _) = handed_over.expect("path 0 was handed over within 4 s");
+    let during = during.expect("measured");
+    eprintln!(
+        "path 0 handed over {:.2} s after the loss began ({why}); it sent {during} datagrams \
+         in the next second",
+        after.as_secs_f64()
+    );
+    assert_eq!(why, "loss");
+    assert!(
+        after < Duration::from_secs(2),
+        "handed over after {after:?}"
+    );
+    assert!(
+        during <= 60,
+        "{during} datagrams a second on a handed-over path"
+    );
+
+    // The loss gone: a second upload sees the path handed back and carrying.
+    set_loss(0.0);
+    let before = path0(&t.clients[0].status().expect("client status")).tx_packets;
+    let dst2 = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5002);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        dst2,
+        40_000_000,
+        32,
+        "40 MB after the loss cleared",
+    );
+    let end = t.clients[0].status().expect("client status");
+    let carried = path0(&end).tx_packets.saturating_sub(before);
+    eprintln!("path 0 sent {carried} datagrams during the second upload");
+    assert_eq!(path0(&end).handover, None, "handed back");
+    assert!(carried > 2000, "path 0 carries again: {carried} datagrams");
     t.shutdown();
 }
