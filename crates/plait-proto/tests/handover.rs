@@ -204,3 +204,48 @@ fn a_weak_link_layer_signal_hands_a_path_over_until_it_recovers() {
     assert!(pair.a.path_stats(PathId(0)).unwrap().sent_data > after + 100);
     assert_eq!(pair.a.stats().handovers, 1);
 }
+
+#[test]
+fn two_paths_never_stand_by_together_and_an_idle_session_hands_back() {
+    let mut pair = Pair::new(
+        config(true),
+        config(true),
+        &[lossless(20.0, 20), lossless(20.0, 20)],
+        &[None, None],
+        8,
+    );
+    let mut source = steady(Time::from_millis(3000));
+    pair.run_until(Time::from_millis(1000), &mut source);
+    pair.a.set_link_signal(PathId(0), Some(0.1)).unwrap();
+    pair.run_until(Time::from_millis(1100), &mut source);
+    assert!(pair.a.path_handover(PathId(0)).is_some());
+    // Path 0 clear but in its hold, path 1 weak now: never both standing by; path 0,
+    // clear, is forced back at once and path 1 handed over (a swap, made before break).
+    pair.a.set_link_signal(PathId(0), Some(0.6)).unwrap();
+    pair.a.set_link_signal(PathId(1), Some(0.1)).unwrap();
+    let mut t = Time::from_millis(1100);
+    while t < Time::from_millis(2600) {
+        t += Duration::from_millis(5);
+        pair.run_until(t, &mut source);
+        let both =
+            pair.a.path_handover(PathId(0)).is_some() && pair.a.path_handover(PathId(1)).is_some();
+        assert!(!both, "both paths standing by at {t:?}");
+    }
+    assert_eq!(pair.a.path_handover(PathId(0)), None);
+    assert!(pair.a.path_handover(PathId(1)).is_some());
+    // Traffic stops; path 1's signal recovers: handed back without a packet to send.
+    pair.run_until(Time::from_millis(3200), &mut source);
+    pair.a.set_link_signal(PathId(1), Some(0.6)).unwrap();
+    let probes = pair.a.path_stats(PathId(1)).unwrap().probes_sent;
+    pair.run_until(Time::from_millis(6000), &mut source);
+    assert_eq!(
+        pair.a.path_handover(PathId(1)),
+        None,
+        "handed back while idle"
+    );
+    let more = pair.a.path_stats(PathId(1)).unwrap().probes_sent - probes;
+    assert!(
+        more < 40,
+        "{more} probes in 2.8 s: the 50 ms cadence stopped"
+    );
+}

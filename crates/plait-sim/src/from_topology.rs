@@ -116,7 +116,10 @@ pub fn scenario_from_topology(file: &TopologyFile) -> Result<Scenario, ScenarioE
                 });
             }
         };
-        let events = file.events.iter().filter(|e| e.path == i);
+        // In time order: the scenario wants each path's spans sorted, the file does not.
+        let mut own: Vec<_> = file.events.iter().filter(|e| e.path == i).collect();
+        own.sort_by(|a, b| a.from_s.total_cmp(&b.from_s));
+        let events = own.into_iter();
         paths.push(PathSpec {
             rate_kbps: p.rate_mbit * 1000.0,
             wired_delay_ms: p.delay_up_ms(),

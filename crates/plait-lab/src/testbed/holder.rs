@@ -29,7 +29,7 @@ use plait_testbed::{Direction, Family, Topology, cleanup_stale};
 
 use super::options::HoldOptions;
 use super::proto::{self, IO_TIMEOUT, Reply, Request};
-use super::settings::{Change, PathSettings};
+use super::settings::{Change, DirSettings, PathSettings};
 use super::state::{
     self, Addresses, EventInfo, NamespaceRole, PathAddresses, Paths, Phase, STATE_VERSION, State,
 };
@@ -390,13 +390,16 @@ fn record_event(topo: &Topology, st: &mut State, e: &EventFile, on: bool) {
         EventKind::Loss => {
             if let Ok(link) = topo.path(e.path) {
                 let spec = link.spec();
+                // What `run_events` applies: the built model, its loss replaced while on.
                 for dir in [Direction::Up, Direction::Down] {
-                    let built = spec.link_model(dir);
-                    cur.dir_mut(dir).loss = match e.loss {
-                        Some(p) if on && p > 0.0 => LossModel::Bernoulli { p },
-                        _ if on => LossModel::None,
-                        _ => built.loss,
-                    };
+                    let mut model = spec.link_model(dir);
+                    if on {
+                        model.loss = match e.loss {
+                            Some(p) if p > 0.0 => LossModel::Bernoulli { p },
+                            _ => LossModel::None,
+                        };
+                    }
+                    *cur.dir_mut(dir) = DirSettings::from_model(&model);
                 }
             }
         }

@@ -93,14 +93,19 @@ impl HandoverConfig {
         let fraction = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
         if !fraction(self.loss) || !fraction(self.loss_margin) {
             Some("loss and loss_margin must be fractions from 0 to 1")
-        } else if !fraction(self.weak_signal) {
-            Some("weak_signal must be a fraction from 0 to 1")
+        } else if !(self.weak_signal.is_finite() && (0.0..=0.9).contains(&self.weak_signal)) {
+            Some("weak_signal must be from 0 to 0.9 (a path is handed back 0.1 above it)")
         } else if self.blackouts == 0 || self.blackouts as usize > MAX_BLACKOUTS {
             Some("blackouts must be from 1 to 8")
         } else if self.loss_period.is_zero() || self.loss_period > Duration::from_secs(60) {
             Some("loss_period must be above 0 and at most 60 s")
         } else if self.hold.is_zero() || self.max_hold < self.hold {
             Some("hold must be positive and max_hold at least hold")
+        } else if [self.delay_margin, self.max_hold, self.flap_window]
+            .iter()
+            .any(|d| *d > Duration::from_secs(3600))
+        {
+            Some("delay_margin, max_hold and flap_window must be at most 1 hour")
         } else if self.probe_interval < Duration::from_millis(10) {
             Some("probe_interval must be at least 10 ms")
         } else {
@@ -344,7 +349,12 @@ impl HandoverTracker {
                 self.clear_since = None;
                 Some(HandoverChange::HandedOver(reason))
             }
-            Some(_) if !allowed => self.hand_back(),
+            Some(_) if !allowed => {
+                // Forced back (no other path carries): not a flap of this path's own, so
+                // the next handover starts from the configured hold.
+                self.last_handover = None;
+                self.hand_back()
+            }
             Some(_) => {
                 if let Some(reason) = poor {
                     self.handed_over = Some(reason);
@@ -359,12 +369,6 @@ impl HandoverTracker {
                 }
             }
         }
-    }
-
-    /// When a handed-over path that stays clear will be handed back (for a timer).
-    pub fn hand_back_at(&self) -> Option<Time> {
-        self.handed_over?;
-        Some(self.clear_since? + self.hold)
     }
 
     fn hand_back(&mut self) -> Option<HandoverChange> {
@@ -394,6 +398,12 @@ mod tests {
 
     fn at(s: f64) -> Time {
         Time::ZERO + Duration::from_secs_f64(s)
+    }
+
+    /// When a handed-over path that stays clear will be handed back.
+    fn back_at(t: &HandoverTracker) -> Option<Time> {
+        t.handed_over?;
+        Some(t.clear_since? + t.hold)
     }
 
     #[test]
@@ -498,7 +508,7 @@ mod tests {
             Some(HandoverChange::HandedOver(HandoverReason::Loss))
         );
         assert_eq!(t.update(&cfg, at(0.5), None, true), None);
-        assert_eq!(t.hand_back_at(), Some(at(1.5)));
+        assert_eq!(back_at(&t), Some(at(1.5)));
         assert_eq!(t.update(&cfg, at(1.0), loss, true), None, "poor again");
         assert_eq!(t.update(&cfg, at(1.2), None, true), None);
         assert_eq!(t.update(&cfg, at(2.1), None, true), None);
@@ -509,11 +519,11 @@ mod tests {
         // Handed over again within the flap window: a 2 s hold, then 4 s.
         t.update(&cfg, at(3.0), loss, true);
         assert_eq!(t.update(&cfg, at(3.0), None, true), None);
-        assert_eq!(t.hand_back_at(), Some(at(5.0)));
+        assert_eq!(back_at(&t), Some(at(5.0)));
         t.update(&cfg, at(5.0), None, true);
         t.update(&cfg, at(6.0), loss, true);
         t.update(&cfg, at(6.0), None, true);
-        assert_eq!(t.hand_back_at(), Some(at(10.0)));
+        assert_eq!(back_at(&t), Some(at(10.0)));
         // The other paths went: handed back at once.
         assert_eq!(
             t.update(&cfg, at(6.1), loss, false),
@@ -522,7 +532,7 @@ mod tests {
         // After the flap window, the hold starts over.
         t.update(&cfg, at(60.0), loss, true);
         t.update(&cfg, at(60.0), None, true);
-        assert_eq!(t.hand_back_at(), Some(at(61.0)));
+        assert_eq!(back_at(&t), Some(at(61.0)));
     }
 
     #[test]
@@ -603,7 +613,11 @@ mod tests {
                 ..HandoverConfig::default()
             },
             HandoverConfig {
-                weak_signal: 2.0,
+                weak_signal: 0.95,
+                ..HandoverConfig::default()
+            },
+            HandoverConfig {
+                flap_window: Duration::MAX,
                 ..HandoverConfig::default()
             },
             HandoverConfig {

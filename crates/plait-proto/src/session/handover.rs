@@ -8,9 +8,14 @@
 //! [`Path::set_handover_probe`](crate::path::Path::set_handover_probe) and loses it when
 //! handed back, removed or no longer usable.
 
+use std::time::Duration;
+
 use super::{Event, Session, push_event};
 use crate::ids::{MAX_PATHS, PathId};
 use crate::path::{HandoverChange, HandoverReason, QualitySample, judge};
+
+/// While a path is handed over, the paths are judged at least this often, traffic or not.
+const JUDGE_IDLE_EVERY: Duration = Duration::from_millis(250);
 
 impl Session {
     /// Judges the paths and marks the handed-over ones standing by in `self.views`; for
@@ -32,6 +37,8 @@ impl Session {
             let Some(slot) = self.paths.get_mut(v.id.index()).and_then(Option::as_mut) else {
                 continue;
             };
+            // Downs first: those of an outage the path sat out handed over are not counted.
+            slot.handover.note_downs(now, slot.tx.stats().down_events);
             if let Some(HandoverChange::HandedBack) = slot.handover.judged_again(cfg, now) {
                 push_event(
                     &mut self.events,
@@ -42,7 +49,6 @@ impl Session {
                     },
                 );
             }
-            slot.handover.note_downs(now, slot.tx.stats().down_events);
             let link_loss = slot
                 .handover
                 .average_loss(now, v.shallow_loss_rate, cfg.loss_period);
@@ -59,12 +65,16 @@ impl Session {
             n += 1;
         }
         let samples = &samples[..n];
-        // Why each candidate is poor now (a handed-over one by the looser bounds).
-        let mut poor = [None; MAX_PATHS];
-        for (i, &(id, me)) in samples.iter().flatten().enumerate() {
-            let looser = self
+        let mut standing = [false; MAX_PATHS];
+        for (i, &(id, _)) in samples.iter().flatten().enumerate() {
+            standing[i] = self
                 .slot(id)
                 .is_some_and(|s| s.handover.handed_over().is_some());
+        }
+        // Why each candidate is poor now (a handed-over one by the looser bounds).
+        let mut poor = [None; MAX_PATHS];
+        for (i, &(_, me)) in samples.iter().flatten().enumerate() {
+            let looser = standing[i];
             let mut others = [me; MAX_PATHS];
             let mut k = 0;
             for (j, &(_, o)) in samples.iter().flatten().enumerate() {
@@ -75,17 +85,22 @@ impl Session {
             }
             poor[i] = judge(cfg, &me, &others[..k], looser);
         }
+        let mut changed = false;
+        let mut any_standing = false;
         for (i, &(id, _)) in samples.iter().flatten().enumerate() {
-            // Make before break: only while another path that is not poor can carry.
-            let allowed = (0..n).any(|j| j != i && poor[j].is_none());
+            // Make before break: only while another path carries that is not poor (one
+            // handed over and waiting out its hold does not carry).
+            let allowed = (0..n).any(|j| j != i && poor[j].is_none() && !standing[j]);
             let Some(slot) = self.paths.get_mut(id.index()).and_then(Option::as_mut) else {
                 continue;
             };
             let change = slot.handover.update(cfg, now, poor[i], allowed);
             let handed_over = slot.handover.handed_over();
+            any_standing |= handed_over.is_some();
             slot.tx
                 .set_handover_probe(handed_over.map(|_| cfg.probe_interval));
             if let Some(change) = change {
+                changed = true;
                 let reason = match change {
                     HandoverChange::HandedOver(r) => {
                         self.stats.handovers += 1;
@@ -117,6 +132,14 @@ impl Session {
             }
             slot.tx.set_handover_probe(None);
             slot.handover.not_judged(now, !slot.tx.state().is_usable());
+            any_standing |= slot.handover.handed_over().is_some();
+        }
+        // Judged again without traffic while a path stands by (`handle_timeout`).
+        self.handover_wake = any_standing.then(|| now + JUDGE_IDLE_EVERY);
+        if changed {
+            // The scheduler may have waited for a path: it has one more, or one less.
+            self.sched_blocked = false;
+            self.sched_wait_until = None;
         }
     }
 

@@ -130,6 +130,10 @@ pub struct Session {
     /// With packet pacing: when a pacer may let the next FEC repair symbol go
     /// (`fec_transmit.rs`; `None`: it waits for an ACK, or none waits).
     fec_wait_until: Option<Time>,
+    /// While a path is handed over: when to judge the paths again without new traffic
+    /// (docs/protocol.md#handover), so a path whose loss cleared is handed back, and its
+    /// 50 ms probes stop, on an idle session too.
+    handover_wake: Option<Time>,
     /// When the next repair of a burst may go (`transmit::pace_repair_burst`); new data
     /// does not wait for it.
     repair_wait_until: Option<Time>,
@@ -193,6 +197,7 @@ impl Session {
             scheduler: AnyScheduler::new(config.scheduler),
             sched_wait_until: None,
             fec_wait_until: None,
+            handover_wake: None,
             repair_wait_until: None,
             sched_blocked: false,
             views: Vec::with_capacity(MAX_PATHS),
@@ -459,6 +464,10 @@ impl Session {
                 changed = true;
             }
         }
+        if self.handover_wake.is_some_and(|t| t <= now) {
+            self.handover_wake = None;
+            self.refresh_views(false);
+        }
         if changed {
             self.repair_abandoned(now);
             self.on_paths_changed(now);
@@ -537,6 +546,7 @@ impl Session {
         }
         consider(self.reorder.next_deadline());
         consider(self.stream_pace_until);
+        consider(self.handover_wake);
         consider(self.fec_encoder.as_ref().and_then(|e| e.deadline()));
         // Symbols go out only while the session is open (`transmit_fec`).
         if self.lifecycle == Lifecycle::Open
