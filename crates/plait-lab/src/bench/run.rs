@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use plait_testbed::emulate::LossModel;
+use plait_testbed::emulate::{LinkModel, LossModel};
 use plait_testbed::traffic::TcpOptions;
 use plait_testbed::{
     CounterSample, CounterSampler, Direction, Family, PathSpec, RttProbe, SendLimit, SendOptions,
@@ -194,19 +194,30 @@ impl Applied<'_> {
             }
             EventKind::Loss => {
                 for dir in [Direction::Up, Direction::Down] {
-                    let mut model = spec.link_model(dir);
-                    if on {
-                        model.loss = match event.loss {
-                            Some(p) if p > 0.0 => LossModel::Bernoulli { p },
-                            _ => LossModel::None,
-                        };
-                    }
-                    topo.set_path_model(path, dir, model)?;
+                    topo.set_path_model(path, dir, loss_event_model(spec, dir, event, on))?;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// What a `loss` event makes of direction `dir` of a path built as `spec`: the built
+/// model with the event's random loss while it is in force (`on`), the built model after.
+pub(crate) fn loss_event_model(
+    spec: &PathSpec,
+    dir: Direction,
+    event: &EventFile,
+    on: bool,
+) -> LinkModel {
+    let mut model = spec.link_model(dir);
+    if on {
+        model.loss = match event.loss {
+            Some(p) if p > 0.0 => LossModel::Bernoulli { p },
+            _ => LossModel::None,
+        };
+    }
+    model
 }
 
 impl Drop for Applied<'_> {

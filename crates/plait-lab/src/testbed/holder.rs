@@ -33,9 +33,9 @@ use super::settings::{Change, DirSettings, PathSettings};
 use super::state::{
     self, Addresses, EventInfo, NamespaceRole, PathAddresses, Paths, Phase, STATE_VERSION, State,
 };
-use crate::bench::run::run_events;
+use crate::bench::run::{loss_event_model, run_events};
 use crate::bench::spec::testbed_spec;
-use plait_topology::{EventFile, EventKind, LossModel, TopologyFile};
+use plait_topology::{EventFile, EventKind, TopologyFile};
 
 /// How often the idle holder looks for a connection or a stop signal.
 const ACCEPT_POLL: Duration = Duration::from_millis(25);
@@ -390,15 +390,8 @@ fn record_event(topo: &Topology, st: &mut State, e: &EventFile, on: bool) {
         EventKind::Loss => {
             if let Ok(link) = topo.path(e.path) {
                 let spec = link.spec();
-                // What `run_events` applies: the built model, its loss replaced while on.
                 for dir in [Direction::Up, Direction::Down] {
-                    let mut model = spec.link_model(dir);
-                    if on {
-                        model.loss = match e.loss {
-                            Some(p) if p > 0.0 => LossModel::Bernoulli { p },
-                            _ => LossModel::None,
-                        };
-                    }
+                    let model = loss_event_model(spec, dir, e, on);
                     *cur.dir_mut(dir) = DirSettings::from_model(&model);
                 }
             }
