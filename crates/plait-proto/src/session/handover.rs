@@ -124,15 +124,17 @@ impl Session {
             }
         }
         // A path not judged needs no probes of its own (liveness probes it) and keeps its
-        // standing; one back from an outage was judged afresh above.
+        // standing; one back from an outage was judged afresh above. Only a held or
+        // suspect one keeps the timer going: a down one is judged when it answers again.
         for slot in self.paths.iter_mut().flatten() {
             let id = slot.tx.id();
             if samples.iter().flatten().any(|(s, _)| *s == id) {
                 continue;
             }
             slot.tx.set_handover_probe(None);
-            slot.handover.not_judged(now, !slot.tx.state().is_usable());
-            any_standing |= slot.handover.handed_over().is_some();
+            let gone = !slot.tx.state().is_usable();
+            slot.handover.not_judged(now, gone);
+            any_standing |= !gone && slot.handover.handed_over().is_some();
         }
         // Judged again without traffic while a path stands by (`handle_timeout`).
         self.handover_wake = any_standing.then(|| now + JUDGE_IDLE_EVERY);
