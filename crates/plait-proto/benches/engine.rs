@@ -44,6 +44,20 @@ fn engine(c: &mut Criterion) {
             group.bench_function(name, |b| b.iter(|| packets(&mut bench, batch)));
         }
     }
+    // Quality-driven handover judges every path at each scheduling decision
+    // (docs/protocol.md#handover): its cost beside the same run without it.
+    for handover in [false, true] {
+        group.throughput(Throughput::Elements(32));
+        let mut config = Config {
+            scheduler: SchedulerKind::Edpf,
+            reorder: ReorderKind::Bmp,
+            ..Config::default()
+        };
+        config.handover.enabled = handover;
+        let mut bench = Bench::new(config, 100);
+        let name = format!("edpf/handover-{handover}/batch32/100B");
+        group.bench_function(name, |b| b.iter(|| packets(&mut bench, 32)));
+    }
     group.finish();
 }
 

@@ -1,7 +1,7 @@
 //! The session's side of quality-driven handover (docs/protocol.md#handover; the
-//! judgement and each path's state are `path/handover.rs`): every time the views are
-//! rebuilt, each path that may carry is judged against the others, and a handed-over
-//! path stands by.
+//! judgement and each path's state are `path/handover.rs`): when the views are rebuilt,
+//! each path that may carry is judged against the others (at most every 10 ms), and a
+//! handed-over path stands by.
 //!
 //! Invariant: only paths that may carry data before this step (usable, not held, not
 //! suspect) are judged or count as others; a handed-over path gets its probe cadence from
@@ -16,20 +16,50 @@ use crate::path::{HandoverChange, HandoverReason, QualitySample, judge};
 
 /// While a path is handed over, the paths are judged at least this often, traffic or not.
 const JUDGE_IDLE_EVERY: Duration = Duration::from_millis(250);
+/// …and at most this often: the views are rebuilt for every datagram, and judging every
+/// path against the others each time cost about 0.4 µs a packet in the engine benchmark
+/// (`cargo bench -p plait-proto --bench engine -- handover`); the loss average's time
+/// constant and the hold are a second, so 10 ms more changes nothing.
+const JUDGE_EVERY: Duration = Duration::from_millis(10);
 
 impl Session {
-    /// Judges the paths and marks the handed-over ones standing by in `self.views`; for
-    /// stream datagrams (`streams`), not those handed over for loss alone: the engine
-    /// resends what a path loses under the path's own congestion control, so the end
-    /// hosts' TCP never sees that loss, and a lossy path still adds capacity (in the
-    /// simulator's `scenarios/fade.toml` stream mode carried 17 Mbit/s on the path losing
-    /// 15 %). Delay, blackouts and a weak signal say the path is failing: they hold for
-    /// streams too.
+    /// Marks the handed-over paths standing by in `self.views`, judging the paths first
+    /// at most every [`JUDGE_EVERY`]. For stream datagrams (`streams`), not those handed
+    /// over for loss alone: the engine resends what a path loses under the path's own
+    /// congestion control, so the end hosts' TCP never sees that loss, and a lossy path
+    /// still adds capacity (in the simulator's `scenarios/fade.toml` stream mode carried
+    /// 17 Mbit/s on the path losing 15 %). Delay, blackouts and a weak signal say the path
+    /// is failing: they hold for streams too.
     pub(super) fn apply_handover(&mut self, streams: bool) {
-        let cfg = &self.config.handover;
-        if !cfg.enabled {
+        if !self.config.handover.enabled {
             return;
         }
+        let now = self.now;
+        if self
+            .handover_judged_at
+            .is_none_or(|t| now.saturating_since(t) >= JUDGE_EVERY)
+        {
+            self.handover_judged_at = Some(now);
+            self.judge_paths();
+        }
+        for v in self.views.iter_mut().filter(|v| v.may_carry()) {
+            let reason = self
+                .paths
+                .get(v.id.index())
+                .and_then(Option::as_ref)
+                .and_then(|s| s.handover.handed_over());
+            v.standby |= match reason {
+                Some(HandoverReason::Loss) => !streams,
+                Some(_) => true,
+                None => false,
+            };
+        }
+    }
+
+    /// Judges each path that may carry against the others, hands paths over and back,
+    /// and sets their probe cadence and the idle timer.
+    fn judge_paths(&mut self) {
+        let cfg = &self.config.handover;
         let now = self.now;
         let mut samples: [Option<(PathId, QualitySample)>; MAX_PATHS] = [None; MAX_PATHS];
         let mut n = 0;
@@ -113,14 +143,6 @@ impl Session {
                     &mut self.stats,
                     Event::Handover { path: id, reason },
                 );
-            }
-            let stands_by = match handed_over {
-                Some(HandoverReason::Loss) => !streams,
-                Some(_) => true,
-                None => false,
-            };
-            if stands_by && let Some(v) = self.views.iter_mut().find(|v| v.id == id) {
-                v.standby = true;
             }
         }
         // A path not judged needs no probes of its own (liveness probes it) and keeps its

@@ -134,6 +134,8 @@ pub struct Session {
     /// (docs/protocol.md#handover), so a path whose loss cleared is handed back, and its
     /// 50 ms probes stop, on an idle session too.
     handover_wake: Option<Time>,
+    /// When the paths were last judged for handover (`session/handover.rs`).
+    handover_judged_at: Option<Time>,
     /// When the next repair of a burst may go (`transmit::pace_repair_burst`); new data
     /// does not wait for it.
     repair_wait_until: Option<Time>,
@@ -198,6 +200,7 @@ impl Session {
             sched_wait_until: None,
             fec_wait_until: None,
             handover_wake: None,
+            handover_judged_at: None,
             repair_wait_until: None,
             sched_blocked: false,
             views: Vec::with_capacity(MAX_PATHS),
