@@ -24,14 +24,13 @@ cargo deny --frozen check bans licenses sources
 step "no module import cycles in any crate"
 python3 scripts/check-module-cycles.py
 
-step "fuzz targets build (stable check)"
-cargo check --manifest-path fuzz/Cargo.toml --locked
-
-step "fuzz: every target for ${PLAIT_FUZZ_SECONDS:-10} s from its corpus (fails on a crash)"
 if cargo +nightly --version >/dev/null 2>&1; then
-  scripts/fuzz.sh "${PLAIT_FUZZ_SECONDS:-10}"
+  step "fuzz: every target for ${PLAIT_FUZZ_SECONDS:-5} s from its corpus (fails on a crash)"
+  scripts/fuzz.sh "${PLAIT_FUZZ_SECONDS:-5}"
 else
-  echo "skipped: no nightly toolchain (cargo-fuzz needs it)"
+  # Without nightly the targets cannot run; they must still compile.
+  step "fuzz targets build (stable check; no nightly toolchain to run them)"
+  cargo check --manifest-path fuzz/Cargo.toml --locked
 fi
 
 step "tests"
