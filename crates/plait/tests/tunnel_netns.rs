@@ -70,6 +70,10 @@ struct TunnelSpec {
     engine: &'static str,
 }
 
+/// The clients' `link_signal_file`, in the tunnel's directory: a test that gives its paths a
+/// Wi-Fi signal writes rows there in the kernel's `/proc/net/wireless` format.
+const WIRELESS: &str = "wireless";
+
 /// The client's SOCKS5 listener in the stream-mode tests, and its credential.
 const SOCKS5: &str = "127.0.0.1:1080";
 const SOCKS5_USER: &str = "plait";
@@ -243,10 +247,11 @@ impl Tunnel {
             let mut cfg = String::new();
             let _ = writeln!(
                 cfg,
-                "private_key_file = \"{}\"\nserver_public_key = \"{}\"\nroute = [{}]\n\n[tun]\nname = \"{tun}\"\naddresses = [{}]\n\n{}[control]\nstatus_socket = \"{}\"\n",
+                "private_key_file = \"{}\"\nserver_public_key = \"{}\"\nroute = [{}]\nlink_signal_file = \"{}\"\n\n[tun]\nname = \"{tun}\"\naddresses = [{}]\n\n{}[control]\nstatus_socket = \"{}\"\n",
                 write_key(tunnel.dir.path(), &label, key),
                 tunnel.server_key.public().to_base64(),
                 quote_all(&routes),
+                tunnel.dir.path().join(WIRELESS).display(),
                 quote_all(&addrs),
                 engine_table(spec.engine),
                 tunnel.dir.path().join(format!("{label}.sock")).display(),
@@ -3350,12 +3355,15 @@ fn interfaces_beyond_sixteen_paths_are_refused_and_nothing_breaks() {
     t.shutdown();
 }
 
-/// Quality-driven handover (docs/protocol.md#handover) between real daemons: two 40 Mbit/s
-/// paths with `handover = true` at both ends; 1.5 s into a 40 MB upload path 0 starts
+/// Quality-driven handover (docs/protocol.md#handover) between real daemons: two 20 Mbit/s
+/// paths with `handover = true` at both ends; 1.5 s into a 20 MB upload path 0 starts
 /// losing 30 % of packets both ways (the test bed's emulator). The client, the sender's
 /// gateway, hands path 0 over within 2 s (its status says why) and sends nothing but probes
 /// there meanwhile; the upload arrives intact. With the loss gone, a second upload sees path
-/// 0 handed back and carrying again.
+/// 0 handed back and carrying again. (At 40 Mbit/s a path each, the debug-build daemons,
+/// the emulator and the test's own sender and sink filled this machine's two cores: both
+/// paths went down at the same instant now and then, and the clean one was handed over for
+/// blackouts.)
 #[test]
 fn a_path_that_starts_losing_is_handed_over_and_back() {
     use plait_testbed::Direction;
@@ -3367,7 +3375,7 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
     let delay = Duration::from_millis(5);
     let path = || {
         PathSpec::v4()
-            .rate(40.0)
+            .rate(20.0)
             .delay_in(Direction::Up, delay)
             .delay_in(Direction::Down, delay)
     };
@@ -3402,7 +3410,7 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
     let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
     let seed = 31;
     let (sent, handed_over) = std::thread::scope(|s| {
-        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 40_000_000, seed));
+        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 20_000_000, seed));
         std::thread::sleep(Duration::from_millis(1500));
         set_loss(0.3);
         let lossy_at = Instant::now();
@@ -3424,7 +3432,7 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
     });
     let sent = sent.expect("upload with path 0 losing 30 %");
     let got = sink.wait(Duration::from_secs(30)).expect("sink");
-    check_transfer("40 MB, path 0 losing 30 % from 1.5 s", &sent, &got, seed);
+    check_transfer("20 MB, path 0 losing 30 % from 1.5 s", &sent, &got, seed);
     let (handed_over, during) = handed_over;
     let (after, why, _) = handed_over.expect("path 0 was handed over within 4 s");
     let during = during.expect("measured");
@@ -3433,7 +3441,9 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
          in the next second",
         after.as_secs_f64()
     );
-    assert_eq!(why, "loss");
+    // Loss, or the downs a link losing 30 % both ways has (the reason turns to loss as its
+    // average grows; docs/protocol.md#handover, "blackouts").
+    assert!(why == "loss" || why == "blackouts", "{why}");
     assert!(
         after < Duration::from_secs(2),
         "handed over after {after:?}"
@@ -3451,14 +3461,146 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
         t.topo.lan_host(),
         t.topo.remote_host(),
         dst2,
-        40_000_000,
+        20_000_000,
         32,
-        "40 MB after the loss cleared",
+        "20 MB after the loss cleared",
     );
     let end = t.clients[0].status().expect("client status");
     let carried = path0(&end).tx_packets.saturating_sub(before);
     eprintln!("path 0 sent {carried} datagrams during the second upload");
     assert_eq!(path0(&end).handover, None, "handed back");
-    assert!(carried > 2000, "path 0 carries again: {carried} datagrams");
+    assert!(carried > 1000, "path 0 carries again: {carried} datagrams");
+    t.shutdown();
+}
+
+/// Handover on the link layer's signal (docs/protocol.md#handover, "signal";
+/// docs/tunnel-config.md, `link_signal_file`): path 0 is a pattern path on its interface,
+/// path 1 a fixed path with no interface of its own (no signal: a wired link). The client
+/// reads its paths' signal from a file in `/proc/net/wireless`'s format, which the test
+/// writes: a strong level (-50 dBm), then a weak one (-95 dBm, 0.08 of the scale) during
+/// an upload. Path 0 is handed over for its weak signal and carries only probes; the
+/// level back at -50 dBm, it is handed back and carries the next upload.
+#[test]
+fn a_weak_wifi_signal_hands_the_path_over_and_a_strong_one_back() {
+    if !root() {
+        return;
+    }
+    let _serial = serial();
+    let mut t = Tunnel::start(TunnelSpec {
+        tag: 'y',
+        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(20.0); 2]),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        pattern_paths: &[0],
+        named_servers: false,
+        policy: "",
+        engine: "handover = true\n",
+    });
+    let dev = t.topo.path(0).expect("path 0").client_dev();
+    let name = format!("p0:{dev}");
+    let wireless = t.dir.path().join(WIRELESS);
+    let set_level = |dbm: i32| {
+        let text = format!(
+            "Inter-| sta-|   Quality        |   Discarded packets               | Missed | WE\n \
+             face | tus | link level noise |  nwid  crypt   frag  retry   misc | beacon | 22\n\
+             {dev:>6}: 0000   {:>3}.  {dbm:>3}.  -256        0      0      0      0      0        0\n",
+            (dbm + 110).clamp(0, 70)
+        );
+        // Whole or not at all: the daemon may read it at any moment.
+        let tmp = t.dir.path().join("wireless.tmp");
+        std::fs::write(&tmp, text).expect("write the signal file");
+        std::fs::rename(&tmp, &wireless).expect("rename the signal file");
+    };
+    let wifi = |s: &StatusSnapshot| {
+        s.sessions[0]
+            .paths
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no path {name}: {:?}", s.sessions[0].paths))
+    };
+    set_level(-50);
+    t.clients[0].wait_for("path 0's signal read", |s| {
+        s.sessions[0]
+            .paths
+            .iter()
+            .any(|p| p.name == name && p.signal.is_some_and(|x| x > 0.8))
+    });
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
+    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
+    let seed = 41;
+    let (sent, (handed_over, during)) = std::thread::scope(|s| {
+        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 20_000_000, seed));
+        std::thread::sleep(Duration::from_millis(1000));
+        let before = wifi(&t.clients[0].status().expect("client status")).tx_packets;
+        set_level(-95);
+        let weak_at = Instant::now();
+        let mut handed_over = None;
+        while weak_at.elapsed() < Duration::from_secs(4) {
+            std::thread::sleep(Duration::from_millis(50));
+            let st = t.clients[0].status().expect("client status");
+            if let Some(why) = wifi(&st).handover {
+                handed_over = Some((weak_at.elapsed(), why, wifi(&st)));
+                break;
+            }
+        }
+        let sent_then = handed_over.as_ref().map(|(_, _, p)| p.tx_packets);
+        std::thread::sleep(Duration::from_secs(1));
+        let st = t.clients[0].status().expect("client status");
+        let during = sent_then.map(|n| wifi(&st).tx_packets.saturating_sub(n));
+        let carried_before = sent_then.map(|n| n.saturating_sub(before));
+        eprintln!(
+            "path 0 sent {carried_before:?} datagrams between the weak level and its handover"
+        );
+        (sender.join().expect("sender thread"), (handed_over, during))
+    });
+    let sent = sent.expect("upload with path 0's signal weak");
+    let got = sink.wait(Duration::from_secs(30)).expect("sink");
+    check_transfer("20 MB, path 0's signal weak from 1 s", &sent, &got, seed);
+    let (after, why, at) = handed_over.expect("path 0 was handed over within 4 s");
+    let during = during.expect("measured");
+    eprintln!(
+        "path 0 handed over {:.2} s after its level fell to -95 dBm ({why}, signal {:?}); \
+         it sent {during} datagrams in the next second",
+        after.as_secs_f64(),
+        at.signal
+    );
+    assert_eq!(why, "weak signal");
+    assert!(at.signal.is_some_and(|x| x < 0.2), "{:?}", at.signal);
+    // One read a second, then at most one judging period.
+    assert!(
+        after < Duration::from_secs(3),
+        "handed over after {after:?}"
+    );
+    assert!(
+        during <= 60,
+        "{during} datagrams a second on a handed-over path"
+    );
+
+    // The level back: handed back after the hold, and path 0 carries the next upload.
+    set_level(-50);
+    t.clients[0].wait_for("path 0 handed back", |s| {
+        s.sessions[0]
+            .paths
+            .iter()
+            .any(|p| p.name == name && p.handover.is_none())
+    });
+    let before = wifi(&t.clients[0].status().expect("client status")).tx_packets;
+    let dst2 = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5002);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        dst2,
+        20_000_000,
+        42,
+        "20 MB after the signal came back",
+    );
+    let end = wifi(&t.clients[0].status().expect("client status"));
+    let carried = end.tx_packets.saturating_sub(before);
+    eprintln!("path 0 sent {carried} datagrams during the second upload");
+    assert_eq!(end.handover, None, "handed back");
+    assert!(carried > 1000, "path 0 carries again: {carried} datagrams");
     t.shutdown();
 }

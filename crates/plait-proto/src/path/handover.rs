@@ -11,7 +11,9 @@
 //!   the fastest other path's and the path's own minimum (a path that is slow by nature, a
 //!   satellite link, is not handed over for it: only one whose delay grew);
 //! - **blackouts**: it went down [`HandoverConfig::blackouts`] times within
-//!   [`HandoverConfig::flap_window`], and some other path went down fewer times;
+//!   [`HandoverConfig::flap_window`] while carrying, and some other path went down fewer
+//!   times (a handover for another reason forgets the downs before it: they were that
+//!   episode's);
 //! - **signal**: the link layer reports a signal under [`HandoverConfig::weak_signal`]
 //!   (`Session::set_link_signal`, where the kernel gives it) while some other path's is
 //!   not weak or not reported.
@@ -344,7 +346,7 @@ impl HandoverTracker {
                 } else {
                     cfg.hold
                 };
-                self.handed_over = Some(reason);
+                self.set_reason(reason);
                 self.last_handover = Some(now);
                 self.clear_since = None;
                 Some(HandoverChange::HandedOver(reason))
@@ -357,7 +359,7 @@ impl HandoverTracker {
             }
             Some(_) => {
                 if let Some(reason) = poor {
-                    self.handed_over = Some(reason);
+                    self.set_reason(reason);
                     self.clear_since = None;
                     return None;
                 }
@@ -368,6 +370,19 @@ impl HandoverTracker {
                     None
                 }
             }
+        }
+    }
+
+    /// The path is (still) handed over, for `reason`. The downs counted so far are
+    /// forgotten unless they are the reason: a link losing 30 % both ways carries little
+    /// but probes once its loss is priced, loses a few in a row now and then and goes
+    /// down. Kept, those downs held the path out for blackouts after its loss cleared,
+    /// until they aged out of the flap window (on the test bed, a path handed over for
+    /// blackouts 0.8 s into such a loss).
+    fn set_reason(&mut self, reason: HandoverReason) {
+        self.handed_over = Some(reason);
+        if reason != HandoverReason::Blackouts {
+            self.blackouts.clear();
         }
     }
 
@@ -591,6 +606,35 @@ mod tests {
         assert_eq!(t.signal(), None);
         t.set_signal(Some(7.0));
         assert_eq!(t.signal(), Some(1.0));
+    }
+
+    #[test]
+    fn a_handover_for_loss_forgets_the_downs_before_it() {
+        let cfg = HandoverConfig::default();
+        let mut t = HandoverTracker::default();
+        // Two downs before the loss showed, then handed over for it: they are forgotten.
+        t.note_downs(at(1.0), 1);
+        t.note_downs(at(1.5), 2);
+        assert_eq!(
+            t.update(&cfg, at(2.0), Some(HandoverReason::Loss), true),
+            Some(HandoverChange::HandedOver(HandoverReason::Loss))
+        );
+        assert_eq!(t.recent_blackouts(at(2.0), cfg.flap_window), 0);
+        // Handed over for blackouts, the path keeps them.
+        let mut t = HandoverTracker::default();
+        t.note_downs(at(1.0), 1);
+        t.note_downs(at(1.5), 2);
+        t.update(&cfg, at(2.0), Some(HandoverReason::Blackouts), true);
+        assert_eq!(t.recent_blackouts(at(2.0), cfg.flap_window), 2);
+        // Until its loss shows: then they are forgotten, and the clear path is handed back
+        // after the hold.
+        t.update(&cfg, at(2.5), Some(HandoverReason::Loss), true);
+        assert_eq!(t.recent_blackouts(at(2.5), cfg.flap_window), 0);
+        assert_eq!(t.update(&cfg, at(3.0), None, true), None);
+        assert_eq!(
+            t.update(&cfg, at(3.0) + cfg.hold, None, true),
+            Some(HandoverChange::HandedBack)
+        );
     }
 
     #[test]

@@ -184,6 +184,11 @@ impl Session {
         Ok(())
     }
 
+    /// The link layer's signal of path `id` as last set ([`Session::set_link_signal`]).
+    pub fn path_link_signal(&self, id: PathId) -> Option<f64> {
+        self.slot(id)?.handover.signal()
+    }
+
     /// Why path `id` is handed over, if it is (docs/protocol.md#handover).
     pub fn path_handover(&self, id: PathId) -> Option<crate::path::HandoverReason> {
         self.slot(id)?.handover.handed_over()

@@ -49,11 +49,16 @@ impl Doc<'_> {
             || PathBuf::from(DEFAULT_STATE_DIR),
             |d| self.dir.join(d.into_inner().0),
         );
+        let link_signal_file = f.link_signal_file.map_or_else(
+            || PathBuf::from(DEFAULT_LINK_SIGNAL_FILE),
+            |d| self.dir.join(d.into_inner().0),
+        );
         Ok(ClientConfig {
             private_key,
             server_public_key,
             preshared_key,
             state_dir,
+            link_signal_file,
             tun: self.tun(f.tun)?,
             engine,
             control: self.control(f.control, DEFAULT_CLIENT_STATUS_SOCKET)?,

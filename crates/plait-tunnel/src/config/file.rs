@@ -35,6 +35,8 @@ pub(super) struct ClientFile {
     pub(super) route: Option<List>,
     /// Default `DEFAULT_STATE_DIR`.
     pub(super) state_dir: Option<S<FileName>>,
+    /// Default `DEFAULT_LINK_SIGNAL_FILE`.
+    pub(super) link_signal_file: Option<S<FileName>>,
     pub(super) tun: TunFile,
     #[serde(default)]
     pub(super) engine: EngineFile,

@@ -54,6 +54,8 @@ pub const DEFAULT_MAX_HOLD_MS: u64 = plait_proto::reorder::DEFAULT_MAX_HOLD.as_m
 pub const DEFAULT_CLIENT_STATUS_SOCKET: &str = "/run/plait/client.sock";
 /// Default `state_dir` of `plait client`: where metered paths' budget counts are kept.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/plait";
+/// Default `link_signal_file` of `plait client`: the kernel's Wi-Fi signal table.
+pub const DEFAULT_LINK_SIGNAL_FILE: &str = "/proc/net/wireless";
 /// Default `budget_reset_day` of a metered path: budgets begin on the first of the month.
 pub const DEFAULT_BUDGET_RESET_DAY: u8 = 1;
 /// Default status socket of `plait server`.
@@ -124,6 +126,9 @@ pub struct ClientConfig {
     /// Directory of the daemon's state across restarts (`state_dir`): the budget counts
     /// of metered paths (docs/tunnel-config.md#budget).
     pub state_dir: PathBuf,
+    /// Where the link layer's signal of the paths' interfaces is read, in the format of
+    /// `/proc/net/wireless` (`link_signal_file`; docs/protocol.md#handover).
+    pub link_signal_file: PathBuf,
     /// The `[[path]]` tables, in file order (1..=16). Fixed paths (no `devices`) take
     /// path ids 0, 1, … in this order; pattern paths take free ids as they open.
     pub paths: Vec<PathConfig>,

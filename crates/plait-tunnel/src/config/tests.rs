@@ -255,6 +255,7 @@ fn minimal_client_gets_defaults() {
         }]
     );
     assert_eq!(c.state_dir, PathBuf::from("/var/lib/plait"));
+    assert_eq!(c.link_signal_file, PathBuf::from("/proc/net/wireless"));
 }
 
 #[test]
@@ -857,6 +858,15 @@ fn a_metered_path_takes_a_budget_and_nothing_else_does() {
         client_ok(&t).state_dir,
         origin().parent().unwrap().join("state")
     );
+    // `link_signal_file`, the same way; an empty name is refused.
+    let t = format!("link_signal_file = \"signal\"\n{}", min_client());
+    assert_eq!(
+        client_ok(&t).link_signal_file,
+        origin().parent().unwrap().join("signal")
+    );
+    let t = format!("link_signal_file = \"\"\n{}", min_client());
+    let m = client_fails(&t, "link_signal_file", "link_signal_file");
+    assert!(m.contains("must not be empty"), "{m}");
 }
 
 #[test]

@@ -319,10 +319,7 @@ fn path_row(p: &PathStatus) -> Vec<String> {
     vec![
         p.id.to_string(),
         text(&p.name),
-        match &p.handover {
-            Some(why) => text(&format!("{}/handed-over:{why}", p.state)),
-            None => text(&p.state),
-        },
+        path_state(p),
         opt(p.srtt_ms, fmt_ms),
         opt(p.min_rtt_ms, fmt_ms),
         opt(p.owd_ms, fmt_ms),
@@ -334,6 +331,19 @@ fn path_row(p: &PathStatus) -> Vec<String> {
         p.rx_packets.to_string(),
         p.remote.as_deref().map_or_else(|| MISSING.to_owned(), text),
     ]
+}
+
+/// The state cell: the state, why the path is handed over and its link's signal when
+/// known (`active/handed-over:weak_signal/signal:12%`).
+fn path_state(p: &PathStatus) -> String {
+    let mut cell = p.state.clone();
+    if let Some(why) = &p.handover {
+        let _ = write!(cell, "/handed-over:{why}");
+    }
+    if let Some(signal) = p.signal {
+        let _ = write!(cell, "/signal:{:.0}%", signal * 100.0);
+    }
+    text(&cell)
 }
 
 /// A text cell: `-` if empty, whitespace replaced so the cell stays one token.
@@ -775,9 +785,10 @@ mod tests {
         let mut s = sample();
         s.sessions[0].paths[1].state = "active".into();
         s.sessions[0].paths[1].handover = Some("weak signal".into());
+        s.sessions[0].paths[1].signal = Some(0.124);
         let out = render_table(&s);
         let rows = table_lines(&out);
         let row: Vec<&str> = rows[2].split_whitespace().collect();
-        assert_eq!(row[2], "active/handed-over:weak_signal");
+        assert_eq!(row[2], "active/handed-over:weak_signal/signal:12%");
     }
 }

@@ -313,6 +313,10 @@ pub struct PathStatus {
     /// `delay`, `blackouts` or `weak signal`; absent while it carries data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover: Option<String>,
+    /// The link layer's signal of the path's interface, 0 to 1, where the client reads one
+    /// (docs/tunnel-config.md, `link_signal_file`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<f64>,
     /// Smoothed RTT, milliseconds.
     pub srtt_ms: Option<f64>,
     /// Minimum RTT, milliseconds.

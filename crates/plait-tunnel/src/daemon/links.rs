@@ -112,6 +112,8 @@ pub(crate) struct ClientLinks {
     last_check: Option<Instant>,
     /// The kernel's view could not be read once: said (later times at debug level).
     warned_unread: bool,
+    /// Each fixed path's `device`, by path id.
+    fixed_devices: Vec<Option<String>>,
 }
 
 impl ClientLinks {
@@ -130,6 +132,7 @@ impl ClientLinks {
         let mut patterns = Vec::new();
         let mut named: Vec<Named> = Vec::new();
         let mut excluded = vec![tun.to_owned()];
+        let mut fixed_devices = Vec::new();
         for (p, &server) in paths.iter().zip(servers) {
             let (id_or_pattern, is_pattern) = match &p.devices {
                 Some(pattern) => {
@@ -148,6 +151,7 @@ impl ClientLinks {
                 }
                 None => {
                     excluded.extend(p.device.clone());
+                    fixed_devices.push(p.device.clone());
                     fixed += 1;
                     (fixed - 1, false)
                 }
@@ -196,7 +200,23 @@ impl ClientLinks {
             last_lookup: None,
             last_check: None,
             warned_unread: false,
+            fixed_devices,
         }
+    }
+
+    /// The paths bound to an interface, as (path id, interface): fixed paths with a
+    /// `device`, and the open pattern paths.
+    pub(crate) fn bound_interfaces(&self) -> Vec<(usize, String)> {
+        let fixed = self
+            .fixed_devices
+            .iter()
+            .enumerate()
+            .filter_map(|(id, d)| Some((id, d.clone()?)));
+        let patterns = self
+            .planner
+            .open_paths()
+            .map(|(id, _, ifname)| (usize::from(id), ifname.to_owned()));
+        fixed.chain(patterns).collect()
     }
 
     /// The netlink event socket, if any.

@@ -23,6 +23,7 @@
 
 mod budgets;
 mod error;
+mod link_signal;
 mod links;
 mod setup;
 mod stream_setup;
@@ -125,6 +126,8 @@ pub trait Driven: StreamHost {
     }
     /// See [`ClientEndpoint::set_path_backup`].
     fn set_path_backup(&mut self, _now: Now, _id: usize, _backup: bool, _out: &mut impl Outputs) {}
+    /// See [`ClientEndpoint::set_link_signal`].
+    fn set_link_signal(&mut self, _id: usize, _signal: Option<f64>) {}
 }
 
 impl Driven for ClientEndpoint {
@@ -189,6 +192,9 @@ impl Driven for ClientEndpoint {
     }
     fn set_path_backup(&mut self, now: Now, id: usize, backup: bool, out: &mut impl Outputs) {
         ClientEndpoint::set_path_backup(self, now, id, backup, out)
+    }
+    fn set_link_signal(&mut self, id: usize, signal: Option<f64>) {
+        ClientEndpoint::set_link_signal(self, id, signal)
     }
 }
 
@@ -356,6 +362,8 @@ pub(crate) struct Watched {
     /// path's link goes to [`Driven::set_path_available`], pattern paths open and close
     /// with their sockets, server names are resolved again ([`links`]).
     pub(crate) links: Option<links::ClientLinks>,
+    /// A client's reader of its paths' link signal ([`link_signal`]; needs `links`).
+    pub(crate) link_signals: Option<link_signal::LinkSignals>,
     /// A client's byte budgets of metered paths ([`budgets`]).
     pub(crate) budgets: Option<budgets::Budgets>,
 }
@@ -404,6 +412,7 @@ pub(crate) fn run_loop(
     let Watched {
         handshake,
         mut links,
+        mut link_signals,
         mut budgets,
     } = watched;
     if let Some(fd) = links.as_ref().and_then(links::ClientLinks::event_fd) {
@@ -593,10 +602,18 @@ pub(crate) fn run_loop(
             b.tick(now, endpoint, &mut out);
             out.budgets = Some(b);
         }
+        if let (Some(s), Some(l)) = (link_signals.as_mut(), links.as_ref())
+            && now.mono >= s.next_read()
+        {
+            s.tick(now, &l.bound_interfaces(), endpoint);
+        }
         deadline = endpoint.poll_timeout();
         out.flush();
         if let Some(b) = budgets.as_ref() {
             deadline = Some(deadline.map_or(b.next_tick(), |d| d.min(b.next_tick())));
+        }
+        if let Some(s) = link_signals.as_ref() {
+            deadline = Some(deadline.map_or(s.next_read(), |d| d.min(s.next_read())));
         }
         if Instant::now() >= next_snapshot {
             publish(

@@ -239,6 +239,9 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         Watched {
             handshake: Vec::new(),
             links: Some(links),
+            link_signals: Some(super::link_signal::LinkSignals::new(
+                cfg.link_signal_file.clone(),
+            )),
             budgets,
         },
         relay,
@@ -348,6 +351,7 @@ pub fn run_server(cfg: ServerConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         Watched {
             handshake: handshake_sockets,
             links: None,
+            link_signals: None,
             budgets: None,
         },
         relay,

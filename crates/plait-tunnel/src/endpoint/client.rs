@@ -648,6 +648,19 @@ impl ClientEndpoint {
         self.link.drive(t, out);
     }
 
+    /// The link layer's signal of path `id`'s interface, 0 to 1 (`None`: not reported), for
+    /// the engine's handover (docs/protocol.md#handover). Kept by the session alone: the
+    /// daemon sets it again every second, so a new session has it within one.
+    pub fn set_link_signal(&mut self, id: usize, signal: Option<f64>) {
+        if self.path(id).is_none() {
+            return;
+        }
+        if let (Some(session), Ok(pid)) = (self.link.session_mut(), u8::try_from(id)) {
+            // Unknown to the session (its link is down): set again at the next read.
+            let _ = session.set_link_signal(PathId(pid), signal);
+        }
+    }
+
     /// The path on `id`, if any.
     pub fn path(&self, id: usize) -> Option<&ClientPath> {
         self.slots.get(id).and_then(Option::as_ref)

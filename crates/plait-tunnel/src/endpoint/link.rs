@@ -1201,6 +1201,7 @@ impl Link {
                 handover: session
                     .path_handover(view.id)
                     .map(|r| r.as_str().to_owned()),
+                signal: session.path_link_signal(view.id),
                 srtt_ms: ms(view.srtt),
                 min_rtt_ms: ms(view.min_rtt),
                 owd_ms: ms(view.base_owd),

@@ -18,6 +18,7 @@
 //! - Nothing here reads a clock or the kernel.
 
 mod glob;
+pub mod signal;
 #[cfg(test)]
 mod tests;
 
