@@ -13,9 +13,11 @@
 //!
 //! Invariants: a block holds at most 32 packets (copies of their bytes) and one block is
 //! open at a time; at most [`MAX_PENDING_SYMBOLS`] symbols wait to be sent (the oldest are
-//! dropped first: a late symbol is worth least); no clock, no randomness.
+//! dropped first: a late symbol is worth least), in the order their blocks closed, and none
+//! is given out older than the age the session passes; no clock, no randomness.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use super::{FecConfig, codec, sizing};
 use crate::ids::{GlobalSeq, MAX_PATHS, PathId};
@@ -55,6 +57,8 @@ pub struct PendingSymbol {
     /// Bit `p`: a source packet of the block went on path `p` (repairs avoid those paths
     /// when another one loses less).
     pub source_paths: u16,
+    /// When the block closed.
+    pub closed: Time,
 }
 
 #[derive(Debug)]
@@ -83,6 +87,8 @@ pub struct FecEncoder {
     pub blocks: u64,
     /// Symbols dropped because too many waited.
     pub dropped: u64,
+    /// Symbols dropped because they waited too long ([`FecEncoder::poll_symbol`]).
+    pub expired: u64,
 }
 
 impl FecEncoder {
@@ -100,6 +106,7 @@ impl FecEncoder {
             loss: [None; MAX_PATHS],
             blocks: 0,
             dropped: 0,
+            expired: 0,
         }
     }
 
@@ -135,7 +142,7 @@ impl FecEncoder {
             .as_ref()
             .is_some_and(|b| global < b.first || global - b.first >= FEC_SPAN)
         {
-            self.close(views);
+            self.close(now, views);
         }
         let block = self.open.get_or_insert_with(|| OpenBlock {
             first: global,
@@ -154,7 +161,7 @@ impl FecEncoder {
         block.paths.push(path);
         block.seen += 1;
         if block.packets.len() >= self.config.max_block {
-            self.close(views);
+            self.close(now, views);
         }
     }
 
@@ -168,13 +175,23 @@ impl FecEncoder {
     /// Closes the open block if its time is up.
     pub fn close_due(&mut self, now: Time, views: &[PathView]) {
         if self.deadline().is_some_and(|t| t <= now) {
-            self.close(views);
+            self.close(now, views);
         }
     }
 
-    /// The next symbol to send.
-    pub fn poll_symbol(&mut self) -> Option<PendingSymbol> {
-        self.pending.pop_front()
+    /// The next symbol to send at `now`. Symbols whose block closed more than `max_age`
+    /// before (`None`: no bound) are dropped first and counted in `expired`: they would
+    /// arrive after the receiver stopped holding their block's holes, and a packet rebuilt
+    /// then is delivered late, which the end hosts read as a loss anyway.
+    pub fn poll_symbol(&mut self, now: Time, max_age: Option<Duration>) -> Option<PendingSymbol> {
+        while let Some(s) = self.pending.pop_front() {
+            if max_age.is_some_and(|age| now.saturating_since(s.closed) > age) {
+                self.expired += 1;
+                continue;
+            }
+            return Some(s);
+        }
+        None
     }
 
     /// Puts back a symbol [`FecEncoder::poll_symbol`] gave, to be the next one again (it
@@ -188,7 +205,7 @@ impl FecEncoder {
         self.pending.len()
     }
 
-    fn close(&mut self, views: &[PathView]) {
+    fn close(&mut self, now: Time, views: &[PathView]) {
         let Some(block) = self.open.take() else {
             return;
         };
@@ -266,6 +283,7 @@ impl FecEncoder {
                     parts: parts as u8,
                     symbol,
                     source_paths,
+                    closed: now,
                 });
             }
         }
@@ -276,7 +294,6 @@ impl FecEncoder {
 mod tests {
     use super::*;
     use crate::path::PathState;
-    use std::time::Duration;
 
     fn views(loss: [f64; 2]) -> Vec<PathView> {
         (0..2)
@@ -306,7 +323,7 @@ mod tests {
         assert!(e.deadline().is_none(), "full block closed");
         let r = e.pending();
         assert!(r >= 1);
-        let s = e.poll_symbol().unwrap();
+        let s = e.poll_symbol(Time::ZERO, None).unwrap();
         assert_eq!(
             (s.first, s.mask, s.index, s.source_paths),
             (0, 0b1111, 0, 0b10)
@@ -337,13 +354,35 @@ mod tests {
     }
 
     #[test]
+    fn symbols_older_than_the_age_given_are_dropped_and_counted() {
+        let v = views([0.0, 0.1]);
+        let mut e = FecEncoder::new(config(), 1400);
+        let closed = Time::from_millis(100);
+        for g in 0..4 {
+            e.push(closed, g, &[g as u8; 10], PathId(1), &v);
+        }
+        let r = e.pending() as u64;
+        assert!(r >= 2, "{r} symbols");
+        let age = Some(Duration::from_millis(50));
+        // At the bound: still given out.
+        let s = e.poll_symbol(Time::from_millis(150), age).unwrap();
+        assert_eq!(s.closed, closed);
+        assert_eq!(e.expired, 0);
+        // Past it: every one left is dropped.
+        assert!(e.poll_symbol(Time::from_millis(151), age).is_none());
+        assert_eq!(e.expired, r - 1);
+        assert_eq!(e.pending(), 0);
+    }
+
+    #[test]
     fn full_size_packets_get_symbols_in_pieces() {
         let v = views([0.0, 0.1]);
         let mut e = FecEncoder::new(config(), 1425);
         for g in 0..4 {
             e.push(Time::ZERO, g, &[g as u8; 1436], PathId(1), &v);
         }
-        let symbols: Vec<PendingSymbol> = std::iter::from_fn(|| e.poll_symbol()).collect();
+        let symbols: Vec<PendingSymbol> =
+            std::iter::from_fn(|| e.poll_symbol(Time::ZERO, None)).collect();
         assert!(symbols.len() >= 2 && symbols.len().is_multiple_of(2));
         for (i, s) in symbols.iter().enumerate() {
             assert_eq!(
@@ -356,7 +395,7 @@ mod tests {
         for g in 10..14 {
             e.push(Time::ZERO, g, &[1; 600], PathId(1), &v);
         }
-        let s = e.poll_symbol().unwrap();
+        let s = e.poll_symbol(Time::ZERO, None).unwrap();
         assert_eq!((s.part, s.parts, s.symbol.len()), (0, 1, 602));
     }
 }

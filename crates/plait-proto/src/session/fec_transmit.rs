@@ -19,6 +19,9 @@
 //! Sent past windows and pacers, a block's symbols left in a burst and doubled the link
 //! queue the pacers keep short (`tests/fec.rs`).
 //!
+//! A symbol whose block closed more than twice the receiver's repair wait ago is dropped
+//! unsent (`fec_symbols_expired`): the receiver has stopped holding its block's holes.
+//!
 //! Invariants: a symbol is sent, dropped (counted) or put back first in line, never two of
 //! these; a wait is only ever until a pacer release after `now`, or for an ACK.
 
@@ -61,8 +64,14 @@ impl Session {
             }
         }
         self.fec_wait_until = None;
+        // The receiver holds a hole for its repair wait after the evidence for it, which
+        // for the block's last packet comes about one path delay after the block closed:
+        // twice the wait covers both. A symbol older than that would rebuild a packet the
+        // receiver has given up (delivered late, which the end hosts read as a loss), and
+        // waiting at the head of the queue it would hold back the next blocks' symbols.
+        let max_age = self.repair_wait().map(|w| w * 2);
         loop {
-            let symbol = self.fec_encoder.as_mut()?.poll_symbol()?;
+            let symbol = self.fec_encoder.as_mut()?.poll_symbol(now, max_age)?;
             self.refresh_views(false);
             let path = match self.fec_path(now, &symbol) {
                 Choice::Send(path) => path,

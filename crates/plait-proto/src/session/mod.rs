@@ -588,7 +588,9 @@ impl Session {
             inner_codel_dropped: q.codel_drops,
             inner_ce_marked: q.ce_marks,
             fec_blocks: enc.map_or(0, |e| e.blocks),
-            fec_symbols_dropped: self.stats.fec_symbols_dropped + enc.map_or(0, |e| e.dropped),
+            fec_symbols_dropped: self.stats.fec_symbols_dropped
+                + enc.map_or(0, |e| e.dropped + e.expired),
+            fec_symbols_expired: enc.map_or(0, |e| e.expired),
             fec_symbols_received: fec.symbols,
             fec_symbols_refused: self.stats.fec_symbols_refused + fec.refused,
             fec_unrecovered: fec.unrecovered,
@@ -768,8 +770,17 @@ impl Session {
         if !self.config.repair && self.fec_encoder.is_none() {
             return;
         }
-        let rtt = self
-            .paths
+        if let Some(wait) = self.repair_wait() {
+            self.reorder.set_repair_wait(wait);
+        }
+    }
+
+    /// How long a receiver holds a hole it has evidence for (docs/protocol.md#repair): the
+    /// fastest usable path's RTO (SRTT + 4 RTTVAR) plus a margin; `None` before any RTT is
+    /// measured. Both ends measure the same paths, so the sender's figure stands for its
+    /// peer's.
+    pub(super) fn repair_wait(&self) -> Option<Duration> {
+        self.paths
             .iter()
             .flatten()
             .filter(|s| s.tx.state().is_usable())
@@ -777,10 +788,8 @@ impl Session {
                 let rtt = s.tx.rtt();
                 Some(rtt.srtt()? + 4 * rtt.rttvar()?)
             })
-            .min();
-        if let Some(rtt) = rtt {
-            self.reorder.set_repair_wait(rtt + Duration::from_millis(5));
-        }
+            .min()
+            .map(|rtt| rtt + Duration::from_millis(5))
     }
 
     /// Every path's window and RTT, for coupled congestion controllers.

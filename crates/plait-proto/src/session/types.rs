@@ -233,8 +233,11 @@ pub struct SessionStats {
     pub fec_blocks: u64,
     /// FEC repair symbols sent.
     pub fec_symbols_sent: u64,
-    /// FEC repair symbols dropped unsent (too many waiting, or no usable path).
+    /// FEC repair symbols dropped unsent (too many waiting, no usable path, or too old).
     pub fec_symbols_dropped: u64,
+    /// Of those, symbols too old to be of use (docs/protocol.md#fec, "When and where
+    /// symbols go").
+    pub fec_symbols_expired: u64,
     /// FEC repair symbols received and kept.
     pub fec_symbols_received: u64,
     /// FEC repair frames refused: malformed, inconsistent with their block, out of the
