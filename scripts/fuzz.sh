@@ -15,11 +15,16 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "fuzz: cargo-fuzz is missing (scripts/setup.sh installs it)" >&2
   exit 1
 fi
-# No sanitizer by default: the workspace forbids unsafe code (Cargo.toml), so the fuzzers
-# look for panics, hangs and unbounded allocation (-rss_limit_mb below), which need none;
-# AddressSanitizer took half again as long to build (262 s against 175 s on a clean
-# machine) and slowed every execution. PLAIT_FUZZ_SANITIZER=address brings it back.
+# No sanitizer by default: plait's crates forbid unsafe code (Cargo.toml), so the fuzzers
+# look for panics, hangs and unbounded memory (-rss_limit_mb below, checked about once a
+# second: without a sanitizer's malloc hooks one huge allocation freed at once can slip
+# by), which need none. AddressSanitizer would also watch the dependencies' unsafe code
+# (the crypto crates'), but took half again as long to build (262 s against 175 s on a
+# clean machine) and slowed every execution: PLAIT_FUZZ_SANITIZER=address brings it back
+# for a longer run.
 sanitizer=${PLAIT_FUZZ_SANITIZER:-none}
+# cargo-fuzz has no --locked: check fuzz/Cargo.lock is current first.
+cargo fetch --locked --manifest-path fuzz/Cargo.toml
 targets=$(cargo +nightly fuzz list --fuzz-dir fuzz)
 cargo +nightly fuzz build --fuzz-dir fuzz --sanitizer "$sanitizer"
 work=$(mktemp -d)

@@ -605,7 +605,9 @@ pub(crate) fn run_loop(
         if let (Some(s), Some(l)) = (link_signals.as_mut(), links.as_ref())
             && now.mono >= s.next_read()
         {
-            s.tick(now, &l.bound_interfaces(), endpoint);
+            s.tick(now.mono, &l.bound_interfaces(), |id, signal| {
+                endpoint.set_link_signal(id, signal)
+            });
         }
         deadline = endpoint.poll_timeout();
         out.flush();

@@ -239,9 +239,11 @@ pub fn run_client(cfg: ClientConfig, stop: Arc<AtomicBool>) -> Result<(), Daemon
         Watched {
             handshake: Vec::new(),
             links: Some(links),
-            link_signals: Some(super::link_signal::LinkSignals::new(
-                cfg.link_signal_file.clone(),
-            )),
+            // Read only for the handover, the signal's one use (docs/protocol.md#handover).
+            link_signals: cfg
+                .engine
+                .handover
+                .then(|| super::link_signal::LinkSignals::new(cfg.link_signal_file.clone())),
             budgets,
         },
         relay,

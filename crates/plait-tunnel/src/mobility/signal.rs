@@ -11,9 +11,12 @@
 //!  wlan0: 0000   54.  -56.  -256        0      0      0      0      0        0
 //! ```
 //!
-//! A value followed by `.` was updated by the driver; one without is stale or invalid and
-//! counts as not reported. The level is in dBm when negative (the kernel subtracts 256
-//! when the driver flags dBm); otherwise it is the driver's own 8-bit scale.
+//! A value followed by `.` was updated by the driver since the file was last read (the
+//! kernel clears the flag as it prints; cfg80211 drivers set it again at every read, older
+//! wireless-extensions drivers only when they measure anew); one without is stale or
+//! invalid ([`SignalRow::updated`]). The level is in dBm when negative (the kernel
+//! subtracts 256 when the driver flags dBm; -256, a driver's 0 dBm placeholder, counts as
+//! not updated); otherwise it is the driver's own 8-bit scale.
 //!
 //! Scale (NetworkManager's `nm_wifi_utils_level_to_quality`, what a desktop's Wi-Fi
 //! indicator shows): -40 dBm or more is 1, -100 dBm or less is 0, linear between (so the
@@ -35,8 +38,10 @@ const MAX_IFNAME: usize = 15;
 pub struct SignalRow {
     /// The interface, e.g. `wlan0`.
     pub interface: String,
-    /// Its signal, 0 to 1 (`None`: the driver did not update the level).
-    pub signal: Option<f64>,
+    /// Its signal, 0 to 1, from the level as printed.
+    pub signal: f64,
+    /// Whether the driver updated the level since the last read (see the module docs).
+    pub updated: bool,
 }
 
 /// What one reading of the file gave.
@@ -45,17 +50,16 @@ pub struct SignalTable {
     /// The interfaces' rows, in file order.
     pub rows: Vec<SignalRow>,
     /// Rows that could not be read (wrong shape, a value that is not a number, a name
-    /// longer than Linux allows) or came past [`MAX_ROWS`].
+    /// longer than Linux allows).
     pub malformed: usize,
+    /// Rows past [`MAX_ROWS`], ignored.
+    pub beyond_bound: usize,
 }
 
 impl SignalTable {
-    /// The signal of `interface`, if it has a row with an updated level.
-    pub fn signal(&self, interface: &str) -> Option<f64> {
-        self.rows
-            .iter()
-            .find(|r| r.interface == interface)
-            .and_then(|r| r.signal)
+    /// The row of `interface`, if it has one.
+    pub fn row(&self, interface: &str) -> Option<&SignalRow> {
+        self.rows.iter().find(|r| r.interface == interface)
     }
 }
 
@@ -74,7 +78,7 @@ pub fn parse_wireless(text: &str) -> SignalTable {
             continue;
         }
         if table.rows.len() >= MAX_ROWS {
-            table.malformed += 1;
+            table.beyond_bound += 1;
             continue;
         }
         match parse_row(name, values) {
@@ -97,7 +101,8 @@ fn parse_row(name: &str, values: &str) -> Option<SignalRow> {
     let _noise = value(fields.next()?)?;
     Some(SignalRow {
         interface: name.to_owned(),
-        signal: updated.then(|| level_to_signal(level)),
+        signal: level_to_signal(level),
+        updated: updated && level != -256,
     })
 }
 
@@ -134,22 +139,23 @@ Inter-| sta-|   Quality        |   Discarded packets               | Missed | WE
  face | tus | link level noise |  nwid  crypt   frag  retry   misc | beacon | 22
  wlan0: 0000   54.  -56.  -256        0      0      0      0     12        0
 wlp3s0: 0000   10.  -95.  -256        0      0      0      0      0        0
- wlan1: 0000    0    0     0          0      0      0      0      0        0
+ wlan1: 0000   40   -70   -256        0      0      0      0      0        0
+ wlan2: 0000    0.  -256.  -256       0      0      0      0      0        0
 ";
 
     #[test]
     fn reads_the_kernels_rows() {
         let t = parse_wireless(SAMPLE);
         assert_eq!(t.malformed, 0);
-        assert_eq!(t.rows.len(), 3);
-        let s = t.signal("wlan0").unwrap();
-        assert!((s - 44.0 / 60.0).abs() < 1e-9, "{s}");
-        let s = t.signal("wlp3s0").unwrap();
-        assert!((s - 5.0 / 60.0).abs() < 1e-9, "{s}");
-        // Not updated: not reported.
-        assert_eq!(t.rows[2].signal, None);
-        assert_eq!(t.signal("wlan1"), None);
-        assert_eq!(t.signal("eth0"), None);
+        assert_eq!(t.rows.len(), 4);
+        let r = t.row("wlan0").unwrap();
+        assert!((r.signal - 44.0 / 60.0).abs() < 1e-9 && r.updated, "{r:?}");
+        let r = t.row("wlp3s0").unwrap();
+        assert!((r.signal - 5.0 / 60.0).abs() < 1e-9 && r.updated, "{r:?}");
+        // Not updated since the last read, and the 0 dBm placeholder.
+        assert!(!t.row("wlan1").unwrap().updated);
+        assert!(!t.row("wlan2").unwrap().updated);
+        assert_eq!(t.row("eth0"), None);
     }
 
     #[test]
@@ -191,7 +197,7 @@ no colon here
             .collect();
         let t = parse_wireless(&text);
         assert_eq!(t.rows.len(), MAX_ROWS);
-        assert_eq!(t.malformed, 10);
+        assert_eq!((t.malformed, t.beyond_bound), (0, 10));
     }
 
     proptest::proptest! {
@@ -200,7 +206,7 @@ no colon here
             let t = parse_wireless(&text);
             proptest::prop_assert!(t.rows.len() <= MAX_ROWS);
             for r in &t.rows {
-                proptest::prop_assert!(r.signal.is_none_or(|s| (0.0..=1.0).contains(&s)));
+                proptest::prop_assert!((0.0..=1.0).contains(&r.signal));
             }
         }
     }

@@ -171,7 +171,8 @@ pub fn allow_list() -> Vec<Syscall> {
         sys!(SYS_recvmmsg),
         // Files, read-only: name service configuration (nsswitch.conf, resolv.conf,
         // hosts, gai.conf) and modules, the children's libraries and iproute2's tables,
-        // finding `ip` and `nft` in PATH.
+        // finding `ip` and `nft` in PATH, the client's link signal file
+        // (`/proc/net/wireless`, `daemon::link_signal`).
         sys!(SYS_openat, ReadOnly),
         sys!(SYS_getdents64),
         sys!(SYS_faccessat),
