@@ -487,6 +487,27 @@ mod tests {
         assert!(resolve("localhost", 7744, None).is_ok());
     }
 
+    /// The paths the link signal is read for (`daemon::link_signal`): fixed paths with a
+    /// `device` by their id, and pattern paths once open (none here: no netlink).
+    #[test]
+    fn bound_interfaces_are_the_fixed_devices_and_open_pattern_paths() {
+        let cfg = crate::config::parse_client(
+            &format!(
+                "private_key = \"{}\"\nserver_public_key = \"{}\"\n[tun]\naddresses = [\"10.77.0.2/24\"]\n\
+                 [[path]]\nname = \"fibre\"\nserver = \"198.51.100.1\"\n\
+                 [[path]]\nname = \"wifi\"\nserver = \"198.51.100.1\"\ndevice = \"wlan0\"\n\
+                 [[path]]\nname = \"lte\"\nserver = \"198.51.100.1\"\ndevices = \"wwan*\"\n",
+                crate::keys::Key::generate().unwrap().to_base64(),
+                crate::keys::Key::generate().unwrap().public().to_base64(),
+            ),
+            std::path::Path::new("/nonexistent/client.toml"),
+        )
+        .expect("config");
+        let servers = resolve_at_start(&cfg.paths).expect("addresses");
+        let links = ClientLinks::new(&cfg.paths, &servers, None, None, "plait0");
+        assert_eq!(links.bound_interfaces(), [(1, "wlan0".to_owned())]);
+    }
+
     /// RFC 6761: `.invalid` never resolves.
     #[test]
     fn a_name_that_does_not_resolve_is_one_clear_error_at_start() {
