@@ -23,7 +23,7 @@ use plait_testbed::{
     Family, Namespace, PathSpec, RttProbe, SendLimit, SendOptions, SendReport, TcpSink, Topology,
     TopologySpec, UdpEcho, tcp_send, tcp_send_opts,
 };
-use plait_tunnel::control::StatusSnapshot;
+use plait_tunnel::control::{PathStatus, StatusSnapshot};
 use plait_tunnel::crypto::handshake::{Initiation, InitiationPayload};
 use plait_tunnel::keys::Key;
 use plait_tunnel::message::INITIATION_LEN;
@@ -3355,6 +3355,101 @@ fn interfaces_beyond_sixteen_paths_are_refused_and_nothing_breaks() {
     t.shutdown();
 }
 
+/// What [`upload_through_a_handover`] saw of the watched path.
+struct HandoverRun {
+    /// From the change to the path's handover, as the client's status showed it.
+    after: Duration,
+    /// Why it was handed over, and its status then.
+    why: String,
+    at: PathStatus,
+    /// Datagrams it sent in the second after.
+    during: u64,
+    /// Datagrams it sent during the upload after the cause cleared.
+    carried_after: u64,
+    /// Its handover at the end (`None`: handed back).
+    handover_at_end: Option<String>,
+}
+
+/// The shape of both handover tests between real daemons (docs/protocol.md#handover): a
+/// 20 MB upload from the lan host; `after` into it `degrade` runs, and the client's status
+/// is watched (every 50 ms, up to 4 s) for the watched path (`path` picks it out of a
+/// snapshot) to be handed over; a second later its datagrams are counted. The upload must
+/// arrive intact. Then `restore` runs, the path is given up to 10 s to be handed back, and
+/// a second 20 MB upload counts what it carries.
+fn upload_through_a_handover(
+    t: &Tunnel,
+    path: &dyn Fn(&StatusSnapshot) -> PathStatus,
+    after: Duration,
+    degrade: &dyn Fn(),
+    restore: &dyn Fn(),
+    what: &str,
+) -> HandoverRun {
+    let status = || t.clients[0].status().expect("client status");
+    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
+    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
+    let seed = 31;
+    let (sent, (handed_over, during)) = std::thread::scope(|s| {
+        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 20_000_000, seed));
+        std::thread::sleep(after);
+        degrade();
+        let changed_at = Instant::now();
+        let mut handed_over = None;
+        while changed_at.elapsed() < Duration::from_secs(4) {
+            std::thread::sleep(Duration::from_millis(50));
+            let p = path(&status());
+            if let Some(why) = p.handover.clone() {
+                handed_over = Some((changed_at.elapsed(), why, p));
+                break;
+            }
+        }
+        // Over the next second, only probes (and answers to the server's) on the path.
+        let sent_then = handed_over.as_ref().map(|(_, _, p)| p.tx_packets);
+        std::thread::sleep(Duration::from_secs(1));
+        let during = sent_then.map(|n| path(&status()).tx_packets.saturating_sub(n));
+        (sender.join().expect("sender thread"), (handed_over, during))
+    });
+    let sent = sent.unwrap_or_else(|e| panic!("upload, {what}: {e}"));
+    let got = sink.wait(Duration::from_secs(30)).expect("sink");
+    check_transfer(&format!("20 MB, {what}"), &sent, &got, seed);
+    let (after, why, at) =
+        handed_over.unwrap_or_else(|| panic!("{what}: not handed over within 4 s"));
+    let during = during.expect("measured");
+    eprintln!(
+        "{what}: handed over {:.2} s after the change ({why}, signal {:?}); it sent {during} \
+         datagrams in the next second",
+        after.as_secs_f64(),
+        at.signal
+    );
+
+    // The cause gone: handed back after its hold, and carrying the next upload.
+    restore();
+    let back_by = Instant::now() + Duration::from_secs(10);
+    while path(&status()).handover.is_some() && Instant::now() < back_by {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = path(&status()).tx_packets;
+    let dst2 = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5002);
+    transfer(
+        t.topo.lan_host(),
+        t.topo.remote_host(),
+        dst2,
+        20_000_000,
+        32,
+        &format!("20 MB after the cause cleared ({what})"),
+    );
+    let end = path(&status());
+    let carried_after = end.tx_packets.saturating_sub(before);
+    eprintln!("{what}: the path sent {carried_after} datagrams during the second upload");
+    HandoverRun {
+        after,
+        why,
+        at,
+        during,
+        carried_after,
+        handover_at_end: end.handover,
+    }
+}
+
 /// Quality-driven handover (docs/protocol.md#handover) between real daemons: two 20 Mbit/s
 /// paths with `handover = true` at both ends; 1.5 s into a 20 MB upload path 0 starts
 /// losing 30 % of packets both ways (the test bed's emulator). The client, the sender's
@@ -3391,85 +3486,47 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
         policy: "",
         engine: "handover = true\n",
     });
-    let model = |loss: f64| LinkModel {
-        delay,
-        loss: if loss > 0.0 {
-            LossModel::Bernoulli { p: loss }
-        } else {
-            LossModel::None
-        },
-        seed: 7,
-    };
     let set_loss = |loss: f64| {
+        let model = LinkModel {
+            delay,
+            loss: if loss > 0.0 {
+                LossModel::Bernoulli { p: loss }
+            } else {
+                LossModel::None
+            },
+            seed: 7,
+        };
         for dir in [Direction::Up, Direction::Down] {
-            t.topo.set_path_model(0, dir, model(loss)).expect("loss");
+            t.topo.set_path_model(0, dir, model).expect("loss");
         }
     };
-    let path0 = |s: &StatusSnapshot| s.sessions[0].paths[0].clone();
-    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
-    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
-    let seed = 31;
-    let (sent, handed_over) = std::thread::scope(|s| {
-        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 20_000_000, seed));
-        std::thread::sleep(Duration::from_millis(1500));
-        set_loss(0.3);
-        let lossy_at = Instant::now();
-        let mut handed_over = None;
-        while lossy_at.elapsed() < Duration::from_secs(4) {
-            std::thread::sleep(Duration::from_millis(50));
-            let st = t.clients[0].status().expect("client status");
-            if let Some(why) = path0(&st).handover {
-                handed_over = Some((lossy_at.elapsed(), why, st));
-                break;
-            }
-        }
-        // Over the next second, only probes (and answers to the server's) on path 0.
-        let sent_then = handed_over.as_ref().map(|(_, _, st)| path0(st).tx_packets);
-        std::thread::sleep(Duration::from_secs(1));
-        let st = t.clients[0].status().expect("client status");
-        let during = sent_then.map(|n| path0(&st).tx_packets.saturating_sub(n));
-        (sender.join().expect("sender thread"), (handed_over, during))
-    });
-    let sent = sent.expect("upload with path 0 losing 30 %");
-    let got = sink.wait(Duration::from_secs(30)).expect("sink");
-    check_transfer("20 MB, path 0 losing 30 % from 1.5 s", &sent, &got, seed);
-    let (handed_over, during) = handed_over;
-    let (after, why, _) = handed_over.expect("path 0 was handed over within 4 s");
-    let during = during.expect("measured");
-    eprintln!(
-        "path 0 handed over {:.2} s after the loss began ({why}); it sent {during} datagrams \
-         in the next second",
-        after.as_secs_f64()
+    let run = upload_through_a_handover(
+        &t,
+        &|s| s.sessions[0].paths[0].clone(),
+        Duration::from_millis(1500),
+        &|| set_loss(0.3),
+        &|| set_loss(0.0),
+        "path 0 losing 30 %",
     );
     // Loss, or the downs a link losing 30 % both ways has (the reason turns to loss as its
     // average grows; docs/protocol.md#handover, "blackouts").
-    assert!(why == "loss" || why == "blackouts", "{why}");
+    assert!(run.why == "loss" || run.why == "blackouts", "{}", run.why);
     assert!(
-        after < Duration::from_secs(2),
-        "handed over after {after:?}"
+        run.after < Duration::from_secs(2),
+        "handed over after {:?}",
+        run.after
     );
     assert!(
-        during <= 60,
-        "{during} datagrams a second on a handed-over path"
+        run.during <= 60,
+        "{} datagrams a second on a handed-over path",
+        run.during
     );
-
-    // The loss gone: a second upload sees the path handed back and carrying.
-    set_loss(0.0);
-    let before = path0(&t.clients[0].status().expect("client status")).tx_packets;
-    let dst2 = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5002);
-    transfer(
-        t.topo.lan_host(),
-        t.topo.remote_host(),
-        dst2,
-        20_000_000,
-        32,
-        "20 MB after the loss cleared",
+    assert_eq!(run.handover_at_end, None, "handed back");
+    assert!(
+        run.carried_after > 1000,
+        "path 0 carries again: {} datagrams",
+        run.carried_after
     );
-    let end = t.clients[0].status().expect("client status");
-    let carried = path0(&end).tx_packets.saturating_sub(before);
-    eprintln!("path 0 sent {carried} datagrams during the second upload");
-    assert_eq!(path0(&end).handover, None, "handed back");
-    assert!(carried > 1000, "path 0 carries again: {carried} datagrams");
     t.shutdown();
 }
 
@@ -3528,79 +3585,36 @@ fn a_weak_wifi_signal_hands_the_path_over_and_a_strong_one_back() {
             .iter()
             .any(|p| p.name == name && p.signal.is_some_and(|x| x > 0.8))
     });
-    let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
-    let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
-    let seed = 41;
-    let (sent, (handed_over, during)) = std::thread::scope(|s| {
-        let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 20_000_000, seed));
-        std::thread::sleep(Duration::from_millis(1000));
-        let before = wifi(&t.clients[0].status().expect("client status")).tx_packets;
-        set_level(-95);
-        let weak_at = Instant::now();
-        let mut handed_over = None;
-        while weak_at.elapsed() < Duration::from_secs(4) {
-            std::thread::sleep(Duration::from_millis(50));
-            let st = t.clients[0].status().expect("client status");
-            if let Some(why) = wifi(&st).handover {
-                handed_over = Some((weak_at.elapsed(), why, wifi(&st)));
-                break;
-            }
-        }
-        let sent_then = handed_over.as_ref().map(|(_, _, p)| p.tx_packets);
-        std::thread::sleep(Duration::from_secs(1));
-        let st = t.clients[0].status().expect("client status");
-        let during = sent_then.map(|n| wifi(&st).tx_packets.saturating_sub(n));
-        let carried_before = sent_then.map(|n| n.saturating_sub(before));
-        eprintln!(
-            "path 0 sent {carried_before:?} datagrams between the weak level and its handover"
-        );
-        (sender.join().expect("sender thread"), (handed_over, during))
-    });
-    let sent = sent.expect("upload with path 0's signal weak");
-    let got = sink.wait(Duration::from_secs(30)).expect("sink");
-    check_transfer("20 MB, path 0's signal weak from 1 s", &sent, &got, seed);
-    let (after, why, at) = handed_over.expect("path 0 was handed over within 4 s");
-    let during = during.expect("measured");
-    eprintln!(
-        "path 0 handed over {:.2} s after its level fell to -95 dBm ({why}, signal {:?}); \
-         it sent {during} datagrams in the next second",
-        after.as_secs_f64(),
-        at.signal
+    let run = upload_through_a_handover(
+        &t,
+        &wifi,
+        Duration::from_secs(1),
+        &|| set_level(-95),
+        &|| set_level(-50),
+        "path 0's level at -95 dBm",
     );
-    assert_eq!(why, "weak signal");
-    assert!(at.signal.is_some_and(|x| x < 0.2), "{:?}", at.signal);
+    assert_eq!(run.why, "weak signal");
+    assert!(
+        run.at.signal.is_some_and(|x| x < 0.2),
+        "{:?}",
+        run.at.signal
+    );
     // One read a second, then at most one judging period.
     assert!(
-        after < Duration::from_secs(3),
-        "handed over after {after:?}"
+        run.after < Duration::from_secs(3),
+        "handed over after {:?}",
+        run.after
     );
     assert!(
-        during <= 60,
-        "{during} datagrams a second on a handed-over path"
+        run.during <= 60,
+        "{} datagrams a second on a handed-over path",
+        run.during
     );
-
-    // The level back: handed back after the hold, and path 0 carries the next upload.
-    set_level(-50);
-    t.clients[0].wait_for("path 0 handed back", |s| {
-        s.sessions[0]
-            .paths
-            .iter()
-            .any(|p| p.name == name && p.handover.is_none())
-    });
-    let before = wifi(&t.clients[0].status().expect("client status")).tx_packets;
-    let dst2 = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5002);
-    transfer(
-        t.topo.lan_host(),
-        t.topo.remote_host(),
-        dst2,
-        20_000_000,
-        42,
-        "20 MB after the signal came back",
+    assert_eq!(run.handover_at_end, None, "handed back");
+    assert!(
+        run.carried_after > 1000,
+        "path 0 carries again: {} datagrams",
+        run.carried_after
     );
-    let end = wifi(&t.clients[0].status().expect("client status"));
-    let carried = end.tx_packets.saturating_sub(before);
-    eprintln!("path 0 sent {carried} datagrams during the second upload");
-    assert_eq!(end.handover, None, "handed back");
-    assert!(carried > 1000, "path 0 carries again: {carried} datagrams");
     t.shutdown();
 }
