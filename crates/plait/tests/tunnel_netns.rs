@@ -3370,6 +3370,24 @@ struct HandoverRun {
     handover_at_end: Option<String>,
 }
 
+impl HandoverRun {
+    /// What both handover tests ask after the handover: probes only meanwhile (at most 60
+    /// datagrams a second), handed back, and carrying the second upload.
+    fn check_handed_back_and_carrying(&self) {
+        assert!(
+            self.during <= 60,
+            "{} datagrams a second on a handed-over path",
+            self.during
+        );
+        assert_eq!(self.handover_at_end, None, "handed back");
+        assert!(
+            self.carried_after > 1000,
+            "the path carries again: {} datagrams",
+            self.carried_after
+        );
+    }
+}
+
 /// The shape of both handover tests between real daemons (docs/protocol.md#handover): a
 /// 20 MB upload from the lan host; `after` into it `degrade` runs, and the client's status
 /// is watched (every 50 ms, up to 4 s) for the watched path (`path` picks it out of a
@@ -3516,17 +3534,7 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
         "handed over after {:?}",
         run.after
     );
-    assert!(
-        run.during <= 60,
-        "{} datagrams a second on a handed-over path",
-        run.during
-    );
-    assert_eq!(run.handover_at_end, None, "handed back");
-    assert!(
-        run.carried_after > 1000,
-        "path 0 carries again: {} datagrams",
-        run.carried_after
-    );
+    run.check_handed_back_and_carrying();
     t.shutdown();
 }
 
@@ -3605,16 +3613,6 @@ fn a_weak_wifi_signal_hands_the_path_over_and_a_strong_one_back() {
         "handed over after {:?}",
         run.after
     );
-    assert!(
-        run.during <= 60,
-        "{} datagrams a second on a handed-over path",
-        run.during
-    );
-    assert_eq!(run.handover_at_end, None, "handed back");
-    assert!(
-        run.carried_after > 1000,
-        "path 0 carries again: {} datagrams",
-        run.carried_after
-    );
+    run.check_handed_back_and_carrying();
     t.shutdown();
 }
