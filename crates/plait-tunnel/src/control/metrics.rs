@@ -19,6 +19,7 @@
 //! | `plait_path_state`, `plait_path_up` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_srtt_seconds`, `_min_rtt_seconds`, `_owd_seconds` | gauge | `peer`, `path`, `name` |
 //! | `plait_path_rate_bits_per_second`, `plait_path_loss_ratio` | gauge | `peer`, `path`, `name` |
+//! | `plait_path_handed_over` (0 or 1), `plait_path_link_signal_ratio` (where read) | gauge | `peer`, `path`, `name` |
 //! | `plait_path_{tx,rx}_{bytes,packets}_total` | counter | `peer`, `path`, `name` |
 //! | `plait_path_lost_packets_total`, `plait_path_late_packets_total` | counter | `peer`, `path`, `name` |
 //! | `plait_path_cwnd_bytes`, `_in_flight_bytes`, `_pacing_bits_per_second` | gauge | `peer`, `path`, `name` |
@@ -340,6 +341,18 @@ impl Collector for SnapshotCollector {
             "path_loss_ratio",
             "Smoothed loss fraction, 0 to 1",
             path_f64(&|p| Some(p.loss)),
+        )?;
+        gauges(
+            &mut enc,
+            "path_handed_over",
+            "1 while this end has handed the path over for its quality (docs/protocol.md#handover), else 0",
+            path_f64(&|p| Some(if p.handover.is_some() { 1.0 } else { 0.0 })),
+        )?;
+        gauges(
+            &mut enc,
+            "path_link_signal_ratio",
+            "The link layer's signal of the path's interface, 0 to 1 (NetworkManager's scale); absent where none is read",
+            path_f64(&|p| p.signal),
         )?;
         counters(
             &mut enc,
@@ -820,6 +833,8 @@ mod tests {
                         owd_ms: Some(0.0),
                         rate_mbit: Some(12.5),
                         loss: 0.25,
+                        handover: Some("weak signal".into()),
+                        signal: Some(0.125),
                         tx_bytes: 1_572_864,
                         tx_packets: 1200,
                         rx_bytes: 2048,
@@ -886,6 +901,9 @@ mod tests {
             format!("plait_path_rate_bits_per_second{WIFI} 12500000.0"),
             format!("plait_path_loss_ratio{WIFI} 0.25"),
             format!("plait_path_loss_ratio{LTE} 0.0"),
+            format!("plait_path_handed_over{WIFI} 1.0"),
+            format!("plait_path_handed_over{LTE} 0.0"),
+            format!("plait_path_link_signal_ratio{WIFI} 0.125"),
             format!("plait_path_tx_bytes_total{WIFI} 1572864"),
             format!("plait_path_tx_packets_total{WIFI} 1200"),
             format!("plait_path_rx_bytes_total{WIFI} 2048"),
@@ -910,6 +928,7 @@ mod tests {
             "plait_path_min_rtt_seconds",
             "plait_path_owd_seconds",
             "plait_path_rate_bits_per_second",
+            "plait_path_link_signal_ratio",
         ] {
             assert!(!text.contains(&format!("{name}{LTE}")), "{name} for lte");
         }
