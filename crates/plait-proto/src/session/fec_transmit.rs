@@ -64,6 +64,11 @@ impl Session {
             }
         }
         self.fec_wait_until = None;
+        // Called for every datagram sent: the paths' RTTs are walked only when a symbol
+        // waits.
+        if self.fec_encoder.as_ref()?.pending() == 0 {
+            return None;
+        }
         // The receiver holds a hole for its repair wait after the evidence for it, which
         // for the block's last packet comes about one path delay after the block closed:
         // twice the wait covers both. A symbol older than that would rebuild a packet the

@@ -480,6 +480,19 @@ pub(crate) fn resolve_again(links: &mut ClientLinks, endpoint: &mut impl Driven,
 mod tests {
     use super::*;
 
+    /// A client config with fresh keys, a TUN address and `paths` (`[[path]]` tables).
+    fn client_with(paths: &str) -> crate::config::ClientConfig {
+        crate::config::parse_client(
+            &format!(
+                "private_key = \"{}\"\nserver_public_key = \"{}\"\n[tun]\naddresses = [\"10.77.0.2/24\"]\n{paths}",
+                crate::keys::Key::generate().unwrap().to_base64(),
+                crate::keys::Key::generate().unwrap().public().to_base64(),
+            ),
+            std::path::Path::new("/nonexistent/client.toml"),
+        )
+        .expect("config")
+    }
+
     #[test]
     fn localhost_resolves_to_the_asked_family() {
         let a = resolve("localhost", 7744, Some(true)).expect("localhost resolves");
@@ -491,18 +504,11 @@ mod tests {
     /// `device` by their id, and pattern paths once open (none here: no netlink).
     #[test]
     fn bound_interfaces_are_the_fixed_devices_and_open_pattern_paths() {
-        let cfg = crate::config::parse_client(
-            &format!(
-                "private_key = \"{}\"\nserver_public_key = \"{}\"\n[tun]\naddresses = [\"10.77.0.2/24\"]\n\
-                 [[path]]\nname = \"fibre\"\nserver = \"198.51.100.1\"\n\
-                 [[path]]\nname = \"wifi\"\nserver = \"198.51.100.1\"\ndevice = \"wlan0\"\n\
-                 [[path]]\nname = \"lte\"\nserver = \"198.51.100.1\"\ndevices = \"wwan*\"\n",
-                crate::keys::Key::generate().unwrap().to_base64(),
-                crate::keys::Key::generate().unwrap().public().to_base64(),
-            ),
-            std::path::Path::new("/nonexistent/client.toml"),
-        )
-        .expect("config");
+        let cfg = client_with(
+            "[[path]]\nname = \"fibre\"\nserver = \"198.51.100.1\"\n\
+             [[path]]\nname = \"wifi\"\nserver = \"198.51.100.1\"\ndevice = \"wlan0\"\n\
+             [[path]]\nname = \"lte\"\nserver = \"198.51.100.1\"\ndevices = \"wwan*\"\n",
+        );
         let servers = resolve_at_start(&cfg.paths).expect("addresses");
         let links = ClientLinks::new(&cfg.paths, &servers, None, None, "plait0");
         assert_eq!(links.bound_interfaces(), [(1, "wlan0".to_owned())]);
@@ -511,17 +517,10 @@ mod tests {
     /// RFC 6761: `.invalid` never resolves.
     #[test]
     fn a_name_that_does_not_resolve_is_one_clear_error_at_start() {
-        let cfg = crate::config::parse_client(
-            &format!(
-                "private_key = \"{}\"\nserver_public_key = \"{}\"\n[tun]\naddresses = [\"10.77.0.2/24\"]\n\
-                 [[path]]\nname = \"fibre\"\nserver = \"198.51.100.1\"\n\
-                 [[path]]\nname = \"lte\"\nserver = \"plait-test.invalid:7000\"\n",
-                crate::keys::Key::generate().unwrap().to_base64(),
-                crate::keys::Key::generate().unwrap().public().to_base64(),
-            ),
-            std::path::Path::new("/nonexistent/client.toml"),
-        )
-        .expect("config");
+        let cfg = client_with(
+            "[[path]]\nname = \"fibre\"\nserver = \"198.51.100.1\"\n\
+             [[path]]\nname = \"lte\"\nserver = \"plait-test.invalid:7000\"\n",
+        );
         let e = resolve_at_start(&cfg.paths).expect_err("must not resolve");
         let m = e.to_string();
         assert!(
