@@ -249,3 +249,65 @@ fn two_paths_never_stand_by_together_and_an_idle_session_hands_back() {
         "{more} probes in 2.8 s: the 50 ms cadence stopped"
     );
 }
+
+/// A path poor for its past blackouts alone still carries for one failing now: path 1
+/// goes down twice for longer than the hold (handed over for blackouts, its loss judged
+/// afresh), then path 0 starts losing a fifth. Path 1
+/// is swapped back and path 0 handed over for loss, and it stays so (no back and forth)
+/// until its loss clears, though path 1 is still poor for its blackouts. (On the test bed
+/// a clean path that stalled twice on a starved machine kept the lossy one carrying.)
+#[test]
+fn a_path_failing_now_is_handed_over_to_one_that_failed_before() {
+    let mut pair = Pair::new(
+        config(true),
+        config(true),
+        &[lossless(20.0, 20), lossless(20.0, 20)],
+        &[None, None],
+        9,
+    );
+    let mut source = steady(Time::from_millis(13_000));
+    let set_loss = |pair: &mut Pair, path: usize, loss: f64| {
+        for dir in 0..2 {
+            pair.set_link(dir, path, |l| l.loss = loss);
+        }
+    };
+    for start in [1000, 3000] {
+        pair.run_until(Time::from_millis(start), &mut source);
+        set_loss(&mut pair, 1, 1.0);
+        pair.run_until(Time::from_millis(start + 1200), &mut source);
+        set_loss(&mut pair, 1, 0.0);
+    }
+    pair.run_until(Time::from_millis(4600), &mut source);
+    assert_eq!(
+        pair.a.path_handover(PathId(1)),
+        Some(HandoverReason::Blackouts)
+    );
+    let _ = pair.take_events(0);
+    set_loss(&mut pair, 0, 0.2);
+    let mut t = Time::from_millis(4600);
+    let mut swapped_at = None;
+    while t < Time::from_millis(8600) {
+        t += Duration::from_millis(5);
+        pair.run_until(t, &mut source);
+        let (p0, p1) = (
+            pair.a.path_handover(PathId(0)),
+            pair.a.path_handover(PathId(1)),
+        );
+        assert!(p0.is_none() || p1.is_none(), "both standing by at {t:?}");
+        if p0 == Some(HandoverReason::Loss) {
+            swapped_at.get_or_insert(t);
+        } else if let Some(at) = swapped_at {
+            panic!("path 0 handed over at {at:?}, back at {t:?} while losing");
+        }
+    }
+    let at = swapped_at.expect("path 0 handed over for loss");
+    assert!(at < Time::from_millis(7000), "handed over at {at:?}");
+    assert_eq!(pair.a.path_handover(PathId(1)), None, "path 1 carries");
+    set_loss(&mut pair, 0, 0.0);
+    pair.run_until(Time::from_millis(13_000), &mut source);
+    assert_ne!(
+        pair.a.path_handover(PathId(0)),
+        Some(HandoverReason::Loss),
+        "path 0 handed back once clear"
+    );
+}

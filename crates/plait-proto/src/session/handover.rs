@@ -68,7 +68,8 @@ impl Session {
                 continue;
             };
             // Downs first: those of an outage the path sat out handed over are not counted.
-            slot.handover.note_downs(now, slot.tx.stats().down_events);
+            slot.handover
+                .note_downs(cfg, now, slot.tx.stats().down_events);
             if let Some(HandoverChange::HandedBack) = slot.handover.judged_again(cfg, now) {
                 push_event(
                     &mut self.events,
@@ -119,8 +120,19 @@ impl Session {
         let mut any_standing = false;
         for (i, &(id, _)) in samples.iter().flatten().enumerate() {
             // Make before break: only while another path carries that is not poor (one
-            // handed over and waiting out its hold does not carry).
-            let allowed = (0..n).any(|j| j != i && poor[j].is_none() && !standing[j]);
+            // handed over and waiting out its hold does not carry). A path poor for its
+            // past blackouts alone carries now: it may take over from one failing now (for
+            // loss, delay or signal), or neither would be handed over.
+            let failing_now = poor[i].is_some_and(|r| r != HandoverReason::Blackouts);
+            let allowed = (0..n).any(|j| {
+                j != i
+                    && !standing[j]
+                    && match poor[j] {
+                        None => true,
+                        Some(HandoverReason::Blackouts) => failing_now,
+                        Some(_) => false,
+                    }
+            });
             let Some(slot) = self.paths.get_mut(id.index()).and_then(Option::as_mut) else {
                 continue;
             };
