@@ -658,7 +658,7 @@ mod tests {
                 "{len}"
             );
         }
-        assert_eq!(PATH_CONTROL_MAX_LEN, 550);
+        assert_eq!(PATH_CONTROL_MAX_LEN, 566);
         for len in [PATH_CONTROL_MIN_LEN - 1, PATH_CONTROL_MAX_LEN + 1] {
             let mut b = vec![0u8; len];
             b[0] = TYPE_PATH_CONTROL;

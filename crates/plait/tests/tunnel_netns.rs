@@ -3368,6 +3368,11 @@ struct HandoverRun {
     carried_after: u64,
     /// Its handover at the end (`None`: handed back).
     handover_at_end: Option<String>,
+    /// The server's handover of the same path id: when its status first showed one after
+    /// the change (within 4 s of the client's), and why; and at the end of the second
+    /// upload.
+    server: Option<(Duration, String)>,
+    server_at_end: Option<String>,
 }
 
 impl HandoverRun {
@@ -3391,9 +3396,10 @@ impl HandoverRun {
 /// The shape of both handover tests between real daemons (docs/protocol.md#handover): a
 /// 20 MB upload from the lan host; `after` into it `degrade` runs, and the client's status
 /// is watched (every 50 ms, up to 4 s) for the watched path (`path` picks it out of a
-/// snapshot) to be handed over; a second later its datagrams are counted. The upload must
-/// arrive intact. Then `restore` runs, the path is given up to 10 s to be handed back, and
-/// a second 20 MB upload counts what it carries.
+/// snapshot) to be handed over; a second later its datagrams are counted. Meanwhile (and up
+/// to 4 s after the client's handover) the server's status is watched for its handover of
+/// the same path id. The upload must arrive intact. Then `restore` runs, the path is given
+/// up to 10 s to be handed back, and a second 20 MB upload counts what it carries.
 fn upload_through_a_handover(
     t: &Tunnel,
     path: &dyn Fn(&StatusSnapshot) -> PathStatus,
@@ -3406,7 +3412,7 @@ fn upload_through_a_handover(
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
     let seed = 31;
-    let (sent, (handed_over, during)) = std::thread::scope(|s| {
+    let (sent, (handed_over, during, server)) = std::thread::scope(|s| {
         let sender = s.spawn(|| tcp_send(t.topo.lan_host(), dst, 20_000_000, seed));
         std::thread::sleep(after);
         degrade();
@@ -3422,9 +3428,30 @@ fn upload_through_a_handover(
         }
         // Over the next second, only probes (and answers to the server's) on the path.
         let sent_then = handed_over.as_ref().map(|(_, _, p)| p.tx_packets);
-        std::thread::sleep(Duration::from_secs(1));
-        let during = sent_then.map(|n| path(&status()).tx_packets.saturating_sub(n));
-        (sender.join().expect("sender thread"), (handed_over, during))
+        let id = handed_over.as_ref().map(|(_, _, p)| p.id);
+        let mut server = None;
+        let mut during = None;
+        let watch_from = Instant::now();
+        while let Some(id) = id {
+            std::thread::sleep(Duration::from_millis(50));
+            if during.is_none() && watch_from.elapsed() >= Duration::from_secs(1) {
+                during = sent_then.map(|n| path(&status()).tx_packets.saturating_sub(n));
+            }
+            if server.is_none()
+                && let Some(why) = server_handover(t, id)
+            {
+                server = Some((changed_at.elapsed(), why));
+            }
+            if during.is_some()
+                && (server.is_some() || watch_from.elapsed() > Duration::from_secs(4))
+            {
+                break;
+            }
+        }
+        (
+            sender.join().expect("sender thread"),
+            (handed_over, during, server),
+        )
     });
     let sent = sent.unwrap_or_else(|e| panic!("upload, {what}: {e}"));
     let got = sink.wait(Duration::from_secs(30)).expect("sink");
@@ -3457,7 +3484,10 @@ fn upload_through_a_handover(
     );
     let end = path(&status());
     let carried_after = end.tx_packets.saturating_sub(before);
-    eprintln!("{what}: the path sent {carried_after} datagrams during the second upload");
+    eprintln!(
+        "{what}: the path sent {carried_after} datagrams during the second upload; the \
+         server handed it over {server:?}"
+    );
     HandoverRun {
         after,
         why,
@@ -3465,7 +3495,16 @@ fn upload_through_a_handover(
         during,
         carried_after,
         handover_at_end: end.handover,
+        server,
+        server_at_end: server_handover(t, end.id),
     }
+}
+
+/// Why the server's session of the first client has path `id` handed over, if it has.
+fn server_handover(t: &Tunnel, id: u8) -> Option<String> {
+    let status = t.server().status().expect("server status");
+    let session = status.sessions.first()?;
+    session.paths.iter().find(|p| p.id == id)?.handover.clone()
 }
 
 /// Quality-driven handover (docs/protocol.md#handover) between real daemons: two 20 Mbit/s
@@ -3546,7 +3585,8 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
 /// reads its paths' signal from a file in `/proc/net/wireless`'s format, which the test
 /// writes: a strong level (-50 dBm), then a weak one (-95 dBm, 0.08 of the scale) during
 /// an upload. Path 0 is handed over for its weak signal and carries only probes; the
-/// level back at -50 dBm, it is handed back and carries the next upload.
+/// level back at -50 dBm, it is handed back and carries the next upload. The server hears
+/// the signal in the client's registration and hands the path over too, then back.
 #[test]
 fn a_weak_wifi_signal_hands_the_path_over_and_a_strong_one_back() {
     if !root() {
@@ -3616,5 +3656,16 @@ fn a_weak_wifi_signal_hands_the_path_over_and_a_strong_one_back() {
         run.after
     );
     run.check_handed_back_and_carrying();
+    // The server heard the signal in the client's registration (docs/protocol.md#registration)
+    // and handed the path over too, then back.
+    let (server_after, server_why) = run.server.clone().expect("the server handed the path over");
+    assert_eq!(server_why, "weak signal");
+    // The client's read (once a second), its sample for the registration (once a second),
+    // the registration's trip and one judging period.
+    assert!(
+        server_after < Duration::from_secs(4),
+        "the server handed over after {server_after:?}"
+    );
+    assert_eq!(run.server_at_end, None, "the server handed it back");
     t.shutdown();
 }

@@ -118,6 +118,17 @@ impl HandoverConfig {
     }
 }
 
+/// A path handed over for a weak signal is handed back once its signal is this much
+/// (of the driver's 0-to-1 scale) above [`HandoverConfig::weak_signal`].
+pub const HANDBACK_SIGNAL_MARGIN: f64 = 0.1;
+
+/// Whether a signal reading is under `bound`. A reading at a bound is not under it,
+/// whatever the rounding of either: -82 dBm is 18/60 of NetworkManager's scale, which
+/// as a float is just under `0.2 + 0.1`.
+pub fn signal_under(signal: f64, bound: f64) -> bool {
+    signal < bound - 1e-9
+}
+
 /// Why a path is poor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HandoverReason {
@@ -187,10 +198,9 @@ pub fn judge(
     if me.blackouts >= cfg.blackouts && me.blackouts > fewest {
         return Some(HandoverReason::Blackouts);
     }
-    let weak = |s: Option<f64>, bound: f64| s.is_some_and(|s| s < bound);
-    // Handed back once the signal is a tenth of the scale above the bound.
+    let weak = |s: Option<f64>, bound: f64| s.is_some_and(|s| signal_under(s, bound));
     let bound = if looser {
-        cfg.weak_signal + 0.1
+        cfg.weak_signal + HANDBACK_SIGNAL_MARGIN
     } else {
         cfg.weak_signal
     };
@@ -669,6 +679,27 @@ mod tests {
         assert_eq!(
             t.update(&cfg, at(4.0) + cfg.hold, None, true),
             Some(HandoverChange::HandedBack)
+        );
+    }
+
+    #[test]
+    fn a_signal_at_a_bound_is_not_under_it() {
+        let cfg = HandoverConfig::default();
+        let at = |level_dbm: f64| QualitySample {
+            // NetworkManager's scale, as the tunnel reads it: -100 dBm is 0, -40 dBm 1.
+            signal: Some((level_dbm + 100.0) / 60.0),
+            ..clean()
+        };
+        // -88 dBm is the bound, -82 dBm the level a handed-over path comes back at.
+        assert_eq!(judge(&cfg, &at(-88.0), &[clean()], false), None);
+        assert_eq!(
+            judge(&cfg, &at(-89.0), &[clean()], false),
+            Some(HandoverReason::WeakSignal)
+        );
+        assert_eq!(judge(&cfg, &at(-82.0), &[clean()], true), None);
+        assert_eq!(
+            judge(&cfg, &at(-83.0), &[clean()], true),
+            Some(HandoverReason::WeakSignal)
         );
     }
 

@@ -26,8 +26,8 @@ mod view;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+pub use handover::{HANDBACK_SIGNAL_MARGIN, HandoverConfig, HandoverReason, signal_under};
 pub(crate) use handover::{HandoverChange, HandoverTracker, QualitySample, judge};
-pub use handover::{HandoverConfig, HandoverReason};
 use late::{LateLosses, PendingLoss};
 pub use liveness::LivenessConfig;
 pub use minmax::WindowedMin;

@@ -739,6 +739,9 @@ impl ClientEndpoint {
                 rate_kbit: view
                     .rate_estimate()
                     .map(|r| (r * 8.0 / 1e3).clamp(0.0, f64::from(u32::MAX - 1)) as u32),
+                signal: session
+                    .path_link_signal(view.id)
+                    .and_then(crate::registration::signal_steps),
             };
             self.registrar
                 .note_quality(now, usize::from(view.id.0), quality);

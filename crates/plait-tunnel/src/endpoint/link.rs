@@ -572,7 +572,8 @@ impl Link {
             .copied()
             .unwrap_or_default();
         // docs/protocol.md#registration: the registered priority and cost class (a metered
-        // path is an overflow path, docs/protocol.md#overflow), if the client sent them.
+        // path is an overflow path, docs/protocol.md#overflow), and the link-layer signal
+        // (docs/protocol.md#handover), if the client sent them.
         let entry = self.registration.as_ref().and_then(|r| r.entry(path.0));
         let priority = entry.map_or(known.priority, |e| e.attributes.priority);
         let overflow = entry.map_or(known.overflow, |e| {
@@ -588,6 +589,10 @@ impl Link {
                 ..known
             },
         )?;
+        let signal = entry.and_then(|e| e.quality.signal);
+        if let Some(s) = signal {
+            session.set_link_signal(path, Some(crate::registration::signal_fraction(s)))?;
+        }
         Ok(true)
     }
 

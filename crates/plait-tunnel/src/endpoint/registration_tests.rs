@@ -262,3 +262,44 @@ fn wrong_family_malformed_stale_and_misdirected_control_frames_change_nothing() 
     assert_eq!(w.stray.len(), sent_before, "nothing sent to the attacker");
     assert_eq!(refused(&w), 2, "a query is not a registration");
 }
+
+/// docs/protocol.md#handover, "signal": the client registers its link-layer signal of
+/// each path, and the server's session judges the path by it, so what the server sends
+/// leaves a weak path too (the server reads no interface of its own). Path 0 (10 ms, the
+/// one both ends prefer) reports a weak signal: the server hands it over and sends its
+/// data on path 1; the signal strong again, the server hands it back.
+#[test]
+fn the_server_hands_a_path_over_for_the_signal_the_client_registers() {
+    let mut engine = engine();
+    engine.settings.handover = true;
+    let mut w = World::with_engine(&keys(), engine);
+    w.run_for(Duration::from_secs(2));
+    let server_path = |w: &World, id: u8| {
+        w.server.status(w.now)[0]
+            .paths
+            .iter()
+            .find(|p| p.id == id)
+            .cloned()
+            .expect("the server's path")
+    };
+    assert_eq!(server_path(&w, 0).signal, None, "nothing reported yet");
+
+    w.client.set_link_signal(0, Some(0.1));
+    w.run_for(Duration::from_secs(3));
+    let weak = server_path(&w, 0);
+    assert_eq!(weak.signal, Some(0.1), "0.1 is 20 steps of 0.5 %");
+    assert_eq!(weak.handover.as_deref(), Some("weak signal"));
+    let sent = w.server_sent;
+    w.traffic(200, 0);
+    assert_eq!(tags(&w.client_tun), (0..200).collect::<Vec<_>>());
+    assert!(
+        w.server_sent[0] - sent[0] < 40 && w.server_sent[1] - sent[1] >= 200,
+        "the server's data left the weak path: {sent:?} then {:?}",
+        w.server_sent
+    );
+
+    w.client.set_link_signal(0, Some(0.6));
+    w.run_for(Duration::from_secs(3));
+    assert_eq!(server_path(&w, 0).handover, None, "handed back");
+    assert_eq!(server_path(&w, 0).signal, Some(0.6));
+}

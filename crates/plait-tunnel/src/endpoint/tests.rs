@@ -128,6 +128,10 @@ pub(crate) fn keys() -> Keys {
 }
 
 pub(crate) fn server_for(k: &Keys, client_public: Key) -> ServerEndpoint {
+    server_with(k, client_public, engine())
+}
+
+fn server_with(k: &Keys, client_public: Key, engine: EngineParams) -> ServerEndpoint {
     ServerEndpoint::new(ServerParams {
         private_key: k.server.clone(),
         peers: vec![ServerPeer {
@@ -136,7 +140,7 @@ pub(crate) fn server_for(k: &Keys, client_public: Key) -> ServerEndpoint {
             preshared_key: None,
             allowed_ips: vec!["10.77.0.2/32".parse::<IpNet>().unwrap()],
         }],
-        engine: engine(),
+        engine,
     })
 }
 
@@ -148,6 +152,11 @@ impl World {
     /// Links here have no capacity limit, so delay-aware schedulers rightly keep to the
     /// faster path; round-robin spreads packets over both.
     fn with_scheduler(k: &Keys, scheduler: SchedulerKind) -> World {
+        World::with_engine(k, engine_with(scheduler))
+    }
+
+    /// Both ends run `engine`.
+    pub(crate) fn with_engine(k: &Keys, engine: EngineParams) -> World {
         let client = ClientEndpoint::new(ClientParams {
             private_key: k.client.clone(),
             server_public_key: k.server.public(),
@@ -168,12 +177,12 @@ impl World {
                     attributes: Default::default(),
                 },
             ],
-            engine: engine_with(scheduler),
+            engine: engine.clone(),
         });
         World {
             now: Time::from_millis(1),
             client,
-            server: server_for(k, k.client.public()),
+            server: server_with(k, k.client.public(), engine),
             client_addrs: vec![addr("198.51.100.10:40000"), addr("203.0.113.20:40001")],
             delay: [Duration::from_millis(10), Duration::from_millis(30)],
             wire: VecDeque::new(),

@@ -6,11 +6,12 @@
 //! A registration lists, for each path the client has, its link type, cost class and
 //! priority (from the configuration), the address the client sends from (its care-of
 //! address, when it knows it), whether its link works, and its measured quality (smoothed
-//! RTT, loss, delivery rate). The server keeps the latest one per client, applies each
-//! path's priority to its engine session (so the session runs on the preferred subset
-//! both ways) and makes each metered path an overflow path there
-//! (docs/protocol.md#overflow), shows it in `plait status`, and answers a QUERY with what
-//! it holds.
+//! RTT, loss, delivery rate, and the link-layer signal where the client reads one). The
+//! server keeps the latest one per client, applies each path's priority to its engine
+//! session (so the session runs on the preferred subset both ways), makes each metered
+//! path an overflow path there (docs/protocol.md#overflow) and gives it each path's signal
+//! for the handover (docs/protocol.md#handover), shows it in `plait status`, and answers a
+//! QUERY with what it holds.
 //!
 //! Invariants:
 //! - A [`Registration`] has at most [`MAX_PATHS`] entries, path ids below [`MAX_PATHS`],
@@ -24,6 +25,8 @@ mod wire;
 
 use std::fmt;
 use std::net::SocketAddr;
+
+use plait_proto::path::{HANDBACK_SIGNAL_MARGIN, HandoverConfig, signal_under};
 
 pub use registrar::{QUALITY_REFRESH, Registrar};
 pub use wire::{
@@ -141,14 +144,31 @@ pub struct Quality {
     pub loss_bp: Option<u16>,
     /// Estimated rate, kbit/s.
     pub rate_kbit: Option<u32>,
+    /// Link-layer signal where the client reads one (docs/protocol.md#handover, "signal"),
+    /// in steps of 0.5 % of the driver's scale, rounded down: 0 to [`SIGNAL_STEPS`].
+    pub signal: Option<u8>,
+}
+
+/// A signal of 1 (the top of the driver's scale) in [`Quality::signal`]'s steps.
+pub const SIGNAL_STEPS: u8 = 200;
+
+/// A signal of 0 to 1 in [`Quality::signal`]'s steps, rounded down: a signal under the
+/// engine's weak bound stays under it at the server. NaN is no signal.
+pub fn signal_steps(signal: f64) -> Option<u8> {
+    (!signal.is_nan()).then(|| (signal.clamp(0.0, 1.0) * f64::from(SIGNAL_STEPS)).floor() as u8)
+}
+
+/// [`Quality::signal`]'s steps as 0 to 1.
+pub fn signal_fraction(steps: u8) -> f64 {
+    f64::from(steps.min(SIGNAL_STEPS)) / f64::from(SIGNAL_STEPS)
 }
 
 impl Quality {
     /// Whether `self` differs enough from `earlier` to be worth a new registration: an
     /// RTT or rate that moved by half or more (of the larger), a loss that moved by a
-    /// percentage point or more, or a figure that appeared or vanished. Rate estimates
-    /// swing by a quarter from one second to the next on a loaded path; a report of each
-    /// swing would cost more than it tells.
+    /// percentage point or more, a signal by a tenth of the scale or more, or a figure
+    /// that appeared or vanished. Rate estimates swing by a quarter from one second to the
+    /// next on a loaded path; a report of each swing would cost more than it tells.
     pub fn differs_materially(&self, earlier: &Quality) -> bool {
         fn ratio_moved(a: Option<u64>, b: Option<u64>) -> bool {
             match (a, b) {
@@ -160,12 +180,35 @@ impl Quality {
             (Some(a), Some(b)) => a.abs_diff(b) >= 100,
             (a, b) => a.is_some() != b.is_some(),
         };
+        let signal_moved = match (self.signal, earlier.signal) {
+            (Some(a), Some(b)) => a.abs_diff(b) >= SIGNAL_STEPS / 10,
+            (a, b) => a.is_some() != b.is_some(),
+        };
         ratio_moved(self.srtt_ms.map(u64::from), earlier.srtt_ms.map(u64::from))
             || ratio_moved(
                 self.rate_kbit.map(u64::from),
                 earlier.rate_kbit.map(u64::from),
             )
             || loss_moved
+            || signal_moved
+    }
+
+    /// Whether the signal crossed a bound of the engine's handover since `earlier` (the
+    /// weak bound, or the bound a handed-over path comes back above), or appeared or
+    /// vanished: the server's judgement of the path may change with it, so it must hear
+    /// at once (docs/protocol.md#registration).
+    pub fn signal_crossed(&self, earlier: &Quality) -> bool {
+        let weak = HandoverConfig::default().weak_signal;
+        let sides = |s: Option<u8>| {
+            s.map(|s| {
+                let s = signal_fraction(s);
+                (
+                    signal_under(s, weak),
+                    signal_under(s, weak + HANDBACK_SIGNAL_MARGIN),
+                )
+            })
+        };
+        sides(self.signal) != sides(earlier.signal)
     }
 }
 

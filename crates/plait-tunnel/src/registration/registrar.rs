@@ -3,10 +3,12 @@
 //!
 //! Invariants:
 //! - Every change of the path set (a path opened or closed, its link gone or back, its
-//!   address learnt) makes a new registration with a higher number at once; a change of
-//!   measured quality only when it is material ([`Quality::differs_materially`]) and
-//!   [`QUALITY_REFRESH`] has passed since the last registration, so a steady path costs
-//!   nothing and a fluttering one at most one registration per interval.
+//!   address learnt) makes a new registration with a higher number at once, and so does a
+//!   link-layer signal that crossed a bound of the handover ([`Quality::signal_crossed`]:
+//!   the server judges the path by it); a change of measured quality only when it is
+//!   material ([`Quality::differs_materially`]) and [`QUALITY_REFRESH`] has passed since
+//!   the last registration, so a steady path costs nothing and a fluttering one at most
+//!   one registration per interval.
 //! - The latest registration goes on one path at a time, the next working path at each
 //!   repetition ([`Registrar::due`] says which try it is), every [`REGISTRATION_RETRY`]
 //!   until the server acknowledges its number; nothing is sent before the first session.
@@ -161,19 +163,19 @@ impl Registrar {
         }
     }
 
-    /// The client measured `quality` on path `id`. A material change goes out once
-    /// [`QUALITY_REFRESH`] has passed since the latest registration.
+    /// The client measured `quality` on path `id`. A signal that crossed a handover bound
+    /// goes out at once; another material change once [`QUALITY_REFRESH`] has passed
+    /// since the latest registration.
     pub fn note_quality(&mut self, now: Time, id: usize, quality: Quality) {
         if let Some(Some(p)) = self.paths.get_mut(id) {
             p.quality = quality;
         }
-        let moved = self
-            .paths
-            .iter()
-            .zip(&self.sent_quality)
-            .any(|(p, sent)| p.is_some_and(|p| p.quality.differs_materially(sent)));
+        let reported = || self.paths.iter().zip(&self.sent_quality);
+        let crossed = reported().any(|(p, sent)| p.is_some_and(|p| p.quality.signal_crossed(sent)));
+        let moved =
+            reported().any(|(p, sent)| p.is_some_and(|p| p.quality.differs_materially(sent)));
         let quiet = self.made_at.is_none_or(|t| now >= t + QUALITY_REFRESH);
-        if moved && quiet && self.active {
+        if (crossed || moved && quiet) && self.active {
             self.changed(now);
         }
     }

@@ -28,6 +28,7 @@ fn entry(path: u8) -> Entry {
             srtt_ms: Some(48),
             loss_bp: Some(125),
             rate_kbit: Some(20_000),
+            signal: Some(130),
         },
     }
 }
@@ -54,7 +55,7 @@ fn a_registration_round_trips_with_every_field() {
         assert_eq!(decode(&bytes), Ok((kind, r.clone())));
     }
     // The example of docs/protocol.md#registration: path 0, available, cellular,
-    // metered, priority 3, from 10.0.0.2:4000, 48 ms, 1.25 % loss, 20 Mbit/s.
+    // metered, priority 3, from 10.0.0.2:4000, 48 ms, 1.25 % loss, 20 Mbit/s, signal 65 %.
     let one = Registration {
         seq: 1,
         entries: vec![entry(0)],
@@ -66,7 +67,7 @@ fn a_registration_round_trips_with_every_field() {
     assert_eq!(
         hex,
         "06 01 00000000000001 \
-         00 01 03 01 03 04 0a000002000000000000000000000000 0fa0 0030 007d 00004e20"
+         00 01 03 01 03 04 0a000002000000000000000000000000 0fa0 0030 007d 00004e20 82"
             .replace(' ', "")
     );
     let empty = Registration::default();
@@ -145,6 +146,14 @@ fn bad_registrations_get_typed_errors() {
             value: 10_001
         })
     );
+    // A signal above 100 % (200 steps) that is not 255 (unknown).
+    for value in [201, 254] {
+        assert_eq!(
+            with(e0 + 32, value),
+            Err(RegistrationError::SignalOutOfRange { path: 0, value })
+        );
+    }
+    assert!(with(e0 + 32, 255).is_ok());
 }
 
 #[test]
@@ -182,6 +191,7 @@ fn quality_changes_are_material_only_beyond_a_half_or_a_point() {
         srtt_ms: srtt,
         loss_bp: loss,
         rate_kbit: rate,
+        signal: None,
     };
     let base = q(Some(100), Some(50), Some(10_000));
     assert!(!q(Some(140), Some(120), Some(6_000)).differs_materially(&base));
@@ -190,6 +200,48 @@ fn quality_changes_are_material_only_beyond_a_half_or_a_point() {
     assert!(q(Some(100), Some(50), Some(5_000)).differs_materially(&base));
     assert!(q(None, Some(50), Some(10_000)).differs_materially(&base));
     assert!(!Quality::default().differs_materially(&Quality::default()));
+    let signal = |s| Quality { signal: s, ..base };
+    assert!(!signal(Some(119)).differs_materially(&signal(Some(100))));
+    assert!(signal(Some(120)).differs_materially(&signal(Some(100))));
+    assert!(signal(None).differs_materially(&signal(Some(100))));
+}
+
+#[test]
+fn a_signal_crossing_a_handover_bound_is_told_at_once() {
+    // The engine's bounds: weak under 0.2 (40 steps), handed back at 0.3 (60).
+    let signal = |s| Quality {
+        signal: s,
+        ..Quality::default()
+    };
+    assert!(signal(Some(39)).signal_crossed(&signal(Some(40))));
+    assert!(signal(Some(60)).signal_crossed(&signal(Some(59))));
+    assert!(!signal(Some(41)).signal_crossed(&signal(Some(59))));
+    assert!(!signal(Some(200)).signal_crossed(&signal(Some(61))));
+    assert!(signal(None).signal_crossed(&signal(Some(100))));
+    assert_eq!(signal_steps(0.195), Some(39), "rounded down: still weak");
+    assert_eq!(signal_steps(12.0 / 60.0), Some(40), "-88 dBm, the bound");
+    assert_eq!(signal_steps(f64::NAN), None);
+    assert_eq!(signal_steps(7.0), Some(SIGNAL_STEPS));
+
+    let mut r = Registrar::new();
+    r.set_path(t(0), 0, Some((attrs(0), false)));
+    r.note_quality(t(0), 0, signal(Some(100)));
+    r.on_fresh_session(t(0));
+    let first = r.due(t(0)).0.unwrap().0.seq;
+    r.on_ack(t(1), first);
+    let _ = r.due(t(1));
+    r.on_answer(Registration::default());
+    // Weaker but above the bound, 1 s later: material, so it waits for the refresh.
+    r.note_quality(t(1_000), 0, signal(Some(70)));
+    assert_eq!(r.poll_timeout(), None);
+    // Under the bound: at once.
+    r.note_quality(t(2_000), 0, signal(Some(20)));
+    let weak = r.due(t(2_000)).0.expect("registered at once").0;
+    assert_eq!(weak.entries[0].quality.signal, Some(20));
+    r.on_ack(t(2_001), weak.seq);
+    // Back above the hand-back bound: at once again.
+    r.note_quality(t(3_000), 0, signal(Some(60)));
+    assert!(r.due(t(3_000)).0.is_some());
 }
 
 fn attrs(priority: u8) -> PathAttributes {
@@ -270,6 +322,7 @@ fn every_change_is_a_new_number_and_quality_waits_for_the_refresh_interval() {
         srtt_ms: Some(300),
         loss_bp: Some(0),
         rate_kbit: Some(1_000),
+        signal: None,
     };
     r.note_quality(t(1_104), 0, moved);
     assert_eq!(r.poll_timeout(), None);

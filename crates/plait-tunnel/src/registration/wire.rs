@@ -1,10 +1,11 @@
 //! A registration's bytes inside a path-control message (docs/protocol.md#registration).
 //!
 //! ```text
-//! kind (1: REGISTER or REGISTRATION) | count (1) | seq (7, big-endian) | count × entry (32)
+//! kind (1: REGISTER or REGISTRATION) | count (1) | seq (7, big-endian) | count × entry (33)
 //! entry: path (1) | flags (1: bit 0 available, bit 1 backup) | link (1) | cost (1) |
 //!        priority (1) | family (1: 0 none, 4, 6) | address (16) | port (2) |
-//!        srtt ms (2) | loss in 0.01 % (2) | rate kbit/s (4)      (unknown: all ones)
+//!        srtt ms (2) | loss in 0.01 % (2) | rate kbit/s (4) |
+//!        signal in 0.5 % (1, 0 to 200)                         (unknown: all ones)
 //! ```
 //!
 //! All integers big-endian. An IPv4 address fills the first 4 of the 16 address bytes and
@@ -20,18 +21,20 @@ use thiserror::Error;
 
 use super::{
     CostClass, Entry, LinkKind, MAX_PATHS, MAX_PRIORITY, PathAttributes, Quality, Registration,
+    SIGNAL_STEPS,
 };
 use crate::message::{BINDING_SEQ_MAX, REGISTER, REGISTRATION};
 
 /// Kind, count and sequence number.
 pub const REGISTRATION_HEADER_LEN: usize = 9;
 /// One path's entry.
-pub const ENTRY_LEN: usize = 32;
+pub const ENTRY_LEN: usize = 33;
 /// The longest registration: every path named.
 pub const REGISTRATION_MAX_LEN: usize = REGISTRATION_HEADER_LEN + MAX_PATHS * ENTRY_LEN;
 
 const FLAG_AVAILABLE: u8 = 1;
 const FLAG_BACKUP: u8 = 2;
+const UNKNOWN_U8: u8 = u8::MAX;
 const UNKNOWN_U16: u16 = u16::MAX;
 const UNKNOWN_U32: u32 = u32::MAX;
 /// 100 % in units of 0.01 %.
@@ -114,6 +117,14 @@ pub enum RegistrationError {
         /// The value, in 0.01 %.
         value: u16,
     },
+    /// A signal above 200 (100 %) that is not 255 (unknown).
+    #[error("path {path}: signal {value} is above 200 (100 %)")]
+    SignalOutOfRange {
+        /// The path.
+        path: u8,
+        /// The value, in 0.5 %.
+        value: u8,
+    },
     /// The client's address on a path is not of the family of the address the server
     /// sees the path at (checked by the server, `Link::receive_registration`).
     #[error("path {path}: the client's address {local} is not of the family of {seen}")]
@@ -167,6 +178,7 @@ pub fn encode(kind: u8, registration: &Registration) -> Vec<u8> {
         let loss = q.loss_bp.map_or(UNKNOWN_U16, |l| l.min(LOSS_BP_MAX));
         b.extend_from_slice(&loss.to_be_bytes());
         b.extend_from_slice(&q.rate_kbit.unwrap_or(UNKNOWN_U32).to_be_bytes());
+        b.push(q.signal.map_or(UNKNOWN_U8, |s| s.min(SIGNAL_STEPS)));
     }
     b
 }
@@ -254,6 +266,10 @@ fn entry(b: &[u8]) -> Result<Entry, RegistrationError> {
         return Err(RegistrationError::LossOutOfRange { path, value });
     }
     let rate = u32::from_be_bytes([b[28], b[29], b[30], b[31]]);
+    let signal = (b[32] != UNKNOWN_U8).then_some(b[32]);
+    if let Some(value) = signal.filter(|&s| s > SIGNAL_STEPS) {
+        return Err(RegistrationError::SignalOutOfRange { path, value });
+    }
     Ok(Entry {
         path,
         available: flags & FLAG_AVAILABLE != 0,
@@ -268,6 +284,7 @@ fn entry(b: &[u8]) -> Result<Entry, RegistrationError> {
             srtt_ms: known16(u16_at(24)),
             loss_bp,
             rate_kbit: (rate != UNKNOWN_U32).then_some(rate),
+            signal,
         },
     })
 }

@@ -6,7 +6,7 @@
 //! - The server applies a registration only if its number is above the one it holds, and
 //!   acknowledges it either way (REGISTER_ACK, 39 bytes, never more than the 38 or more
 //!   it answers), to the address it came from.
-//! - A QUERY is answered (with up to 550 bytes) only to a validated address of one of
+//! - A QUERY is answered (with up to 566 bytes) only to a validated address of one of
 //!   the client's paths, so the answer cannot be aimed at anyone else.
 //! - A registration whose client address on a path is not of the family the server sees
 //!   the path at is refused whole and counted; nothing of it is applied.
@@ -19,7 +19,7 @@ use super::super::validation::{PathAddress, PathEndpoint};
 use super::Link;
 use crate::control::snapshot::{RegisteredPath, RegistrationStatus};
 use crate::message::{PATH_TOKEN_LEN, PathFrame, QUERY, REGISTER, REGISTER_ACK, REGISTRATION};
-use crate::registration::{Registration, RegistrationError, encode};
+use crate::registration::{Registration, RegistrationError, encode, signal_fraction};
 
 impl Link {
     /// Server side: a REGISTER from `from` (docs/protocol.md#registration).
@@ -102,9 +102,16 @@ impl Link {
                         .is_some_and(|h| h.overflow),
                     |e| e.attributes.cost == crate::registration::CostClass::Metered,
                 );
+                // docs/protocol.md#handover: the client's link-layer signal, judged here
+                // too, so the server hands a weak path over for what it sends as well.
+                let signal = registration
+                    .entry(id.0)
+                    .and_then(|e| e.quality.signal)
+                    .map(signal_fraction);
                 // The path is in the session (listed just now): nothing to refuse.
                 let _ = session.set_path_priority(now, id, priority);
                 let _ = session.set_path_overflow(now, id, overflow);
+                let _ = session.set_link_signal(id, signal);
             }
         }
         if attributes_changed {
