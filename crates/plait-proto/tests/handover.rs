@@ -254,7 +254,8 @@ fn two_paths_never_stand_by_together_and_an_idle_session_hands_back() {
 /// goes down twice for longer than the hold (handed over for blackouts, its loss judged
 /// afresh), then path 0 starts losing a fifth. Path 1
 /// is swapped back and path 0 handed over for loss, and it stays so (no back and forth)
-/// until its loss clears, though path 1 is still poor for its blackouts. (On the test bed
+/// until its loss clears, though path 1 is still poor for its blackouts; and one handed
+/// over for a weak signal waits out its hold next to it. (On the test bed
 /// a clean path that stalled twice on a starved machine kept the lossy one carrying.)
 #[test]
 fn a_path_failing_now_is_handed_over_to_one_that_failed_before() {
@@ -265,7 +266,7 @@ fn a_path_failing_now_is_handed_over_to_one_that_failed_before() {
         &[None, None],
         9,
     );
-    let mut source = steady(Time::from_millis(13_000));
+    let mut source = steady(Time::from_millis(17_000));
     let set_loss = |pair: &mut Pair, path: usize, loss: f64| {
         for dir in 0..2 {
             pair.set_link(dir, path, |l| l.loss = loss);
@@ -305,9 +306,31 @@ fn a_path_failing_now_is_handed_over_to_one_that_failed_before() {
     assert_eq!(pair.a.path_handover(PathId(1)), None, "path 1 carries");
     set_loss(&mut pair, 0, 0.0);
     pair.run_until(Time::from_millis(13_000), &mut source);
-    assert_ne!(
+    assert_eq!(
         pair.a.path_handover(PathId(0)),
-        Some(HandoverReason::Loss),
+        None,
         "path 0 handed back once clear"
+    );
+
+    // Handed over for a weak signal next to path 1 (still poor for its blackouts), path 0
+    // waits out its hold once the signal is back: not forced back at once.
+    pair.a.set_link_signal(PathId(0), Some(0.1)).unwrap();
+    pair.run_until(Time::from_millis(14_500), &mut source);
+    assert_eq!(
+        pair.a.path_handover(PathId(0)),
+        Some(HandoverReason::WeakSignal)
+    );
+    pair.a.set_link_signal(PathId(0), Some(0.6)).unwrap();
+    pair.run_until(Time::from_millis(15_400), &mut source);
+    assert_eq!(
+        pair.a.path_handover(PathId(0)),
+        Some(HandoverReason::WeakSignal),
+        "clear, but within its hold"
+    );
+    pair.run_until(Time::from_millis(17_000), &mut source);
+    assert_eq!(
+        pair.a.path_handover(PathId(0)),
+        None,
+        "handed back after it"
     );
 }

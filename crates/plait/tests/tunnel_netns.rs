@@ -3433,7 +3433,14 @@ fn upload_through_a_handover(
         let mut during = None;
         let watch_from = Instant::now();
         while let Some(id) = id {
-            std::thread::sleep(Duration::from_millis(50));
+            // Every 50 ms, and once at the second's mark for `during`.
+            let to_mark = Duration::from_secs(1).saturating_sub(watch_from.elapsed());
+            let tick = if during.is_none() && !to_mark.is_zero() {
+                to_mark.min(Duration::from_millis(50))
+            } else {
+                Duration::from_millis(50)
+            };
+            std::thread::sleep(tick);
             if during.is_none() && watch_from.elapsed() >= Duration::from_secs(1) {
                 during = sent_then.map(|n| path(&status()).tx_packets.saturating_sub(n));
             }

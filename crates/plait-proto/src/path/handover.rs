@@ -2,7 +2,8 @@
 //!
 //! Seed MMS moves a session off a wireless link "seeing lower signal strength" before the
 //! link is torn down, onto the links that remain ("make-before-break"). plait judges each
-//! usable path against the best of the others on what it measures:
+//! usable path against the best of the others on what it measures (the first that holds
+//! is the reason):
 //! - **loss**: the loss the link causes by itself (`PathView::shallow_loss_rate`, not the
 //!   drops of a queue the sender overran), averaged over [`HandoverConfig::loss_period`]
 //!   ([`HandoverTracker::average_loss`]), is at least [`HandoverConfig::loss`] and more
@@ -10,13 +11,15 @@
 //! - **delay**: the smoothed RTT is more than [`HandoverConfig::delay_margin`] above both
 //!   the fastest other path's and the path's own minimum (a path that is slow by nature, a
 //!   satellite link, is not handed over for it: only one whose delay grew);
+//! - **signal**: the link layer reports a signal under [`HandoverConfig::weak_signal`]
+//!   (`Session::set_link_signal`, where the kernel gives it) while some other path's is
+//!   not weak or not reported;
 //! - **blackouts**: it went down [`HandoverConfig::blackouts`] times within
 //!   [`HandoverConfig::flap_window`] while carrying, at least a hold apart (downs closer
 //!   than that are one episode), and some other path went down fewer times (a handover
-//!   for another reason forgets the downs before it: they were that episode's);
-//! - **signal**: the link layer reports a signal under [`HandoverConfig::weak_signal`]
-//!   (`Session::set_link_signal`, where the kernel gives it) while some other path's is
-//!   not weak or not reported.
+//!   for another reason forgets the downs before it: they were that episode's). Judged
+//!   last: a path poor for blackouts alone still carries for one failing now
+//!   (`session/handover.rs`).
 //!
 //! A path judged poor is *handed over*: it stands by (no new data, `PathView::standby`)
 //! and gets a probe every [`HandoverConfig::probe_interval`], so its loss and delay stay
@@ -315,7 +318,8 @@ impl HandoverTracker {
     /// path is handed over (then only probes ride it, sparse enough that a lossy link
     /// loses a few in a row and goes down; its loss already speaks for it) or it comes
     /// within a hold of the last blackout counted (the same episode: a link that goes
-    /// down again 0.2 s after it came back has one trouble, not two. On the test bed a
+    /// down again soon after it came back has one trouble, not two; a down counts when it
+    /// is noticed, the next time the path is judged. On the test bed a
     /// starved machine stalled a clean path twice in 0.22 s while the other started
     /// losing 30 %; counted twice, they made the clean path poor for blackouts, and the
     /// lossy one could not be handed over while it was).

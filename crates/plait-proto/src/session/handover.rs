@@ -96,16 +96,15 @@ impl Session {
             n += 1;
         }
         let samples = &samples[..n];
-        let mut standing = [false; MAX_PATHS];
+        // Why each candidate is handed over now, if it is.
+        let mut standing = [None; MAX_PATHS];
         for (i, &(id, _)) in samples.iter().flatten().enumerate() {
-            standing[i] = self
-                .slot(id)
-                .is_some_and(|s| s.handover.handed_over().is_some());
+            standing[i] = self.slot(id).and_then(|s| s.handover.handed_over());
         }
         // Why each candidate is poor now (a handed-over one by the looser bounds).
         let mut poor = [None; MAX_PATHS];
         for (i, &(_, me)) in samples.iter().flatten().enumerate() {
-            let looser = standing[i];
+            let looser = standing[i].is_some();
             let mut others = [me; MAX_PATHS];
             let mut k = 0;
             for (j, &(_, o)) in samples.iter().flatten().enumerate() {
@@ -122,11 +121,14 @@ impl Session {
             // Make before break: only while another path carries that is not poor (one
             // handed over and waiting out its hold does not carry). A path poor for its
             // past blackouts alone carries now: it may take over from one failing now (for
-            // loss, delay or signal), or neither would be handed over.
-            let failing_now = poor[i].is_some_and(|r| r != HandoverReason::Blackouts);
+            // loss, delay or signal; or handed over for one and waiting out its hold), or
+            // neither would be handed over.
+            let present =
+                |r: Option<HandoverReason>| r.is_some_and(|r| r != HandoverReason::Blackouts);
+            let failing_now = present(poor[i]) || present(standing[i]);
             let allowed = (0..n).any(|j| {
                 j != i
-                    && !standing[j]
+                    && standing[j].is_none()
                     && match poor[j] {
                         None => true,
                         Some(HandoverReason::Blackouts) => failing_now,

@@ -590,9 +590,8 @@ impl Link {
             },
         )?;
         let signal = entry.and_then(|e| e.quality.signal);
-        if let Some(s) = signal {
-            session.set_link_signal(path, Some(crate::registration::signal_fraction(s)))?;
-        }
+        // The path was added just now: nothing to refuse.
+        let _ = session.set_link_signal(path, signal.map(crate::registration::signal_fraction));
         Ok(true)
     }
 

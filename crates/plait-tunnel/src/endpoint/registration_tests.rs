@@ -302,4 +302,9 @@ fn the_server_hands_a_path_over_for_the_signal_the_client_registers() {
     w.run_for(Duration::from_secs(3));
     assert_eq!(server_path(&w, 0).handover, None, "handed back");
     assert_eq!(server_path(&w, 0).signal, Some(0.6));
+
+    // No signal any more (no row for the interface): the server forgets it too.
+    w.client.set_link_signal(0, None);
+    w.run_for(Duration::from_secs(3));
+    assert_eq!(server_path(&w, 0).signal, None);
 }

@@ -198,6 +198,8 @@ impl Quality {
     /// vanished: the server's judgement of the path may change with it, so it must hear
     /// at once (docs/protocol.md#registration).
     pub fn signal_crossed(&self, earlier: &Quality) -> bool {
+        // The engine's figures, as both daemons run them (`[engine]` has no setting for
+        // them); a configurable bound would have to reach the registrar.
         let weak = HandoverConfig::default().weak_signal;
         let sides = |s: Option<u8>| {
             s.map(|s| {

@@ -8,7 +8,8 @@
 //!   the server judges the path by it); a change of measured quality only when it is
 //!   material ([`Quality::differs_materially`]) and [`QUALITY_REFRESH`] has passed since
 //!   the last registration, so a steady path costs nothing and a fluttering one at most
-//!   one registration per interval.
+//!   one registration per interval (a signal fluttering across a bound, at most one per
+//!   quality sample: the client samples once a second).
 //! - The latest registration goes on one path at a time, the next working path at each
 //!   repetition ([`Registrar::due`] says which try it is), every [`REGISTRATION_RETRY`]
 //!   until the server acknowledges its number; nothing is sent before the first session.
@@ -140,13 +141,18 @@ impl Registrar {
         }
     }
 
-    /// The link of path `id` works (`available`) or not.
+    /// The link of path `id` works (`available`) or not. A link that went forgets its
+    /// signal: the reading was the old link's, and registered when the path comes back it
+    /// could hand the path over at the server until the next reading.
     pub fn set_available(&mut self, now: Time, id: usize, available: bool) {
         let Some(Some(p)) = self.paths.get_mut(id) else {
             return;
         };
         if p.available != available {
             p.available = available;
+            if !available {
+                p.quality.signal = None;
+            }
             self.changed(now);
         }
     }

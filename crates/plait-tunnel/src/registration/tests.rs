@@ -218,7 +218,7 @@ fn a_signal_crossing_a_handover_bound_is_told_at_once() {
     assert!(!signal(Some(41)).signal_crossed(&signal(Some(59))));
     assert!(!signal(Some(200)).signal_crossed(&signal(Some(61))));
     assert!(signal(None).signal_crossed(&signal(Some(100))));
-    assert_eq!(signal_steps(0.195), Some(39), "rounded down: still weak");
+    assert_eq!(signal_steps(0.1999), Some(39), "rounded down: still weak");
     assert_eq!(signal_steps(12.0 / 60.0), Some(40), "-88 dBm, the bound");
     assert_eq!(signal_steps(f64::NAN), None);
     assert_eq!(signal_steps(7.0), Some(SIGNAL_STEPS));
