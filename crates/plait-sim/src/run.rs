@@ -110,16 +110,31 @@ pub struct EngineCounters {
     /// Times a path was handed over for its quality (docs/protocol.md#handover).
     #[serde(default)]
     pub handovers: u64,
+    /// Congestion events of the paths' controllers (window cuts), and how many of them
+    /// were undone as spurious, over both gateways' paths.
+    #[serde(default)]
+    pub congestion_events: u64,
+    #[serde(default)]
+    pub congestion_undone: u64,
 }
 
 impl EngineCounters {
-    fn of(a: &plait_proto::SessionStats, b: &plait_proto::SessionStats) -> EngineCounters {
+    fn of(a: &plait_proto::Session, b: &plait_proto::Session) -> EngineCounters {
+        let (sa, sb) = (a.stats(), b.stats());
+        let cc = |s: &plait_proto::Session| {
+            s.path_ids()
+                .filter_map(|id| s.path_congestion(id))
+                .fold((0, 0), |(e, u), c| (e + c.congestion_events, u + c.undone))
+        };
+        let ((ea, ua), (eb, ub)) = (cc(a), cc(b));
         EngineCounters {
-            fec_blocks: a.fec_blocks + b.fec_blocks,
-            fec_symbols: a.fec_symbols_sent + b.fec_symbols_sent,
-            fec_rebuilt: a.fec_recovered + b.fec_recovered,
-            repairs: a.repairs_sent + b.repairs_sent,
-            handovers: a.handovers + b.handovers,
+            fec_blocks: sa.fec_blocks + sb.fec_blocks,
+            fec_symbols: sa.fec_symbols_sent + sb.fec_symbols_sent,
+            fec_rebuilt: sa.fec_recovered + sb.fec_recovered,
+            repairs: sa.repairs_sent + sb.repairs_sent,
+            handovers: sa.handovers + sb.handovers,
+            congestion_events: ea + eb,
+            congestion_undone: ua + ub,
         }
     }
 }
@@ -367,13 +382,14 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         (wire > 0.0).then(|| mine / wire)
     });
     let app_delay = crate::node::app_delay::summary(unit_starts, units_done);
-    let engines = h
+    let sessions = h
         .gateways
         .and_then(|(gp, gm)| match (world.node(gp), world.node(gm)) {
-            (Node::Plait(p), Node::Plait(m)) => Some((p.session()?.stats(), m.session()?.stats())),
+            (Node::Plait(p), Node::Plait(m)) => Some((p.session()?, m.session()?)),
             _ => None,
         });
-    let counters = engines.as_ref().map(|(a, b)| EngineCounters::of(a, b));
+    let counters = sessions.map(|(a, b)| EngineCounters::of(a, b));
+    let engines = sessions.map(|(a, b)| (a.stats(), b.stats()));
     let udp = cbr
         .zip(datagrams)
         .and_then(|(src, sink)| udp_result(scenario, src, sink, engines));
