@@ -73,6 +73,12 @@ pub struct RunResult {
     /// the competitor of seed mHIP's friendliness factor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_tcp_kbps: Option<f64>,
+    /// Their retransmissions and retransmission timeouts, summed (how much of the
+    /// bottleneck's drops they took).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_tcp_retransmissions: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_tcp_timeouts: Option<u64>,
     /// Seed mHIP's friendliness factor: the main flow's kbit/s on the competitor's path
     /// over the competitor's (with several competitors, their mean per flow), both counted
     /// on the wire (datagrams with their headers, segments with theirs).
@@ -353,6 +359,19 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         // Over the whole run: the competitors start at 0.
         bytes as f64 * 8.0 / 1000.0 / scenario.duration_s
     });
+    let cross_tcp = |f: fn(&crate::tcp::TcpSenderStats) -> u64| {
+        (!h.cross_tcp_senders.is_empty()).then(|| {
+            h.cross_tcp_senders
+                .iter()
+                .filter_map(|s| match world.node(*s) {
+                    Node::TcpSender(n) => Some(f(n.tcp().stats())),
+                    _ => None,
+                })
+                .sum::<u64>()
+        })
+    };
+    let cross_tcp_retransmissions = cross_tcp(|s| s.retransmissions);
+    let cross_tcp_timeouts = cross_tcp(|s| s.timeouts);
     // Against one competitor: their mean when a path has several (the scenarios put every
     // per-path competitor on one path).
     let competitors = h.cross_tcp_receivers.len().max(1) as f64;
@@ -414,6 +433,8 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
             .then(|| unit_starts.len().min(units_done.len()) as u64),
         udp,
         cross_tcp_kbps,
+        cross_tcp_retransmissions,
+        cross_tcp_timeouts,
         friendliness,
         handover,
         engines: counters,

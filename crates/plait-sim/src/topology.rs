@@ -71,6 +71,8 @@ pub struct Handles {
     pub stream_sink: Option<NodeId>,
     /// Receivers of the long-lived cross-traffic TCP flows (`cross.tcp`).
     pub cross_tcp_receivers: Vec<NodeId>,
+    /// Their senders, in the same order.
+    pub cross_tcp_senders: Vec<NodeId>,
     /// The first path with such a competitor (the friendliness factor's path).
     pub cross_tcp_path: Option<usize>,
     /// The competitors cross the shared bottleneck: the friendliness factor compares the
@@ -201,7 +203,7 @@ fn long_lived_tcp(
     start: Time,
     there: Vec<Hop>,
     back: Vec<Hop>,
-) -> NodeId {
+) -> (NodeId, NodeId) {
     let data = flows.next();
     let ack = flows.next();
     let snd = world.add_node(Node::TcpSender(TcpSender::new(tcp.clone(), data, start)));
@@ -212,7 +214,7 @@ fn long_lived_tcp(
     )));
     world.set_route(data, [there, vec![Hop::Node(rcv)]].concat());
     world.set_route(ack, [back, vec![Hop::Node(snd)]].concat());
-    rcv
+    (snd, rcv)
 }
 
 /// A start uniformly in `[0, tcp.start_jitter_s)` from `component_seed`: competitors start
@@ -523,7 +525,10 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
         if !receivers.is_empty() {
             h.cross_tcp_path.get_or_insert(i);
         }
-        h.cross_tcp_receivers.extend(receivers);
+        for (snd, rcv) in receivers {
+            h.cross_tcp_senders.push(snd);
+            h.cross_tcp_receivers.push(rcv);
+        }
         add_changes(&mut world, p, l, duration, seed, i);
     }
     if let (Some(b), Some(first)) = (&scenario.shared_bottleneck, links.first())
@@ -531,7 +536,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     {
         for k in 0..b.tcp {
             let start = jittered_start(scenario, component_seed(seed, 31_000 + u64::from(k)));
-            let rcv = long_lived_tcp(
+            let (snd, rcv) = long_lived_tcp(
                 &mut world,
                 &mut flows,
                 &tcp,
@@ -539,6 +544,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 vec![Hop::Link(first.to_bs), Hop::Link(down)],
                 vec![Hop::Link(up), Hop::Link(first.from_bs)],
             );
+            h.cross_tcp_senders.push(snd);
             h.cross_tcp_receivers.push(rcv);
             h.shared_competitors = true;
         }
@@ -698,7 +704,7 @@ fn add_cross_traffic(
     tcp: &TcpConfig,
     tcp_start_jitter_s: f64,
     seed: u64,
-) -> Vec<NodeId> {
+) -> Vec<(NodeId, NodeId)> {
     let base = 10_000 + 1000 * path as u64;
     let jitter_nanos = crate::time_nanos(Duration::from_secs_f64(tcp_start_jitter_s));
     // Long-lived TCP competitors, from a random start to the end, through the wired hop too:
