@@ -347,34 +347,25 @@ fn measure(scenario: &Scenario, run: &RunSpec, seed: u64, world: &World, h: &Han
         _ => &[],
     };
     let (reorder_p50_ms, reorder_p99_ms) = percentiles(held);
-    let cross_tcp_kbps = (!h.cross_tcp_receivers.is_empty()).then(|| {
-        let bytes: u64 = h
-            .cross_tcp_receivers
-            .iter()
-            .filter_map(|r| match world.node(*r) {
-                Node::TcpReceiver(n) => Some(n.sink().stats().delivered_packets * payload),
-                _ => None,
-            })
-            .sum();
-        // Over the whole run: the competitors start at 0.
-        bytes as f64 * 8.0 / 1000.0 / scenario.duration_s
-    });
-    let cross_tcp = |f: fn(&crate::tcp::TcpSenderStats) -> u64| {
-        (!h.cross_tcp_senders.is_empty()).then(|| {
-            h.cross_tcp_senders
-                .iter()
-                .filter_map(|s| match world.node(*s) {
-                    Node::TcpSender(n) => Some(f(n.tcp().stats())),
-                    _ => None,
-                })
-                .sum::<u64>()
-        })
-    };
-    let cross_tcp_retransmissions = cross_tcp(|s| s.retransmissions);
-    let cross_tcp_timeouts = cross_tcp(|s| s.timeouts);
+    // The competitors' delivered bytes, retransmissions and timeouts, summed.
+    let (mut cross_bytes, mut cross_retx, mut cross_timeouts) = (0, 0, 0);
+    for &(snd, rcv) in &h.cross_tcp {
+        if let Node::TcpReceiver(n) = world.node(rcv) {
+            cross_bytes += n.sink().stats().delivered_packets * payload;
+        }
+        if let Node::TcpSender(n) = world.node(snd) {
+            cross_retx += n.tcp().stats().retransmissions;
+            cross_timeouts += n.tcp().stats().timeouts;
+        }
+    }
+    let competing = !h.cross_tcp.is_empty();
+    // Over the whole run: the competitors start at 0.
+    let cross_tcp_kbps = competing.then(|| cross_bytes as f64 * 8.0 / 1000.0 / scenario.duration_s);
+    let cross_tcp_retransmissions = competing.then_some(cross_retx);
+    let cross_tcp_timeouts = competing.then_some(cross_timeouts);
     // Against one competitor: their mean when a path has several (the scenarios put every
     // per-path competitor on one path).
-    let competitors = h.cross_tcp_receivers.len().max(1) as f64;
+    let competitors = h.cross_tcp.len().max(1) as f64;
     let friendliness = cross_tcp_kbps
         .zip(h.cross_tcp_path)
         .and_then(|(tcp, path)| {

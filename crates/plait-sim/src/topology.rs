@@ -69,10 +69,9 @@ pub struct Handles {
     pub main_start: Time,
     /// Mode `plait-stream`: the gateway whose application reads the transfer.
     pub stream_sink: Option<NodeId>,
-    /// Receivers of the long-lived cross-traffic TCP flows (`cross.tcp`).
-    pub cross_tcp_receivers: Vec<NodeId>,
-    /// Their senders, in the same order.
-    pub cross_tcp_senders: Vec<NodeId>,
+    /// (sender, receiver) of each long-lived cross-traffic TCP flow (`cross.tcp`, and a
+    /// shared bottleneck's competitors).
+    pub cross_tcp: Vec<(NodeId, NodeId)>,
     /// The first path with such a competitor (the friendliness factor's path).
     pub cross_tcp_path: Option<usize>,
     /// The competitors cross the shared bottleneck: the friendliness factor compares the
@@ -511,7 +510,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
     }
 
     for (i, (p, l)) in paths.iter().zip(&links).enumerate() {
-        let receivers = add_cross_traffic(
+        let competitors = add_cross_traffic(
             &mut world,
             &mut flows,
             p,
@@ -522,13 +521,10 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
             scenario.tcp.start_jitter_s,
             seed,
         );
-        if !receivers.is_empty() {
+        if !competitors.is_empty() {
             h.cross_tcp_path.get_or_insert(i);
         }
-        for (snd, rcv) in receivers {
-            h.cross_tcp_senders.push(snd);
-            h.cross_tcp_receivers.push(rcv);
-        }
+        h.cross_tcp.extend(competitors);
         add_changes(&mut world, p, l, duration, seed, i);
     }
     if let (Some(b), Some(first)) = (&scenario.shared_bottleneck, links.first())
@@ -544,8 +540,7 @@ pub fn build(scenario: &Scenario, run: &RunSpec, seed: u64) -> (World, Handles) 
                 vec![Hop::Link(first.to_bs), Hop::Link(down)],
                 vec![Hop::Link(up), Hop::Link(first.from_bs)],
             );
-            h.cross_tcp_senders.push(snd);
-            h.cross_tcp_receivers.push(rcv);
+            h.cross_tcp.push((snd, rcv));
             h.shared_competitors = true;
         }
     }
@@ -693,6 +688,8 @@ pub(crate) fn endpoints(
     )
 }
 
+/// Adds path `path`'s cross traffic; returns its long-lived TCP competitors as (sender,
+/// receiver).
 #[allow(clippy::too_many_arguments)]
 fn add_cross_traffic(
     world: &mut World,
@@ -710,7 +707,7 @@ fn add_cross_traffic(
     // Long-lived TCP competitors, from a random start to the end, through the wired hop too:
     // their round trip is the main flow's, as in seed mHIP's Fig. 1 (both 120 ms), so
     // neither gets the larger share by RTT.
-    let receivers = (0..p.cross.tcp)
+    let competitors = (0..p.cross.tcp)
         .map(|k| {
             let component = 30_000 + 100 * path as u64 + u64::from(k);
             let start = Time::from_nanos(component_seed(seed, component) % jitter_nanos.max(1));
@@ -767,7 +764,7 @@ fn add_cross_traffic(
         )));
         world.set_route(flow, vec![Hop::Link(l.down), Hop::Node(sink)]);
     }
-    receivers
+    competitors
 }
 
 fn add_changes(

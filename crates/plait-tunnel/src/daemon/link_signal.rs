@@ -39,12 +39,14 @@ pub const KEEP_STALE: Duration = Duration::from_secs(3);
 /// Most bytes read from the file (the kernel's is about 200 bytes a wireless interface).
 pub const MAX_READ: u64 = 64 * 1024;
 
-/// A bound path's signal as last updated by its driver.
+/// What the reader keeps of one bound path.
 #[derive(Clone, Copy, Debug)]
-struct Held {
+struct PathSignal {
     path: usize,
-    signal: f64,
-    at: Time,
+    /// The signal as its driver last updated it, and when that was read.
+    held: Option<(f64, Time)>,
+    /// The signal as last logged (a log line when it moves by a tenth).
+    logged: Option<f64>,
 }
 
 /// The reader (see the module docs).
@@ -52,10 +54,8 @@ struct Held {
 pub(crate) struct LinkSignals {
     file: PathBuf,
     next_read: Time,
-    /// Each bound path's last updated signal.
-    held: Vec<Held>,
-    /// Each bound path's signal as last logged (a log line when it moves by a tenth).
-    logged: Vec<(usize, Option<f64>)>,
+    /// The bound paths seen so far (those no longer bound are forgotten at each read).
+    paths: Vec<PathSignal>,
     warned_unread: bool,
     warned_malformed: bool,
 }
@@ -65,8 +65,7 @@ impl LinkSignals {
         LinkSignals {
             file,
             next_read: Time::ZERO,
-            held: Vec::new(),
-            logged: Vec::new(),
+            paths: Vec::new(),
             warned_unread: false,
             warned_malformed: false,
         }
@@ -121,51 +120,44 @@ impl LinkSignals {
                 "link signal file has rows that are ignored (said once)"
             );
         }
-        self.held
-            .retain(|h| bound.iter().any(|(b, _)| *b == h.path));
-        self.logged
-            .retain(|(p, _)| bound.iter().any(|(b, _)| b == p));
+        self.paths
+            .retain(|p| bound.iter().any(|(b, _)| *b == p.path));
         for (path, interface) in bound {
-            let row = table.row(interface);
-            let signal = match row {
+            let known = self.paths.iter().position(|p| p.path == *path);
+            let i = known.unwrap_or_else(|| {
+                self.paths.push(PathSignal {
+                    path: *path,
+                    held: None,
+                    logged: None,
+                });
+                self.paths.len() - 1
+            });
+            let p = &mut self.paths[i];
+            let signal = match table.row(interface) {
                 Some(r) if r.updated => {
-                    self.held.retain(|h| h.path != *path);
-                    self.held.push(Held {
-                        path: *path,
-                        signal: r.signal,
-                        at: now,
-                    });
+                    p.held = Some((r.signal, now));
                     Some(r.signal)
                 }
-                Some(_) => self
+                Some(_) => p
                     .held
-                    .iter()
-                    .find(|h| h.path == *path && now.saturating_since(h.at) <= KEEP_STALE)
-                    .map(|h| h.signal),
+                    .filter(|(_, at)| now.saturating_since(*at) <= KEEP_STALE)
+                    .map(|(s, _)| s),
                 None => None,
             };
-            set(*path, signal);
-            self.log(*path, interface, signal);
-        }
-    }
-
-    /// A log line for a path's first signal and for each move of a tenth of the scale (or
-    /// to or from "not reported").
-    fn log(&mut self, path: usize, interface: &str, signal: Option<f64>) {
-        let moved = |old: Option<f64>| match (old, signal) {
-            (Some(a), Some(b)) => (a - b).abs() >= 0.1,
-            (a, b) => a.is_some() != b.is_some(),
-        };
-        match self.logged.iter_mut().find(|(p, _)| *p == path) {
-            Some((_, old)) if !moved(*old) => {}
-            Some((_, old)) => {
-                info!(path, interface, signal = ?signal, "link signal changed");
-                *old = signal;
-            }
-            None => {
+            // A log line for a path's first signal and for each move of a tenth of the
+            // scale, or to or from none.
+            let moved = match (p.logged, signal) {
+                (Some(a), Some(b)) => (a - b).abs() >= 0.1,
+                (a, b) => a.is_some() != b.is_some(),
+            };
+            if known.is_none() {
                 info!(path, interface, signal = ?signal, "link signal");
-                self.logged.push((path, signal));
+                p.logged = signal;
+            } else if moved {
+                info!(path, interface, signal = ?signal, "link signal changed");
+                p.logged = signal;
             }
+            set(*path, signal);
         }
     }
 
