@@ -2,8 +2,8 @@
 # Runs every cargo-fuzz target in fuzz/ for SECONDS each (default 20), starting from the
 # seed corpora in fuzz/corpus/TARGET (read only: new inputs go to a temporary directory, so
 # the repository stays clean), one per core at a time. Fails if any target crashed, leaving
-# the crashing input in fuzz/artifacts/TARGET/. Needs the nightly toolchain and cargo-fuzz (scripts/setup.sh
-# installs cargo-fuzz).
+# the crashing input in fuzz/artifacts/TARGET/. Needs the nightly toolchain and cargo-fuzz
+# (scripts/setup.sh installs cargo-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
