@@ -331,12 +331,12 @@ fn adaptive_control_moves_only_the_lossy_path_to_bbr() {
     // A clean path and one whose link drops 5 % (T3's situation, docs/protocol.md
     // #congestion-control): `adaptive` runs BBR on the lossy path only and fills it, where
     // NewReno holds a window of a few datagrams there.
-    let transfer = |kind: CongestionKind| {
+    let transfer = |kind: CongestionKind, seed: u64| {
         let paths = [link(8.0, 10, 0.0), link(8.0, 30, 0.05)];
         let (mut a, mut b) = configs();
         a.congestion = kind;
         b.congestion = kind;
-        let mut pair = Pair::new(a, b, &paths, &[], 11);
+        let mut pair = Pair::new(a, b, &paths, &[], seed);
         let mut apps = [App::default(), App::default()];
         let total = 8 << 20;
         apps[0].open(0, &mut pair, 1, total);
@@ -353,13 +353,25 @@ fn adaptive_control_moves_only_the_lossy_path_to_bbr() {
             .collect();
         (finished, names)
     };
-    let (newreno, _) = transfer(CongestionKind::NewReno);
-    let (adaptive, names) = transfer(CongestionKind::Adaptive);
-    eprintln!("8 MiB: newreno {newreno:?}, adaptive {adaptive:?}, controllers {names:?}");
-    assert_eq!(names, ["adaptive (newreno)", "adaptive (bbr)"]);
+    // Three seeds, medians compared: in one seed in ten or so the lossy path loses a whole
+    // window's tail, goes down for a moment and the two controllers finish close together.
+    let (mut newreno, mut adaptive) = (Vec::new(), Vec::new());
+    for seed in [11, 12, 13] {
+        newreno.push(transfer(CongestionKind::NewReno, seed).0);
+        let (finished, names) = transfer(CongestionKind::Adaptive, seed);
+        assert_eq!(
+            names,
+            ["adaptive (newreno)", "adaptive (bbr)"],
+            "seed {seed}"
+        );
+        adaptive.push(finished);
+    }
+    newreno.sort();
+    adaptive.sort();
+    eprintln!("8 MiB: newreno {newreno:?}, adaptive {adaptive:?}");
     // Simulated time, deterministic: the lossy path has half the capacity.
     assert!(
-        adaptive.as_nanos() * 4 < newreno.as_nanos() * 3,
+        adaptive[1].as_nanos() * 4 < newreno[1].as_nanos() * 3,
         "{adaptive:?} against {newreno:?}"
     );
 }

@@ -352,12 +352,20 @@ impl Path {
         let len32 = u32::try_from(len).unwrap_or(u32::MAX);
         self.history.push(seq, now, len32);
         let cwnd_limited = (self.bytes_in_flight + u64::from(len32)) * 2 >= self.cc.window();
+        // A probe of a path that is down or not yet active asks whether the path works: it
+        // takes no room in the window. Counted, the probes sent into an outage (about 6 KB
+        // over T4's 5 s blackhole) outlive it unanswered, fill the two-datagram window the
+        // controller restarts with, and keep data off the path until a later ACK declares
+        // them lost (about a second in the simulator's T4). They still sample the link's
+        // loss (`shallow_loss_rate`).
+        let probing = probe_id.is_some() && !self.state.is_usable();
+        let in_flight = ack_eliciting && !probing;
         let forced = self.log.push(SentPacket {
             seq,
             sent: now,
             len: len32,
             ack_eliciting,
-            in_flight: ack_eliciting,
+            in_flight,
             acked: false,
             lost: false,
             probe_id,
@@ -368,15 +376,19 @@ impl Path {
         });
         if let Some(old) = forced {
             // The log is full of unanswered datagrams: count the oldest lost.
-            self.bytes_in_flight -= u64::from(old.len);
+            if old.in_flight {
+                self.bytes_in_flight -= u64::from(old.len);
+            }
             self.stats.lost += 1;
             if old.reliable {
                 self.resolved.push((old.seq, false));
             }
         }
+        if in_flight {
+            self.bytes_in_flight += u64::from(len32);
+        }
         if ack_eliciting {
             self.cc.on_sent(now, self.rtt.srtt(), u64::from(len32));
-            self.bytes_in_flight += u64::from(len32);
             self.awaiting_since.get_or_insert(now);
             self.last_eliciting_sent = Some(now);
         }

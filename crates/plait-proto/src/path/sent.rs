@@ -21,7 +21,8 @@ pub struct SentPacket {
     pub len: u32,
     /// Whether it elicits an ACK (only those are tracked for loss and counted in flight).
     pub ack_eliciting: bool,
-    /// Whether it still counts towards bytes in flight.
+    /// Whether it still counts towards bytes in flight (never for a probe of a path that
+    /// is probing or down).
     pub in_flight: bool,
     /// Acknowledged (by an ACK or a PROBE_ACK).
     pub acked: bool,

@@ -1,4 +1,5 @@
-//! A path's loss detection against reordering: late datagrams are not link loss.
+//! A path's loss detection: late datagrams are not link loss, and the probes sent into an
+//! outage take no room in the window once the path answers again.
 
 use super::*;
 use crate::cc::CoupledPath;
@@ -21,14 +22,19 @@ fn path() -> Path {
     )
 }
 
-fn ack(p: &mut Path, now: Time, ranges: &[RangeInclusive<PathSeq>]) -> AckOutcome {
-    let largest = *ranges[0].end();
-    let paths = [CoupledPath {
+/// This path alone, as the congestion controllers see it.
+fn alone(p: &Path) -> [CoupledPath; 1] {
+    [CoupledPath {
         id: PathId(0),
         window: p.cc.window(),
         srtt: p.rtt.srtt(),
         usable: true,
-    }];
+    }]
+}
+
+fn ack(p: &mut Path, now: Time, ranges: &[RangeInclusive<PathSeq>]) -> AckOutcome {
+    let largest = *ranges[0].end();
+    let paths = alone(p);
     let coupling = Coupling {
         this: PathId(0),
         paths: &paths,
@@ -85,4 +91,60 @@ fn a_loss_no_ack_names_is_confirmed_after_a_round_trip_and_then_counts() {
     assert!(p.shallow_loss_rate > 0.1, "{}", p.shallow_loss_rate);
     assert_eq!(p.stats().spurious_losses, 0);
     assert_eq!(p.late.packet_threshold(), late::BASE_PACKET_THRESHOLD);
+}
+
+/// Sends the probe pair due at `now`, if any; returns the probe ids sent.
+fn send_due_probes(p: &mut Path, now: Time, next_id: &mut u32) -> Vec<u32> {
+    let ids: Vec<u32> = (0..p.probes_due(now))
+        .map(|_| {
+            *next_id += 1;
+            p.on_sent(now, 60, true, Some(*next_id), None);
+            *next_id
+        })
+        .collect();
+    if !ids.is_empty() {
+        p.on_probes_sent(now);
+    }
+    ids
+}
+
+#[test]
+fn probes_sent_into_an_outage_take_no_room_when_the_path_answers_again() {
+    let mut p = path();
+    let mut id = 0;
+    for probe in send_due_probes(&mut p, at(0), &mut id) {
+        p.on_probe_ack(at(20), probe);
+    }
+    assert_eq!(p.state, PathState::Active);
+    p.on_sent(at(30), 1200, true, None, Some(0));
+    ack(&mut p, at(50), &[2..=2]);
+    // A blackhole from 60 ms: what goes out is never answered, and the path goes down.
+    p.on_sent(at(60), 1200, true, None, Some(1));
+    let mut now = at(60);
+    while p.state != PathState::Down {
+        now = p.next_timeout().expect("a silent path has a timer");
+        let paths = alone(&p);
+        let coupling = Coupling {
+            this: PathId(0),
+            paths: &paths,
+        };
+        p.on_timeout(now, &coupling);
+    }
+    assert_eq!(p.bytes_in_flight, 0, "what was in flight was given up");
+    // Five seconds of probes into the blackhole.
+    let end = now + Duration::from_secs(5);
+    while now < end {
+        send_due_probes(&mut p, now, &mut id);
+        now = p.next_timeout().expect("a down path probes");
+    }
+    assert!(p.stats().probes_sent > 90, "{}", p.stats().probes_sent);
+    assert_eq!(p.bytes_in_flight, 0, "probes of a down path hold no room");
+    // The blackhole ends: the next pair is answered and the path has its whole window.
+    let pair = send_due_probes(&mut p, now, &mut id);
+    for probe in pair {
+        p.on_probe_ack(now + 20 * MS, probe);
+    }
+    assert_eq!(p.state, PathState::Active);
+    assert_eq!(p.bytes_in_flight, 0);
+    assert!(p.cc.window() >= 2 * 1200, "{}", p.cc.window());
 }
