@@ -122,6 +122,7 @@ fn probes_sent_into_an_outage_take_no_room_when_the_path_answers_again() {
     p.on_sent(at(60), 1200, true, None, Some(1));
     let mut now = at(60);
     while p.state != PathState::Down {
+        send_due_probes(&mut p, now, &mut id);
         now = p.next_timeout().expect("a silent path has a timer");
         let paths = alone(&p);
         let coupling = Coupling {
