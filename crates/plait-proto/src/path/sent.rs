@@ -19,7 +19,7 @@ pub struct SentPacket {
     pub sent: Time,
     /// Datagram length in bytes.
     pub len: u32,
-    /// Whether it elicits an ACK (only those are tracked for loss and counted in flight).
+    /// Whether it elicits an ACK (only those are tracked for loss and can count in flight).
     pub ack_eliciting: bool,
     /// Whether it still counts towards bytes in flight (never for a probe of a path that
     /// is probing or down).
