@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use netns_support::daemon::Daemon;
+use netns_support::write_key;
 use plait_testbed::tcp_send;
 use plait_testbed::traffic::{hex, payload_sha256};
 use plait_testbed::{Family, PathSpec, TcpSink, Topology, TopologySpec};
@@ -37,12 +38,6 @@ const BUDGET: u64 = 2_000_000;
 const DOWNLOAD: u64 = 8_000_000;
 /// The warning the client logs when the budget is spent (docs/tunnel-config.md#budget).
 const SPENT_LOG: &str = "the path's byte budget is spent: it is a backup until the next period";
-
-fn write_key(dir: &Path, name: &str, key: &Key) -> String {
-    let file = dir.join(format!("{name}.key"));
-    std::fs::write(&file, format!("{}\n", key.to_base64())).expect("key file");
-    file.display().to_string()
-}
 
 /// The configs: the server's, and the client's with path 1 metered and its budget.
 fn write_configs(topo: &Topology, dir: &Path, tun: &str) -> (PathBuf, PathBuf) {

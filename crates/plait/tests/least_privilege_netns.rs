@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use netns_support::daemon::{Daemon, assert_clean};
+use netns_support::write_key;
 use plait_testbed::{
     Family, Namespace, PathSpec, RttProbe, SKIP_NO_ROOT, TcpSink, Topology, TopologySpec, UdpEcho,
     cleanup_stale, have_root, tcp_send,
@@ -297,12 +298,6 @@ fn sysctl(ns: &Namespace, key: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn write_key(dir: &Path, name: &str, key: &Key) -> PathBuf {
-    let file = dir.join(format!("{name}.key"));
-    std::fs::write(&file, format!("{}\n", key.to_base64())).expect("key file");
-    file
-}
-
 #[test]
 fn daemons_run_locked_down_and_still_undo_their_configuration() {
     if !have_root() {
@@ -343,7 +338,7 @@ fn daemons_run_locked_down_and_still_undo_their_configuration() {
          [tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.1/24\"]\n\n\
          [control]\nstatus_socket = \"{}\"\nmetrics = \"{METRICS}\"\n\n[streams]\n\n\
          [[client]]\nname = \"site0\"\npublic_key = \"{}\"\nallowed_ips = [\"10.77.0.2/32\", \"{}\"]\n",
-        write_key(dir.path(), "server", &server_key).display(),
+        write_key(dir.path(), "server", &server_key),
         dir.path().join("server.sock").display(),
         client_key.public().to_base64(),
         topo.site0().lan_net(Family::V4),
@@ -359,7 +354,7 @@ fn daemons_run_locked_down_and_still_undo_their_configuration() {
         "private_key_file = \"{}\"\nserver_public_key = \"{}\"\nroute = [\"{}\"]\n\n\
          [tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.2/24\"]\n\n\
          [control]\nstatus_socket = \"{}\"\n\n[streams]\nsocks5 = \"{SOCKS5}\"\n",
-        write_key(dir.path(), "client0", &client_key).display(),
+        write_key(dir.path(), "client0", &client_key),
         server_key.public().to_base64(),
         topo.remote_net(Family::V4),
         dir.path().join("client0.sock").display(),

@@ -26,6 +26,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use netns_support::daemon::Daemon;
+use netns_support::write_key;
 use plait_testbed::traffic::{CbrAccount, CbrArrival, monotonic_ns};
 use plait_testbed::{
     CbrOptions, CbrSink, Family, Namespace, PathSpec, TcpSink, Topology, TopologySpec, cbr_send,
@@ -72,12 +73,6 @@ struct Tunnel {
 
 fn tun_name() -> String {
     format!("prm{}", std::process::id() % 1_000_000)
-}
-
-fn write_key(dir: &std::path::Path, name: &str, key: &Key) -> String {
-    let file = dir.join(format!("{name}.key"));
-    std::fs::write(&file, format!("{}\n", key.to_base64())).expect("key file");
-    file.display().to_string()
 }
 
 impl Tunnel {

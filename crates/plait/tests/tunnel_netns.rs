@@ -32,6 +32,7 @@ use tempfile::TempDir;
 mod netns_support;
 
 use netns_support::daemon::{Daemon, FWMARK, TABLE};
+use netns_support::write_key;
 
 const PREFIX: &str = "ptn";
 const PORT: u16 = 7744;
@@ -144,12 +145,6 @@ fn engine_table(extra: &str) -> String {
 
 fn tun_name(tag: char) -> String {
     format!("pt{tag}{}", std::process::id() % 1_000_000)
-}
-
-fn write_key(dir: &Path, name: &str, key: &Key) -> String {
-    let file = format!("{name}.key");
-    std::fs::write(dir.join(&file), format!("{}\n", key.to_base64())).expect("key file");
-    file
 }
 
 fn quote_all<T: ToString>(items: &[T]) -> String {

@@ -5,8 +5,11 @@
 
 pub mod daemon;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use plait_tunnel::keys::Key;
 
 use plait_testbed::{SKIP_NO_ROOT, cleanup_stale, have_root};
 
@@ -77,4 +80,13 @@ pub fn assert_nothing_left(prefix: &str) {
         })
         .collect();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
+
+/// Writes `key` to `DIR/NAME.key` (base64 and a newline, as `plait genkey` does) and returns
+/// `NAME.key`: the tests' configs live in `dir`, and the daemon resolves a relative key file
+/// against its config file's directory.
+pub fn write_key(dir: &Path, name: &str, key: &Key) -> String {
+    let file = format!("{name}.key");
+    std::fs::write(dir.join(&file), format!("{}\n", key.to_base64())).expect("key file");
+    file
 }
