@@ -665,6 +665,7 @@ impl Path {
         // Judged when a loss is declared: the datagrams sent after it show the queue it met.
         let shallow = self.queue_is_shallow();
         let mut lost = 0;
+        let mut lost_to_outage = 0;
         let mut lost_bytes = 0;
         let mut youngest_lost = None;
         // Losses the pending list's bound confirms early.
@@ -683,8 +684,12 @@ impl Path {
                 if p.in_flight {
                     p.in_flight = false;
                     lost_bytes += u64::from(p.len);
+                    lost += 1;
+                } else {
+                    // A probe sent while the path was down or probing: lost to the outage,
+                    // which liveness judged; not a sample of the loss rate once it is back.
+                    lost_to_outage += 1;
                 }
-                lost += 1;
                 // A lost probe says the path is silent (liveness judges that), not that
                 // the sender overran it: probes are not congestion signals.
                 if p.probe_id.is_none() {
@@ -712,10 +717,11 @@ impl Path {
             }
         }
         self.bytes_in_flight -= lost_bytes;
-        self.stats.lost += lost;
+        self.stats.lost += lost + lost_to_outage;
         if let Some(sent) = youngest_lost {
             let n = u32::try_from(lost).unwrap_or(u32::MAX);
-            // (`n` counts lost probes too; only the undo bookkeeping uses it.)
+            // (`n` counts lost probes sent while the path was usable too; only the undo
+            // bookkeeping uses it.)
             let flight = self.bytes_in_flight + lost_bytes;
             self.cc.on_lost(now, n, sent, flight, coupling);
         }
@@ -727,7 +733,7 @@ impl Path {
         }
         self.on_confirmed_losses(now, forced);
         self.confirm_losses(now);
-        lost
+        lost + lost_to_outage
     }
 
     /// Confirms the declared losses no ACK named within one smoothed RTT and the peer's

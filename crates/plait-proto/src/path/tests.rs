@@ -1,5 +1,5 @@
 //! A path's loss detection: late datagrams are not link loss, and the probes sent into an
-//! outage take no room in the window once the path answers again.
+//! outage take no room in the window once the path answers again, nor count in its loss rate.
 
 use super::*;
 use crate::cc::CoupledPath;
@@ -152,4 +152,15 @@ fn probes_sent_into_an_outage_take_no_room_when_the_path_answers_again() {
         p.bytes_in_flight,
         p.cc.window()
     );
+    // Data again: its ACK declares the outage's probes lost, which is no loss rate of the
+    // path that came back (nor a reason to call it degraded).
+    let seq = p.on_sent(now + 30 * MS, 1200, true, None, Some(2));
+    let before = p.stats().lost;
+    ack(&mut p, now + 50 * MS, &[seq..=seq]);
+    assert!(
+        p.stats().lost > before + 90,
+        "the outage's probes are resolved"
+    );
+    assert_eq!(p.loss_rate, 0.0);
+    assert_eq!(p.state, PathState::Active);
 }
