@@ -197,10 +197,6 @@ pub fn judge(
     {
         return Some(HandoverReason::Delay);
     }
-    let fewest = others.iter().map(|o| o.blackouts).min().unwrap_or(0);
-    if me.blackouts >= cfg.blackouts && me.blackouts > fewest {
-        return Some(HandoverReason::Blackouts);
-    }
     let weak = |s: Option<f64>, bound: f64| s.is_some_and(|s| signal_under(s, bound));
     let bound = if looser {
         cfg.weak_signal + HANDBACK_SIGNAL_MARGIN
@@ -209,6 +205,11 @@ pub fn judge(
     };
     if weak(me.signal, bound) && others.iter().any(|o| !weak(o.signal, cfg.weak_signal)) {
         return Some(HandoverReason::WeakSignal);
+    }
+    // Last: a path poor for past blackouts alone still carries for one failing now.
+    let fewest = others.iter().map(|o| o.blackouts).min().unwrap_or(0);
+    if me.blackouts >= cfg.blackouts && me.blackouts > fewest {
+        return Some(HandoverReason::Blackouts);
     }
     None
 }
@@ -683,6 +684,22 @@ mod tests {
         assert_eq!(
             t.update(&cfg, at(4.0) + cfg.hold, None, true),
             Some(HandoverChange::HandedBack)
+        );
+    }
+
+    #[test]
+    fn a_weak_path_that_also_stalled_is_poor_for_its_signal() {
+        // Blackouts come last, so such a path does not count as carrying for another
+        // failing now (`session/handover.rs`).
+        let cfg = HandoverConfig::default();
+        let weak_and_stalled = QualitySample {
+            signal: Some(0.1),
+            blackouts: cfg.blackouts,
+            ..clean()
+        };
+        assert_eq!(
+            judge(&cfg, &weak_and_stalled, &[clean()], false),
+            Some(HandoverReason::WeakSignal)
         );
     }
 
