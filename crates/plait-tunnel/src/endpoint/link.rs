@@ -571,27 +571,19 @@ impl Link {
             .get(usize::from(path.0))
             .copied()
             .unwrap_or_default();
-        // docs/protocol.md#registration: the registered priority and cost class (a metered
-        // path is an overflow path, docs/protocol.md#overflow), and the link-layer signal
-        // (docs/protocol.md#handover), if the client sent them.
-        let entry = self.registration.as_ref().and_then(|r| r.entry(path.0));
-        let priority = entry.map_or(known.priority, |e| e.attributes.priority);
-        let overflow = entry.map_or(known.overflow, |e| {
-            e.attributes.cost == crate::registration::CostClass::Metered
-        });
+        let r = registration::registered(self.registration.as_ref(), &self.path_hints, path);
         session.add_path(
             now,
             path,
             PathHints {
                 backup,
-                priority,
-                overflow,
+                priority: r.priority,
+                overflow: r.overflow,
                 ..known
             },
         )?;
-        let signal = entry.and_then(|e| e.quality.signal);
         // The path was added just now: nothing to refuse.
-        let _ = session.set_link_signal(path, signal.map(crate::registration::signal_fraction));
+        let _ = session.set_link_signal(path, r.signal);
         Ok(true)
     }
 

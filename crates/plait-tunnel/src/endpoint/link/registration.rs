@@ -11,6 +11,7 @@
 //! - A registration whose client address on a path is not of the family the server sees
 //!   the path at is refused whole and counted; nothing of it is applied.
 
+use plait_proto::path::PathHints;
 use plait_proto::{PathId, Time};
 use tracing::{debug, info};
 
@@ -19,7 +20,35 @@ use super::super::validation::{PathAddress, PathEndpoint};
 use super::Link;
 use crate::control::snapshot::{RegisteredPath, RegistrationStatus};
 use crate::message::{PATH_TOKEN_LEN, PathFrame, QUERY, REGISTER, REGISTER_ACK, REGISTRATION};
-use crate::registration::{Registration, RegistrationError, encode, signal_fraction};
+use crate::registration::{CostClass, Registration, RegistrationError, encode, signal_fraction};
+
+/// What the engine session is told of one path: its priority and cost class (a metered path
+/// is an overflow path, docs/protocol.md#overflow) from the client's registration, else
+/// from the experiment's hints; and the link-layer signal (docs/protocol.md#handover), a
+/// fraction of full, if the client sent one: the server judges it too, so it hands a weak
+/// path over for what it sends as well.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Registered {
+    pub priority: u8,
+    pub overflow: bool,
+    pub signal: Option<f64>,
+}
+
+/// [`Registered`] for `path` under `registration` (docs/protocol.md#registration), `hints`
+/// the experiment's per-path hints (empty in the daemon).
+pub(super) fn registered(
+    registration: Option<&Registration>,
+    hints: &[PathHints],
+    path: PathId,
+) -> Registered {
+    let known = hints.get(usize::from(path.0)).copied().unwrap_or_default();
+    let entry = registration.and_then(|r| r.entry(path.0));
+    Registered {
+        priority: entry.map_or(known.priority, |e| e.attributes.priority),
+        overflow: entry.map_or(known.overflow, |e| e.attributes.cost == CostClass::Metered),
+        signal: entry.and_then(|e| e.quality.signal).map(signal_fraction),
+    }
+}
 
 impl Link {
     /// Server side: a REGISTER from `from` (docs/protocol.md#registration).
@@ -87,31 +116,11 @@ impl Link {
         if let Some(session) = self.session.as_mut() {
             let ids: Vec<PathId> = session.path_ids().collect();
             for id in ids {
-                let priority = registration.entry(id.0).map_or_else(
-                    || {
-                        self.path_hints
-                            .get(usize::from(id.0))
-                            .map_or(0, |h| h.priority)
-                    },
-                    |e| e.attributes.priority,
-                );
-                // docs/protocol.md#overflow: a metered path carries only the excess.
-                let overflow = registration.entry(id.0).map_or(
-                    self.path_hints
-                        .get(usize::from(id.0))
-                        .is_some_and(|h| h.overflow),
-                    |e| e.attributes.cost == crate::registration::CostClass::Metered,
-                );
-                // docs/protocol.md#handover: the client's link-layer signal, judged here
-                // too, so the server hands a weak path over for what it sends as well.
-                let signal = registration
-                    .entry(id.0)
-                    .and_then(|e| e.quality.signal)
-                    .map(signal_fraction);
+                let r = registered(Some(&registration), &self.path_hints, id);
                 // The path is in the session (listed just now): nothing to refuse.
-                let _ = session.set_path_priority(now, id, priority);
-                let _ = session.set_path_overflow(now, id, overflow);
-                let _ = session.set_link_signal(id, signal);
+                let _ = session.set_path_priority(now, id, r.priority);
+                let _ = session.set_path_overflow(now, id, r.overflow);
+                let _ = session.set_link_signal(id, r.signal);
             }
         }
         if attributes_changed {
