@@ -9,13 +9,17 @@
 //! (docs/protocol.md#unordered), `unordered_below_kbps = 256`. Without pacing the end host's
 //! TCP fills the 300 ms queues and the probe's p99 is about the idle RTT plus 300 ms.
 //!
-//! What it asserts is what noise on a shared machine cannot break: the bytes arrive intact,
+//! What it asserts leaves room for a shared machine's noise: the bytes arrive intact,
 //! and the probe's p99 through the tunnel stays below the idle RTT plus half of one queue's
 //! full delay (150 ms). The queue this configuration leaves on the fast link is BBR's: at
 //! most its window (two BDPs plus an ACK allowance of at most 25 ms, more during its
-//! start-up) less the path's pipe, whatever the drop-tail limit (p99 66-91 ms through the
-//! tunnel in six runs; 338 ms for the same topology without pacing), so the long drop-tail
-//! queues leave a wide margin between the two. No throughput figure, no wall-clock bound
+//! start-up) less the path's pipe, whatever the drop-tail limit (p99 67-135 ms through the
+//! tunnel in five runs; a probe that rides path 1 meets that path's own BBR queue and its
+//! 60 ms RTT, about 145 ms together; 338 ms for the same topology without pacing), so the
+//! long drop-tail queues leave a margin between the two. One CI run failed at 175 ms (path 0's link
+//! 138 ms), likely a BBR model reading bunched ACKs as a faster bottleneck: stopping the
+//! receiving daemon for 40 ms every 300 ms did that, until the rate samples were bounded by
+//! the send rate (docs/protocol.md#delivery-rate). No throughput figure, no wall-clock bound
 //! beyond the harness's kill switch.
 //!
 //! Invariant: its own namespace prefix (`plat`) and a temporary directory; a run that takes
@@ -107,9 +111,22 @@ fn probe_through_the_tunnel_stays_below_the_links_queues_under_load() {
         m["rtt_p50_ms"].as_f64().unwrap_or(f64::NAN),
         m["rtt_p99_ms"].as_f64().unwrap_or(f64::NAN),
     );
+    // On failure, when the queue rose says why (start-up, a steady overestimate, a stall).
+    let series = |key: &str| -> String {
+        m[key].as_array().map_or_else(String::new, |v| {
+            v.iter()
+                .map(|x| x.as_f64().map_or("-".into(), |x| format!("{x:.0}")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
     assert!(
         p99 < bound,
-        "the probe through the tunnel waited in full queues: p99 {p99:.1} ms, idle {idle:.1} ms"
+        "the probe through the tunnel waited in full queues: p99 {p99:.1} ms, idle {idle:.1} ms\n\
+         per 100 ms, the probe's largest RTT through the tunnel: {}\n\
+         and on path 0's link: {}",
+        series("tunnel_rtt_series"),
+        series("rtt_series"),
     );
     netns_support::assert_nothing_left(PREFIX);
 }

@@ -114,6 +114,7 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
             min_rtt: Duration::from_millis(20),
             bytes_in_flight: 100_000,
             app_limited: false,
+            newest_sent: None,
         };
         c.on_ack(at(i * 20), &acked, &coupling);
     }
@@ -137,6 +138,7 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         min_rtt: Duration::from_millis(20),
         bytes_in_flight: bbr_window,
         app_limited: false,
+        newest_sent: None,
     };
     c.on_ack(at(10_000), &acked, &coupling);
     // At the cap, the datagram NewReno added is taken back.
@@ -170,6 +172,7 @@ fn steady(c: &mut Adaptive, from_ms: u64, until_ms: u64, rate: u64) {
             min_rtt: Duration::from_millis(20),
             bytes_in_flight: c.window(),
             app_limited: false,
+            newest_sent: None,
         };
         c.on_ack(at(t), &acked, &coupling);
     }
@@ -211,6 +214,7 @@ fn newreno_is_held_to_one_and_a_half_bdps_plus_the_ack_allowance() {
             min_rtt: Duration::from_millis(20),
             bytes_in_flight: plain.window(),
             app_limited: false,
+            newest_sent: None,
         };
         plain.on_ack(at(t), &acked, &coupling);
     }

@@ -22,13 +22,21 @@
 //!   count and time and takes `delivered / max(send interval, ack interval)` per ACK
 //!   (draft §4.1.1.3, draft-cheng-iccrg-delivery-rate-estimation). The trait passes no
 //!   per-packet state, only the bytes each ACK frame acknowledged, so the controller counts
-//!   acknowledged bytes itself and samples `bytes / elapsed` over intervals between ACK
-//!   arrivals of at least `max(RTprop, 1 ms)`. The ACK-side interval alone overestimates
-//!   under ACK compression, which the one-RTprop length smooths; an interval spans at least
-//!   one RTprop, so in Startup a sample averages a rate that is still doubling (the
-//!   estimate lags by about half a round).
+//!   acknowledged bytes itself and keeps snapshots of that count at past ACKs (at most
+//!   [`SNAPSHOTS`], one per RTprop/16 at most). Each ACK samples `bytes / max(ack interval,
+//!   send interval)` since the newest snapshot at least `max(RTprop, 1 ms)` old: a window
+//!   sliding with the ACKs, so one of them lines up with the 1.25 phase's datagrams
+//!   (disjoint intervals straddled it and read about 1.0: a path whose capacity came back
+//!   did not find it). The send interval is between the send times of the newest datagrams
+//!   the two ACKs acknowledged ([`Acked::newest_sent`]). The ACK interval alone
+//!   overestimates under ACK compression: a receiver or radio that stalls, then sends its
+//!   ACKs in a burst, makes the bytes of the stall arrive in one window, and the max filter
+//!   would keep that rate for ten rounds with a window as many times too large; the send
+//!   interval bounds the sample by the rate the data left at. A window spans at least one
+//!   RTprop, so in Startup a sample averages a rate that is still doubling (the estimate
+//!   lags by about half a round).
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
-//!   sent in an app-limited period; here an interval is app-limited if any ACK in it was
+//!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
 //!   As in BBR (Linux `bbr_update_bw`), an app-limited sample enters the filter only if it
 //!   is at least the current estimate, so it can raise it but never lower it.
@@ -88,6 +96,7 @@
 //! estimate is positive; an elapsed time divided by is at least 1 ms; time comes only from
 //! `now` (backwards time gives no sample).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::aimd::{clamp_window, sane_mss};
@@ -125,6 +134,9 @@ const FULL_BW_ROUNDS: u32 = 3;
 const MIN_PIPE_DATAGRAMS: u64 = 4;
 /// Shortest delivery-rate interval (so a zero min RTT cannot make one empty).
 const MIN_INTERVAL: Duration = Duration::from_millis(1);
+/// Most snapshots of the delivery count kept: taken at most one per RTprop/16, so those of
+/// the last RTprop and the one before them fit.
+pub const SNAPSHOTS: usize = 32;
 
 /// Which state the controller is in (draft §4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,14 +201,26 @@ pub struct Bbr {
     round: u64,
     /// `delivered` at which the current round ends; `None`: the next ACK ends it.
     round_end: Option<u64>,
-    /// The open delivery-rate interval: its start, `delivered` then, and whether an ACK in
-    /// it was app-limited.
-    interval: Option<(Time, u64, bool)>,
+    /// Snapshots at past ACKs, oldest first (see [`Snapshot`]; at most [`SNAPSHOTS`]).
+    snapshots: VecDeque<Snapshot>,
+    /// ACKs so far that were app-limited (saturating).
+    app_limited_acks: u64,
     /// Startup's plateau detector (draft §4.3.2.2 `BBR.full_bw`, `full_bw_count`).
     full_bw: f64,
     full_bw_count: u32,
     /// Start of the current ProbeBW phase.
     phase_start: Time,
+}
+
+/// The delivery count at one ACK: when it came, the bytes delivered then, the send time of
+/// the newest datagram it acknowledged, and the app-limited ACKs until then (itself
+/// included).
+#[derive(Clone, Copy, Debug)]
+struct Snapshot {
+    acked_at: Time,
+    delivered: u64,
+    newest_sent: Option<Time>,
+    app_limited_acks: u64,
 }
 
 impl Bbr {
@@ -220,7 +244,8 @@ impl Bbr {
             delivered: 0,
             round: 0,
             round_end: None,
-            interval: None,
+            snapshots: VecDeque::with_capacity(SNAPSHOTS),
+            app_limited_acks: 0,
             full_bw: 0.0,
             full_bw_count: 0,
             phase_start: Time::ZERO,
@@ -275,25 +300,51 @@ impl Bbr {
         true
     }
 
-    /// Closes the delivery-rate interval if it lasted at least one RTprop and feeds the
-    /// sample to the filter (app-limited ones only if they do not lower it).
+    /// Samples the delivery rate since the newest snapshot at least one RTprop old (if any)
+    /// and feeds it to the filter (an app-limited one only if it does not lower it); then
+    /// takes a snapshot of this ACK if the last is at least RTprop/16 old.
     fn update_bw(&mut self, now: Time, acked: &Acked) {
-        let Some((start, at_start, limited)) = self.interval else {
-            self.interval = Some((now, self.delivered, acked.app_limited));
-            return;
-        };
-        let limited = limited || acked.app_limited;
-        let elapsed = now.saturating_since(start);
-        if elapsed < self.min_rtt.max(MIN_INTERVAL) {
-            self.interval = Some((start, at_start, limited));
-            return;
+        if acked.app_limited {
+            self.app_limited_acks = self.app_limited_acks.saturating_add(1);
         }
-        let bytes = self.delivered.saturating_sub(at_start);
-        let sample = bytes as f64 / elapsed.as_secs_f64();
-        if !limited || sample >= self.bw.get() {
-            self.bw.insert(self.round, sample);
+        let span = self.min_rtt.max(MIN_INTERVAL);
+        let reference = self
+            .snapshots
+            .iter()
+            .rposition(|s| now.saturating_since(s.acked_at) >= span);
+        if let Some(k) = reference {
+            // Older snapshots can serve no later ACK better than this one.
+            self.snapshots.drain(..k);
+            let from = self.snapshots[0];
+            // Delivered over the longer of the ACK and the send interval: ACKs bunched by a
+            // stall cannot make the rate exceed the one the data was sent at (module docs).
+            let send_elapsed = match (from.newest_sent, acked.newest_sent) {
+                (Some(first), Some(last)) => last.saturating_since(first),
+                _ => Duration::ZERO,
+            };
+            let elapsed = now.saturating_since(from.acked_at).max(send_elapsed);
+            let bytes = self.delivered.saturating_sub(from.delivered);
+            let sample = bytes as f64 / elapsed.as_secs_f64();
+            let app_limited = self.app_limited_acks != from.app_limited_acks;
+            if !app_limited || sample >= self.bw.get() {
+                self.bw.insert(self.round, sample);
+            }
         }
-        self.interval = Some((now, self.delivered, false));
+        let due = self
+            .snapshots
+            .back()
+            .is_none_or(|last| now.saturating_since(last.acked_at) >= span / 16);
+        if due {
+            if self.snapshots.len() >= SNAPSHOTS {
+                self.snapshots.pop_front();
+            }
+            self.snapshots.push_back(Snapshot {
+                acked_at: now,
+                delivered: self.delivered,
+                newest_sent: acked.newest_sent,
+                app_limited_acks: self.app_limited_acks,
+            });
+        }
     }
 
     /// Startup's exit test, once per round on a non-app-limited ACK (draft §4.3.2.2).

@@ -30,6 +30,7 @@ fn acked(bytes: u64, bytes_in_flight: u64, app_limited: bool) -> Acked {
         min_rtt: Duration::from_millis(100),
         bytes_in_flight,
         app_limited,
+        newest_sent: None,
     }
 }
 
@@ -127,6 +128,65 @@ fn to_probe_bw() -> Bbr {
 #[test]
 fn startup_grows_the_estimate_then_drains_then_probes() {
     to_probe_bw();
+}
+
+/// An ACK at `t` ms of `bytes` whose newest datagram was sent at `sent` ms.
+fn ack_sent(cc: &mut Bbr, t: u64, bytes: u64, sent: u64) {
+    let a = Acked {
+        newest_sent: Some(ms(sent)),
+        ..acked(bytes, 0, false)
+    };
+    cc.on_ack(ms(t), &a, &none());
+}
+
+#[test]
+fn acks_bunched_by_a_stall_are_not_read_as_a_faster_bottleneck() {
+    // ProbeBW at 1 MB/s (data leaves at 1 MB/s, ACKs come one-way 100 ms after sending).
+    let mut cc = to_probe_bw();
+    // 1000 ms: acknowledges what was sent up to 900 ms; closes the interval begun at 900
+    // (opened with no send time, so over its ACK interval: 100 000 / 0.1 s, the estimate)
+    // and opens one at 1000 ms, newest send time 900 ms.
+    ack_sent(&mut cc, 1000, 100_000, 900);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    // 1100 ms: the receiver stalled: this ACK covers only what was sent up to 950 ms
+    // (50 000 B / max(0.1, 0.05) s = 500 000 B/s, below the estimate). Interval opens at
+    // 1100 ms, newest send time 950 ms.
+    ack_sent(&mut cc, 1100, 50_000, 950);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    // 1200 ms: the receiver caught up: everything sent up to 1100 ms, 150 000 B in 100 ms
+    // of ACKs. Over the ACK interval alone that is 1.5 MB/s (window 300 000); over the
+    // send interval, 150 ms, the bottleneck's 1 MB/s.
+    ack_sent(&mut cc, 1200, 150_000, 1100);
+    assert_close(cc.bandwidth(), 1_000_000.0);
+    assert_eq!(cc.window(), 200_000);
+}
+
+#[test]
+fn a_probe_phase_between_sample_boundaries_is_still_seen() {
+    // ProbeBW at 1 MB/s on a path with room for more; one ACK every 10 ms, each for the
+    // data sent 100 ms (one RTT) before it. Sent from 1050 to 1150 ms at 1.25 MB/s (the
+    // probe), from 1150 to 1250 ms at 0.75, else at 1. Disjoint 100 ms intervals from
+    // 900 ms see at most 1.125 MB/s (half probe, half not); a window sliding with the ACKs
+    // lines up with the probe (the ACKs from 1160 to 1250 ms) and sees 1.25 MB/s. A round
+    // is about 100 ms of deliveries, so the filter still holds the probe's sample at 1300.
+    let mut cc = to_probe_bw();
+    let rate = |sent: u64| match sent {
+        1050..1150 => 1_250_000,
+        1150..1250 => 750_000,
+        _ => 1_000_000,
+    };
+    let mut best: f64 = 0.0;
+    for t in (910..=1300).step_by(10) {
+        let sent = t - 100;
+        let a = Acked {
+            newest_sent: Some(ms(sent)),
+            ..acked(rate(sent - 10) / 100, 100_000, false)
+        };
+        cc.on_ack(ms(t), &a, &none());
+        best = best.max(cc.bandwidth());
+    }
+    assert_close(best, 1_250_000.0);
+    assert_close(cc.bandwidth(), 1_250_000.0);
 }
 
 #[test]

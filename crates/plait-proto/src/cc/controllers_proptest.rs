@@ -20,6 +20,9 @@ enum Op {
         srtt: Duration,
         min_rtt: Duration,
         app_limited: bool,
+        /// Send time of the newest acknowledged datagram, nanoseconds (any, even ahead of
+        /// the clock).
+        newest_sent: Option<u64>,
         paths: Vec<CoupledPath>,
     },
     Loss(Vec<CoupledPath>),
@@ -54,12 +57,13 @@ fn coupled_path() -> impl Strategy<Value = CoupledPath> {
 fn op() -> impl Strategy<Value = Op> {
     let paths = || prop::collection::vec(coupled_path(), 0..5);
     prop_oneof![
-        6 => (bytes(), duration(), duration(), any::<bool>(), paths()).prop_map(
-            |(bytes, srtt, min_rtt, app_limited, paths)| Op::Ack {
+        6 => (bytes(), duration(), duration(), any::<bool>(), any::<Option<u64>>(), paths()).prop_map(
+            |(bytes, srtt, min_rtt, app_limited, newest_sent, paths)| Op::Ack {
                 bytes,
                 srtt,
                 min_rtt,
                 app_limited,
+                newest_sent,
                 paths,
             }
         ),
@@ -100,13 +104,14 @@ proptest! {
                 // Mostly forward; a full-range step may wrap the clock backwards.
                 now = Time::from_nanos(now.as_nanos().wrapping_add(*step));
                 match op {
-                    Op::Ack { bytes, srtt, min_rtt, app_limited, paths } => {
+                    Op::Ack { bytes, srtt, min_rtt, app_limited, newest_sent, paths } => {
                         let acked = Acked {
                             bytes: *bytes,
                             srtt: *srtt,
                             min_rtt: *min_rtt,
                             bytes_in_flight: 0,
                             app_limited: *app_limited,
+                            newest_sent: newest_sent.map(Time::from_nanos),
                         };
                         cc.on_ack(now, &acked, &Coupling { this: PathId(this), paths });
                     }

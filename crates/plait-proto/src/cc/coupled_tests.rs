@@ -16,6 +16,7 @@ fn ack(bytes: u64) -> Acked {
         min_rtt: Duration::from_millis(40),
         bytes_in_flight: 0,
         app_limited: false,
+        newest_sent: None,
     }
 }
 
@@ -189,6 +190,7 @@ fn balia_uses_the_last_ack_rtt_on_a_loss() {
         ms(10),
         &Acked {
             app_limited: true,
+            newest_sent: None,
             ..ack(1_200)
         },
         &coupling(&stale),

@@ -15,6 +15,7 @@ fn ack(bytes: u64) -> Acked {
         min_rtt: Duration::from_millis(90),
         bytes_in_flight: 0,
         app_limited: false,
+        newest_sent: None,
     }
 }
 
@@ -146,6 +147,7 @@ fn cubic_app_limited_acks_do_not_grow() {
     let mut cc = after_first_cut();
     let a = Acked {
         app_limited: true,
+        newest_sent: None,
         ..ack(50_000)
     };
     cc.on_ack(ms(5000), &a, &none());

@@ -140,6 +140,12 @@ pub struct Acked {
     /// The sender had less to send than the window allowed when these were sent: the
     /// window was not the limit, so it should not grow (RFC 7661, RFC 9002 §7.8).
     pub app_limited: bool,
+    /// When the most recently sent of the datagrams counted in `bytes` was sent (`None`
+    /// if none was counted). BBR bounds a delivery-rate sample by the rate these
+    /// were sent at, so a burst of late ACKs (a stalled receiver or an aggregating radio
+    /// link) does not read as a faster bottleneck (draft-cheng-iccrg-delivery-rate-estimation
+    /// §3.3: `max(send_elapsed, ack_elapsed)`).
+    pub newest_sent: Option<Time>,
 }
 
 /// One path's figures as the coupled controllers see them.

@@ -14,6 +14,7 @@ fn acked(bytes: u64) -> Acked {
         min_rtt: Duration::from_millis(40),
         bytes_in_flight: 0,
         app_limited: false,
+        newest_sent: None,
     }
 }
 
@@ -75,6 +76,7 @@ fn app_limited_acks_do_not_grow_the_window() {
     let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
     let a = Acked {
         app_limited: true,
+        newest_sent: None,
         ..acked(10 * MSS)
     };
     cc.on_ack(ms(50), &a, 0, &alone(&mut buf, 12_000));

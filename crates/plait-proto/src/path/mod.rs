@@ -35,7 +35,7 @@ pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
 pub use rate::{
     DeliveryRateEstimator, MIN_PAIR_BYTES, PAIR_EWMA_NEW, PairRateEstimator, TrainRateEstimator,
 };
-pub use rtt::RttEstimator;
+pub use rtt::{Return, RttEstimator};
 pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
@@ -415,7 +415,9 @@ impl Path {
     /// Processes one ACK frame for this path (docs/protocol.md#ack-frame).
     ///
     /// `largest` comes from [`Path::expand_ack_largest`]; `ranges` are the acknowledged
-    /// ranges (highest first); `timestamps` are (seq, receive µs on the peer's clock).
+    /// ranges (highest first); `timestamps` are (seq, receive µs on the peer's clock);
+    /// `returned` says whether the frame came over this path or another (its RTT sample
+    /// counts toward that way's minimum, `rtt` module docs).
     #[allow(clippy::too_many_arguments)]
     pub fn on_ack(
         &mut self,
@@ -426,9 +428,11 @@ impl Path {
         timestamps: impl Iterator<Item = (PathSeq, u32)>,
         owd_ref: &mut OwdReference,
         coupling: &Coupling<'_>,
+        returned: Return,
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
         let (mut cc_bytes, mut cc_limited, mut spurious) = (0u64, false, 0u32);
+        let mut cc_newest_sent: Option<Time> = None;
         // Timestamps are usable even when every datagram they name is already resolved.
         let base = self.log.base().unwrap_or(self.next_seq);
         let mut largest_newly_acked: Option<SentPacket> = None;
@@ -467,6 +471,7 @@ impl Path {
                     {
                         cc_bytes += u64::from(pkt.len);
                         cc_limited |= pkt.cwnd_limited;
+                        cc_newest_sent = cc_newest_sent.max(Some(pkt.sent));
                     }
                     spurious += u32::from(was_lost);
                     delivered +=
@@ -486,7 +491,7 @@ impl Path {
             self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
             if p.seq == largest && p.ack_eliciting {
                 self.rtt
-                    .on_sample(now, now.saturating_since(p.sent), ack_delay);
+                    .on_sample(now, now.saturating_since(p.sent), ack_delay, returned);
             }
             self.on_answer(now, p.seq, probes_acked, &mut out);
         }
@@ -499,6 +504,7 @@ impl Path {
                 min_rtt,
                 bytes_in_flight: self.bytes_in_flight,
                 app_limited: !cc_limited,
+                newest_sent: cc_newest_sent,
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
@@ -522,7 +528,7 @@ impl Path {
             let pkt = *pkt;
             self.on_newly_acked(now, &pkt, was_lost);
             self.rtt
-                .on_sample(now, now.saturating_since(pkt.sent), Duration::ZERO);
+                .on_probe_sample(now, now.saturating_since(pkt.sent));
             out.newly_acked = 1;
             self.on_answer(now, pkt.seq, 1, &mut out);
         }

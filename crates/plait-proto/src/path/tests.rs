@@ -47,6 +47,7 @@ fn ack(p: &mut Path, now: Time, ranges: &[RangeInclusive<PathSeq>]) -> AckOutcom
         std::iter::empty(),
         &mut OwdReference::default(),
         &coupling,
+        Return::OwnPath,
     )
 }
 

@@ -154,7 +154,7 @@ impl Session {
                     frame_type: crate::wire::frame_type::UNORDERED,
                     ..
                 } => unordered = true,
-                Frame::Ack(ack) => self.on_ack(now, &ack),
+                Frame::Ack(ack) => self.on_ack(now, path, &ack),
                 Frame::Probe(probe) => {
                     if self.probe_acks.len() < MAX_PROBE_ACKS {
                         self.probe_acks
@@ -354,7 +354,13 @@ impl Session {
         self.sched_blocked = false;
     }
 
-    fn on_ack(&mut self, now: Time, ack: &AckFrame<'_>) {
+    /// An ACK frame that arrived on `via` (its own path's, or another's: `rtt` module docs).
+    fn on_ack(&mut self, now: Time, via: PathId, ack: &AckFrame<'_>) {
+        let returned = if via == ack.path() {
+            crate::path::Return::OwnPath
+        } else {
+            crate::path::Return::OtherPath
+        };
         let (coupled, n) = self.coupling_snapshot();
         let coupling = crate::cc::Coupling {
             this: ack.path(),
@@ -378,6 +384,7 @@ impl Session {
             ack.timestamps(largest),
             &mut self.owd_ref,
             &coupling,
+            returned,
         );
         for (seq, acked) in slot.tx.take_resolved() {
             super::resolve(&mut self.streams, ack.path(), seq, acked);
