@@ -1,7 +1,7 @@
 #!/bin/bash
 # Latency under load while the receiving daemon stalls (root): the topology of the root test
-# latency_netns (8 + 4 Mbit/s at 20 and 60 ms, 300 ms drop-tail queues; paced BBR, unordered
-# sparse flows), with the server daemon (the bulk transfer's receiver, which sends the path
+# latency_netns (crates/plait/tests/data/latency.toml: 8 + 4 Mbit/s at 20 and 60 ms, 300 ms
+# drop-tail queues; paced BBR, unordered sparse flows), with the server daemon (the bulk transfer's receiver, which sends the path
 # ACKs) stopped for STALL_MS every PERIOD_MS. A stalled receiver answers in a burst: the
 # measurement behind docs/protocol.md#delivery-rate. Prints goodput and the probe's RTT
 # p50/p99 on path 0's link and through the tunnel, one line per run.
@@ -16,31 +16,21 @@ stall_ms=${3:-40}
 period_ms=${4:-300}
 [[ $(id -u) -eq 0 ]] || { echo "ack-stall.sh: needs root (network namespaces)" >&2; exit 2; }
 [[ -x $bin ]] || { echo "ack-stall.sh: no executable at $bin (cargo build --release -p plait)" >&2; exit 2; }
-(( stall_ms > 0 && period_ms > stall_ms )) || { echo "ack-stall.sh: need 0 < STALL_MS < PERIOD_MS" >&2; exit 2; }
+for n in "$runs" "$stall_ms" "$period_ms"; do
+    [[ $n =~ ^[0-9]+$ ]] || { echo "ack-stall.sh: '$n' is not a whole number" >&2; exit 2; }
+done
+(( runs > 0 && stall_ms > 0 && period_ms > stall_ms )) ||
+    { echo "ack-stall.sh: need RUNS > 0 and 0 < STALL_MS < PERIOD_MS" >&2; exit 2; }
+topology="$(cd "$(dirname "$0")/.." && pwd)/crates/plait/tests/data/latency.toml"
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-cat > "$dir/latency.toml" <<'EOF'
-name = "latency"
-description = "8 + 4 Mbit/s at 20 and 60 ms RTT, 300 ms drop-tail queues"
-duration_s = 8
 
-[[path]]
-rate_mbit = 8
-rtt_ms = 20
-queue_ms = 300
-
-[[path]]
-rate_mbit = 4
-rtt_ms = 60
-queue_ms = 300
-EOF
-
-pause=$(printf '0.%03d' "$stall_ms")
-rest=$(printf '0.%03d' $((period_ms - stall_ms)))
+pause=$(awk -v ms="$stall_ms" 'BEGIN { print ms / 1000 }')
+rest=$(awk -v ms="$((period_ms - stall_ms))" 'BEGIN { print ms / 1000 }')
 for run in $(seq 1 "$runs"); do
     out="$dir/run$run"
-    "$bin" bench "$dir/latency.toml" --out "$out" --prefix plas --modes plait \
+    "$bin" bench "$topology" --out "$out" --prefix plas --modes plait \
         --engine packet_pacing=true --engine 'congestion="bbr"' \
         --engine unordered_below_kbps=256 > "$out.log" 2>&1 &
     bench=$!

@@ -36,21 +36,9 @@ const PREFIX: &str = "plat";
 /// Each path's drop-tail queue, as delay at its rate.
 const QUEUE_MS: f64 = 300.0;
 
-const TOPOLOGY: &str = r#"
-name = "latency"
-description = "8 + 4 Mbit/s at 20 and 60 ms RTT, 300 ms drop-tail queues"
-duration_s = 8
-
-[[path]]
-rate_mbit = 8
-rtt_ms = 20
-queue_ms = 300
-
-[[path]]
-rate_mbit = 4
-rtt_ms = 60
-queue_ms = 300
-"#;
+/// 8 + 4 Mbit/s at 20 and 60 ms RTT, 300 ms drop-tail queues (also what
+/// `scripts/ack-stall.sh` runs).
+const TOPOLOGY: &str = include_str!("data/latency.toml");
 
 /// The engine settings of both daemons (see the module documentation).
 const ENGINE: [&str; 3] = [
