@@ -93,8 +93,9 @@
 //! Invariants: the window is within [`min_window`]`(mss)..=`[`MAX_WINDOW`] after every
 //! method (every write goes through [`clamp_window`]); the bandwidth estimate and the
 //! pacing rate are finite and non-negative, and the pacing rate is `None` unless the
-//! estimate is positive; an elapsed time divided by is at least 1 ms; time comes only from
-//! `now` (backwards time gives no sample).
+//! estimate is positive; an elapsed time divided by is at least 1 ms; at most
+//! [`SNAPSHOTS`] snapshots are kept; time comes only from `now` (elapsed times saturate at
+//! zero when it goes backwards).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -203,8 +204,11 @@ pub struct Bbr {
     round_end: Option<u64>,
     /// Snapshots at past ACKs, oldest first (see [`Snapshot`]; at most [`SNAPSHOTS`]).
     snapshots: VecDeque<Snapshot>,
-    /// ACKs so far that were app-limited (saturating).
+    /// ACKs so far that were app-limited (wrapping: only compared for equality).
     app_limited_acks: u64,
+    /// The latest send time of a datagram acknowledged so far (an ACK that only fills an
+    /// old hole names an older one).
+    newest_sent: Option<Time>,
     /// Startup's plateau detector (draft §4.3.2.2 `BBR.full_bw`, `full_bw_count`).
     full_bw: f64,
     full_bw_count: u32,
@@ -246,6 +250,7 @@ impl Bbr {
             round_end: None,
             snapshots: VecDeque::with_capacity(SNAPSHOTS),
             app_limited_acks: 0,
+            newest_sent: None,
             full_bw: 0.0,
             full_bw_count: 0,
             phase_start: Time::ZERO,
@@ -305,20 +310,20 @@ impl Bbr {
     /// takes a snapshot of this ACK if the last is at least RTprop/16 old.
     fn update_bw(&mut self, now: Time, acked: &Acked) {
         if acked.app_limited {
-            self.app_limited_acks = self.app_limited_acks.saturating_add(1);
+            self.app_limited_acks = self.app_limited_acks.wrapping_add(1);
         }
+        self.newest_sent = self.newest_sent.max(acked.newest_sent);
         let span = self.min_rtt.max(MIN_INTERVAL);
         let reference = self
             .snapshots
             .iter()
-            .rposition(|s| now.saturating_since(s.acked_at) >= span);
-        if let Some(k) = reference {
-            // Older snapshots can serve no later ACK better than this one.
-            self.snapshots.drain(..k);
-            let from = self.snapshots[0];
+            .rev()
+            .find(|s| now.saturating_since(s.acked_at) >= span)
+            .copied();
+        if let Some(from) = reference {
             // Delivered over the longer of the ACK and the send interval: ACKs bunched by a
             // stall cannot make the rate exceed the one the data was sent at (module docs).
-            let send_elapsed = match (from.newest_sent, acked.newest_sent) {
+            let send_elapsed = match (from.newest_sent, self.newest_sent) {
                 (Some(first), Some(last)) => last.saturating_since(first),
                 _ => Duration::ZERO,
             };
@@ -341,7 +346,7 @@ impl Bbr {
             self.snapshots.push_back(Snapshot {
                 acked_at: now,
                 delivered: self.delivered,
-                newest_sent: acked.newest_sent,
+                newest_sent: self.newest_sent,
                 app_limited_acks: self.app_limited_acks,
             });
         }

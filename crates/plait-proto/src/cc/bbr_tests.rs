@@ -55,8 +55,8 @@ fn assert_rate(cc: &Bbr, rate: f64) {
 
 /// Startup over a 1 MB/s bottleneck (BDP 100 000 B), through Drain into ProbeBW at 900 ms.
 /// Returns the controller in ProbeBW phase 0 (begun at 900 ms), round 8, with 1 MB/s
-/// samples in rounds 5 to 8, every later ACK ending a round, the open interval begun at
-/// 900 ms.
+/// samples in rounds 5 to 8, every later ACK ending a round, the newest snapshot of the
+/// delivery count at 900 ms (with no send time).
 fn to_probe_bw() -> Bbr {
     let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     assert_eq!(cc.mode(), BbrMode::Startup);
@@ -143,19 +143,20 @@ fn ack_sent(cc: &mut Bbr, t: u64, bytes: u64, sent: u64) {
 fn acks_bunched_by_a_stall_are_not_read_as_a_faster_bottleneck() {
     // ProbeBW at 1 MB/s (data leaves at 1 MB/s, ACKs come one-way 100 ms after sending).
     let mut cc = to_probe_bw();
-    // 1000 ms: acknowledges what was sent up to 900 ms; closes the interval begun at 900
-    // (opened with no send time, so over its ACK interval: 100 000 / 0.1 s, the estimate)
-    // and opens one at 1000 ms, newest send time 900 ms.
+    // 1000 ms: acknowledges what was sent up to 900 ms; samples since the snapshot at 900
+    // (which has no send time, so over the ACK interval: 100 000 / 0.1 s, the estimate) and
+    // takes one at 1000 ms, newest send time 900 ms.
     ack_sent(&mut cc, 1000, 100_000, 900);
     assert_close(cc.bandwidth(), 1_000_000.0);
     // 1100 ms: the receiver stalled: this ACK covers only what was sent up to 950 ms
-    // (50 000 B / max(0.1, 0.05) s = 500 000 B/s, below the estimate). Interval opens at
-    // 1100 ms, newest send time 950 ms.
+    // (50 000 B / max(0.1, 0.05) s = 500 000 B/s, below the estimate). Snapshot at 1100
+    // ms, newest send time 950 ms.
     ack_sent(&mut cc, 1100, 50_000, 950);
     assert_close(cc.bandwidth(), 1_000_000.0);
-    // 1200 ms: the receiver caught up: everything sent up to 1100 ms, 150 000 B in 100 ms
-    // of ACKs. Over the ACK interval alone that is 1.5 MB/s (window 300 000); over the
-    // send interval, 150 ms, the bottleneck's 1 MB/s.
+    // 1200 ms: the receiver caught up: everything sent up to 1100 ms, 150 000 B since the
+    // snapshot at 1100 ms. Over the ACK interval alone that is 1.5 MB/s (window 300 000);
+    // over the send interval, 150 ms, the bottleneck's 1 MB/s. (ACKs one RTprop apart: this
+    // tests the send interval, not the sliding window; the next test does that.)
     ack_sent(&mut cc, 1200, 150_000, 1100);
     assert_close(cc.bandwidth(), 1_000_000.0);
     assert_eq!(cc.window(), 200_000);

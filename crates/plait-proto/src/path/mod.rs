@@ -35,7 +35,7 @@ pub use owd::{OwdEstimator, OwdReference, micros_to_duration};
 pub use rate::{
     DeliveryRateEstimator, MIN_PAIR_BYTES, PAIR_EWMA_NEW, PairRateEstimator, TrainRateEstimator,
 };
-pub use rtt::{Return, RttEstimator};
+pub use rtt::{Feedback, Return, RttEstimator};
 pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
@@ -258,6 +258,12 @@ impl Path {
     /// Mutable counters (the session counts received datagrams here).
     pub fn stats_mut(&mut self) -> &mut PathStats {
         &mut self.stats
+    }
+
+    /// How the peer returns this path's ACKs (see [`Feedback`]; the session says so once
+    /// it has carried a stream, docs/protocol.md#min-rtt-by-return).
+    pub fn set_feedback(&mut self, feedback: Feedback) {
+        self.rtt.set_feedback(feedback);
     }
 
     /// RTT estimator.

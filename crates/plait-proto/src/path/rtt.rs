@@ -6,13 +6,14 @@
 //! (as QUIC does, RFC 9002 §5.3) (docs/protocol.md#ack-frame); and from PROBE_ACKs.
 //!
 //! Invariant: the minimum is kept per [`Return`], the way the answer came back, and
-//! [`RttEstimator::min_rtt`] is that of the way the latest ACK frame came (the other's
-//! only while that one has none). A path's ACKs come back over the fastest path in packet
-//! mode and over the path itself once the session carries a stream
-//! (docs/protocol.md#ack-policy): one minimum over both would keep the shortcut's shorter
-//! round trip (a 100 ms path read 60 on the test bed, the ACKs of its first probes having
-//! come back over a 20 ms path) for the whole window after the switch, and every queue
-//! measured against it would include the difference.
+//! [`RttEstimator::min_rtt`] follows the session's [`Feedback`]: the smaller of the two
+//! while the peer may return a path's ACKs over any path (packet mode: batched onto whatever
+//! datagram goes next, the fastest path's shortcut included), the own path's once it
+//! returns each path's ACKs over that path (a session that carried a stream,
+//! docs/protocol.md#ack-policy), the other's only while the own path has none. One minimum
+//! over both would keep the shortcut's shorter round trip after the switch (a 100 ms path
+//! read 60 on the test bed all session long, the ACKs of its first probes having come back
+//! over a 20 ms path), and every window sized by it would be that much too small.
 
 use std::time::Duration;
 
@@ -41,6 +42,16 @@ impl Return {
     }
 }
 
+/// How the peer returns this path's ACKs (docs/protocol.md#ack-policy).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Feedback {
+    /// Over any path (packet mode).
+    #[default]
+    AnyPath,
+    /// Over the path itself (a session that carried a stream).
+    OwnPath,
+}
+
 /// RFC 6298 estimator; `None` fields until the first sample.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
@@ -49,8 +60,7 @@ pub struct RttEstimator {
     latest: Option<Duration>,
     /// Windowed minima, by [`Return::index`].
     min: [WindowedMin<Duration>; 2],
-    /// The way the latest ACK frame came back.
-    acks_return: Return,
+    feedback: Feedback,
 }
 
 impl Default for RttEstimator {
@@ -63,7 +73,7 @@ impl Default for RttEstimator {
                 WindowedMin::new(MIN_RTT_WINDOW),
                 WindowedMin::new(MIN_RTT_WINDOW),
             ],
-            acks_return: Return::OwnPath,
+            feedback: Feedback::AnyPath,
         }
     }
 }
@@ -77,15 +87,18 @@ impl RttEstimator {
     /// ACK delay reaches 25 ms, which would hide a path's queue-free RTT.) The ACK frame
     /// came back the way `returned` says.
     pub fn on_sample(&mut self, now: Time, rtt: Duration, ack_delay: Duration, returned: Return) {
-        self.acks_return = returned;
         self.add(now, rtt, ack_delay, returned);
     }
 
-    /// Feeds one sample from a PROBE_ACK (an immediate answer over the probed path): it
-    /// counts for the smoothed RTT and the own path's minimum, and does not change which
-    /// minimum [`Self::min_rtt`] reports.
+    /// Feeds one sample from a PROBE_ACK (an immediate answer over the probed path).
     pub fn on_probe_sample(&mut self, now: Time, rtt: Duration) {
         self.add(now, rtt, Duration::ZERO, Return::OwnPath);
+    }
+
+    /// How the peer returns this path's ACKs from now on (chooses what
+    /// [`Self::min_rtt`] reports; the samples kept are the same).
+    pub fn set_feedback(&mut self, feedback: Feedback) {
+        self.feedback = feedback;
     }
 
     fn add(&mut self, now: Time, rtt: Duration, ack_delay: Duration, returned: Return) {
@@ -126,16 +139,16 @@ impl RttEstimator {
         self.latest
     }
 
-    /// Smallest sample in the recent window of those that came back the way the latest
-    /// ACK frame did (of the others while there is none).
+    /// Smallest sample in the recent window: of all of them under [`Feedback::AnyPath`],
+    /// of those that came back over the path itself under [`Feedback::OwnPath`] (of the
+    /// others while there is none).
     pub fn min_rtt(&self) -> Option<Duration> {
-        let (this, other) = match self.acks_return {
-            Return::OwnPath => (Return::OwnPath, Return::OtherPath),
-            Return::OtherPath => (Return::OtherPath, Return::OwnPath),
-        };
-        self.min[this.index()]
-            .get()
-            .or_else(|| self.min[other.index()].get())
+        let own = self.min[Return::OwnPath.index()].get();
+        let other = self.min[Return::OtherPath.index()].get();
+        match self.feedback {
+            Feedback::AnyPath => own.into_iter().chain(other).min(),
+            Feedback::OwnPath => own.or(other),
+        }
     }
 
     /// `srtt + 4·rttvar` (RFC 6298's RTO without its 1 s floor; callers clamp).
@@ -211,38 +224,36 @@ mod tests {
     }
 
     #[test]
-    fn the_minimum_is_that_of_the_way_the_acks_come_back() {
+    fn the_minimum_follows_how_the_peer_returns_acks() {
         let mut r = RttEstimator::default();
-        // Packet mode: a 100 ms path's ACKs come back over a 20 ms one (60 ms); its probes'
-        // answers over itself.
+        // Packet mode: a 100 ms path's ACKs come back over a 20 ms path (60 ms) or over
+        // itself, batched onto whatever goes next; its probes' answers over itself.
         r.on_sample(Time::ZERO, 60 * MS, Duration::ZERO, Return::OtherPath);
         r.on_probe_sample(Time::from_millis(10), 100 * MS);
-        assert_eq!(
-            r.min_rtt(),
-            Some(60 * MS),
-            "a probe does not switch the minimum"
-        );
-        // A stream: its ACKs come back over itself.
         r.on_sample(
             Time::from_millis(20),
-            104 * MS,
+            102 * MS,
             Duration::ZERO,
             Return::OwnPath,
         );
+        assert_eq!(r.min_rtt(), Some(60 * MS), "the smaller of the two ways");
+        // The session carried a stream: its ACKs now come back over the path itself.
+        r.set_feedback(Feedback::OwnPath);
         assert_eq!(r.min_rtt(), Some(100 * MS));
+        // A late shortcut sample changes nothing.
         r.on_sample(
             Time::from_millis(30),
             61 * MS,
             Duration::ZERO,
             Return::OtherPath,
         );
-        assert_eq!(r.min_rtt(), Some(60 * MS));
-        // Only own-path samples so far: the other way has none, so the own one is reported.
+        assert_eq!(r.min_rtt(), Some(100 * MS));
+        // No own-path sample yet: the other way's minimum stands in.
         let mut r = RttEstimator::default();
-        r.on_probe_sample(Time::ZERO, 100 * MS);
+        r.set_feedback(Feedback::OwnPath);
+        assert_eq!(r.min_rtt(), None);
         r.on_sample(Time::ZERO, 70 * MS, Duration::ZERO, Return::OtherPath);
         assert_eq!(r.min_rtt(), Some(70 * MS));
-        let mut r = RttEstimator::default();
         r.on_probe_sample(Time::ZERO, 100 * MS);
         assert_eq!(r.min_rtt(), Some(100 * MS));
     }

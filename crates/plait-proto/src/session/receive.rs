@@ -361,6 +361,11 @@ impl Session {
         } else {
             crate::path::Return::OtherPath
         };
+        let feedback = if self.acks_return_on_their_path() {
+            crate::path::Feedback::OwnPath
+        } else {
+            crate::path::Feedback::AnyPath
+        };
         let (coupled, n) = self.coupling_snapshot();
         let coupling = crate::cc::Coupling {
             this: ack.path(),
@@ -376,6 +381,7 @@ impl Session {
         let Some(largest) = slot.tx.expand_ack_largest(ack.largest()) else {
             return;
         };
+        slot.tx.set_feedback(feedback);
         let out = slot.tx.on_ack(
             now,
             largest,

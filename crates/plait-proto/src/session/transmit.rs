@@ -785,7 +785,7 @@ impl Session {
     /// flow-control updates; when that path went dark, the other paths' senders heard
     /// nothing, judged them down too and restarted their windows (a 1.2 s stall on the test
     /// bed's T4). Packet mode keeps the one path the scheduler picks for control datagrams.
-    fn acks_return_on_their_path(&self) -> bool {
+    pub(super) fn acks_return_on_their_path(&self) -> bool {
         self.streams.ever_used()
     }
 
