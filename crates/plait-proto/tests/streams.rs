@@ -527,6 +527,45 @@ fn packet_mode_and_streams_share_a_session() {
     );
 }
 
+/// docs/protocol.md#min-rtt-by-return: in packet mode a path's ACKs may come back over a
+/// faster path, and its minimum RTT is the shortcut's; once the session carries a stream,
+/// each path's ACKs come back over it and its minimum RTT is its own round trip (BBR's
+/// RTprop and the queue cap are sized by it), whatever the shortcut measured before.
+#[test]
+fn a_stream_session_s_minimum_rtt_is_each_path_s_own() {
+    // Round trips of 20 and 80 ms; path 1's shortcut (out on it, back on path 0) is 50.
+    let paths = [link(8.0, 10, 0.0), link(4.0, 40, 0.0)];
+    let (a, b) = configs();
+    let mut pair = Pair::new(a, b, &paths, &[], 5);
+    let min_rtt = |pair: &Pair, path: usize| pair.a.path_views()[path].min_rtt;
+    // Packet mode both ways (replies carry the ACKs), enough to use both paths.
+    for step in 1..=2_000u64 {
+        pair.run_until(Time::from_millis(step), |_| None);
+        for side in [0, 1] {
+            assert!(pair.send_inner(side, &support::payload(step, 1000)));
+        }
+        pair.drive_now();
+    }
+    let before = min_rtt(&pair, 1).expect("path 1 measured");
+    assert!(
+        before < 70 * MS,
+        "path 1's minimum RTT in packet mode {before:?}: the shortcut's (50 ms and the \
+         datagrams' transmission) expected, well under its own 80"
+    );
+    let mut apps = [App::default(), App::default()];
+    apps[0].open(0, &mut pair, 1, 1 << 20);
+    let until = pair.now + Duration::from_secs(10);
+    let end = run(&mut pair, &mut apps, until);
+    let arrived: Vec<_> = apps[1].reading.values().map(|r| (r.0, r.1)).collect();
+    assert_eq!(arrived, [(1 << 20, true)], "the stream, whole, by {end:?}");
+    let after = min_rtt(&pair, 1).expect("path 1 measured");
+    assert!(
+        (79 * MS..90 * MS).contains(&after),
+        "path 1's minimum RTT after a stream {after:?}: its own 80 ms expected"
+    );
+    assert!(min_rtt(&pair, 0).is_some_and(|r| r < 25 * MS));
+}
+
 /// docs/protocol.md#adaptive-send-buffer: a writer gets room up to the send-buffer target
 /// (eight times the usable paths' windows, at least `MIN_SEND_TARGET`), not the 16 MiB hard bound;
 /// as the windows grow, the target follows and the blocked writer, which writes only when

@@ -26,9 +26,9 @@
 //!   [`SNAPSHOTS`], one per RTprop/16 at most). Each ACK samples `bytes / max(ack interval,
 //!   send interval)` since the newest snapshot at least `max(RTprop, 1 ms)` old: a window
 //!   sliding with the ACKs, so one of them lines up with the 1.25 phase's datagrams
-//!   (disjoint intervals straddled it and read about 1.0: a path whose capacity came back
-//!   did not find it). The send interval is between the send times of the newest datagrams
-//!   the two ACKs acknowledged ([`Acked::newest_sent`]). The ACK interval alone
+//!   (disjoint intervals straddle it and read about 1.0, so the probe finds no capacity
+//!   that came back). The send interval is between the send times of the newest datagrams
+//!   acknowledged by then (a running maximum of [`Acked::newest_sent`]). The ACK interval alone
 //!   overestimates under ACK compression: a receiver or radio that stalls, then sends its
 //!   ACKs in a burst, makes the bytes of the stall arrive in one window, and the max filter
 //!   would keep that rate for ten rounds with a window as many times too large; the send
