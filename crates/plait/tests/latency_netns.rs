@@ -16,11 +16,11 @@
 //! start-up) less the path's pipe, whatever the drop-tail limit (p99 67-135 ms through the
 //! tunnel in five runs; a probe that rides path 1 meets that path's own BBR queue and its
 //! 60 ms RTT, about 145 ms together; 338 ms for the same topology without pacing), so the
-//! long drop-tail queues leave a margin between the two. One CI run failed at 175 ms (path 0's link
-//! 138 ms), likely a BBR model reading bunched ACKs as a faster bottleneck: stopping the
-//! receiving daemon for 40 ms every 300 ms did that, until the rate samples were bounded by
-//! the send rate (docs/protocol.md#delivery-rate). No throughput figure, no wall-clock bound
-//! beyond the harness's kill switch.
+//! long drop-tail queues leave a margin between the two. One CI run failed at 175 ms
+//! (path 0's link 138 ms), likely a BBR model reading bunched ACKs as a faster bottleneck:
+//! stopping the receiving daemon for 40 ms every 300 ms did that, until the rate samples
+//! were bounded by the send rate (docs/protocol.md#delivery-rate). No throughput figure, no
+//! wall-clock bound beyond the harness's kill switch.
 //!
 //! Invariant: its own namespace prefix (`plat`) and a temporary directory; a run that takes
 //! too long is killed (its namespaces are then removed by its drop guards or the next run's

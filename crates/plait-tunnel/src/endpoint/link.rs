@@ -566,24 +566,11 @@ impl Link {
             .bindings
             .get(usize::from(path.0))
             .is_some_and(|b| b.backup);
-        let known = self
-            .path_hints
-            .get(usize::from(path.0))
-            .copied()
-            .unwrap_or_default();
-        let r = registration::registered(self.registration.as_ref(), &self.path_hints, path);
-        session.add_path(
-            now,
-            path,
-            PathHints {
-                backup,
-                priority: r.priority,
-                overflow: r.overflow,
-                ..known
-            },
-        )?;
+        let (hints, signal) =
+            registration::registered(self.registration.as_ref(), &self.path_hints, path);
+        session.add_path(now, path, PathHints { backup, ..hints })?;
         // The path was added just now: nothing to refuse.
-        let _ = session.set_link_signal(path, r.signal);
+        let _ = session.set_link_signal(path, signal);
         Ok(true)
     }
 

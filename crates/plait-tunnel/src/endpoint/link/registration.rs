@@ -22,32 +22,28 @@ use crate::control::snapshot::{RegisteredPath, RegistrationStatus};
 use crate::message::{PATH_TOKEN_LEN, PathFrame, QUERY, REGISTER, REGISTER_ACK, REGISTRATION};
 use crate::registration::{CostClass, Registration, RegistrationError, encode, signal_fraction};
 
-/// What the engine session is told of one path: its priority and cost class (a metered path
-/// is an overflow path, docs/protocol.md#overflow) from the client's registration, else
-/// from the experiment's hints; and the link-layer signal (docs/protocol.md#handover), a
-/// fraction of full, if the client sent one: the server judges it too, so it hands a weak
-/// path over for what it sends as well.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Registered {
-    pub priority: u8,
-    pub overflow: bool,
-    pub signal: Option<f64>,
-}
-
-/// [`Registered`] for `path` under `registration` (docs/protocol.md#registration), `hints`
-/// the experiment's per-path hints (empty in the daemon).
+/// What the engine session is told of `path` (docs/protocol.md#registration): the
+/// experiment's hints for it (`hints`, empty in the daemon) with the priority and cost class
+/// of the client's registration over them (a metered path is an overflow path,
+/// docs/protocol.md#overflow); and the link-layer signal, a fraction of full, if the client
+/// sent one (docs/protocol.md#handover: the server judges it too, so it hands a weak path
+/// over for what it sends as well).
 pub(super) fn registered(
     registration: Option<&Registration>,
     hints: &[PathHints],
     path: PathId,
-) -> Registered {
+) -> (PathHints, Option<f64>) {
     let known = hints.get(usize::from(path.0)).copied().unwrap_or_default();
     let entry = registration.and_then(|r| r.entry(path.0));
-    Registered {
+    let hints = PathHints {
         priority: entry.map_or(known.priority, |e| e.attributes.priority),
         overflow: entry.map_or(known.overflow, |e| e.attributes.cost == CostClass::Metered),
-        signal: entry.and_then(|e| e.quality.signal).map(signal_fraction),
-    }
+        ..known
+    };
+    (
+        hints,
+        entry.and_then(|e| e.quality.signal).map(signal_fraction),
+    )
 }
 
 impl Link {
@@ -116,11 +112,11 @@ impl Link {
         if let Some(session) = self.session.as_mut() {
             let ids: Vec<PathId> = session.path_ids().collect();
             for id in ids {
-                let r = registered(Some(&registration), &self.path_hints, id);
+                let (hints, signal) = registered(Some(&registration), &self.path_hints, id);
                 // The path is in the session (listed just now): nothing to refuse.
-                let _ = session.set_path_priority(now, id, r.priority);
-                let _ = session.set_path_overflow(now, id, r.overflow);
-                let _ = session.set_link_signal(id, r.signal);
+                let _ = session.set_path_priority(now, id, hints.priority);
+                let _ = session.set_path_overflow(now, id, hints.overflow);
+                let _ = session.set_link_signal(id, signal);
             }
         }
         if attributes_changed {
