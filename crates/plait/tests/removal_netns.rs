@@ -15,29 +15,30 @@
 //! download over both paths while p1's route is removed: it arrives intact, and its longest
 //! pause between reads is printed and bounded by the same 1 s.
 //!
+//! The tunnel is the root tests' shared harness (`netns_support/tunnel.rs`), with the
+//! daemons' default settings (unless `PLAIT_TEST_SCHEDULER` or `PLAIT_TEST_REORDER` is set:
+//! the harness then sets the scheduler or reordering of both ends, as in tunnel_netns).
+//!
 //! Invariants: its own namespace prefix (`prm`) and TUN name; daemons, namespaces and
 //! files are owned by guards, so a failing test leaves nothing behind. Without root each
 //! test prints the skip message and passes.
 
 mod netns_support;
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netns_support::daemon::Daemon;
-use netns_support::write_key;
+use netns_support::tunnel::{Tunnel, TunnelSpec};
 use plait_testbed::traffic::{CbrAccount, CbrArrival, monotonic_ns};
 use plait_testbed::{
-    CbrOptions, CbrSink, Family, Namespace, PathSpec, TcpSink, Topology, TopologySpec, cbr_send,
-    tcp_send,
+    CbrOptions, CbrSink, Family, Namespace, PathSpec, TcpSink, TopologySpec, cbr_send, tcp_send,
 };
 use plait_tunnel::control::StatusSnapshot;
-use plait_tunnel::keys::Key;
-use tempfile::TempDir;
 
 const PREFIX: &str = "prm";
-const PORT: u16 = 7745;
+/// The tunnel's letter, for its TUN name (`netns_support::tunnel::tun_name`): one no
+/// tunnel_netns test uses.
+const TAG: char = 'x';
 /// The path removed (the faster one, which carries the light flows).
 const REMOVED: usize = 1;
 /// Each flow: 1000-byte IP packets, 1000 a second (8 Mbit/s), for this long.
@@ -62,86 +63,28 @@ enum Removal {
     RouteRemoved,
 }
 
-/// The client and the server of one tunnel over a two-path topology. Fields drop in
-/// order: daemons first, then the namespaces, then the files.
-struct Tunnel {
-    client: Daemon,
-    server: Daemon,
-    topo: Topology,
-    _dir: TempDir,
-}
-
-fn tun_name() -> String {
-    format!("prm{}", std::process::id() % 1_000_000)
-}
-
-impl Tunnel {
-    fn start() -> Tunnel {
-        let spec = TopologySpec::new(
+/// The tunnel over a two-path topology: a server and its one client, each path 40 Mbit/s,
+/// path 0 20 ms each way and path 1 10 ms; returns once the client has an established
+/// session with both paths active and the server has it too.
+fn start() -> Tunnel {
+    Tunnel::start(TunnelSpec {
+        tag: TAG,
+        topo: TopologySpec::new(
             PREFIX,
             vec![
                 PathSpec::v4().rate(40.0).delay(Duration::from_millis(20)),
                 PathSpec::v4().rate(40.0).delay(Duration::from_millis(10)),
             ],
-        );
-        let topo = Topology::build(&spec).expect("build topology");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let tun = tun_name();
-        let server_key = Key::generate().expect("key");
-        let client_key = Key::generate().expect("key");
-        let site = topo.site0();
-        let server_cfg = dir.path().join("server.toml");
-        std::fs::write(
-            &server_cfg,
-            format!(
-                "private_key_file = \"{}\"\nlisten = [\"0.0.0.0:{PORT}\"]\n\n[tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.1/24\"]\n\n[control]\nstatus_socket = \"{}\"\n\n[[client]]\nname = \"site0\"\npublic_key = \"{}\"\nallowed_ips = [\"10.77.0.2/32\", \"{}\"]\n",
-                write_key(dir.path(), "server", &server_key),
-                dir.path().join("server.sock").display(),
-                client_key.public().to_base64(),
-                site.lan_net(Family::V4),
-            ),
-        )
-        .expect("server config");
-        let mut server = Daemon::start(topo.server(), "server", "server", &server_cfg, &tun);
-        server.wait_for("status socket", |_| true);
-        let mut cfg = format!(
-            "private_key_file = \"{}\"\nserver_public_key = \"{}\"\nroute = [\"{}\"]\n\n[tun]\nname = \"{tun}\"\naddresses = [\"10.77.0.2/24\"]\n\n[control]\nstatus_socket = \"{}\"\n\n",
-            write_key(dir.path(), "client", &client_key),
-            server_key.public().to_base64(),
-            topo.remote_net(Family::V4),
-            dir.path().join("client.sock").display(),
-        );
-        for path in site.paths() {
-            let _ = writeln!(
-                cfg,
-                "[[path]]\nname = \"p{}\"\nserver = \"{}\"\n",
-                path.index(),
-                SocketAddr::new(path.server_addr(), PORT)
-            );
-        }
-        let client_cfg = dir.path().join("client.toml");
-        std::fs::write(&client_cfg, cfg).expect("client config");
-        let mut client = Daemon::start(site.client(), "client", "client", &client_cfg, &tun);
-        client.wait_for("established session with both paths active", |s| {
-            s.sessions.len() == 1
-                && s.sessions[0].established
-                && s.sessions[0].paths.len() == 2
-                && s.sessions[0].paths.iter().all(|p| p.state == "active")
-        });
-        server.wait_for("the client's session", |s| {
-            s.sessions.len() == 1 && s.sessions[0].established
-        });
-        Tunnel {
-            client,
-            server,
-            topo,
-            _dir: dir,
-        }
-    }
-
-    fn client_ns(&self) -> &Namespace {
-        self.topo.site0().client()
-    }
+        ),
+        inner_v6: false,
+        clients: true,
+        streams: false,
+        backup_paths: &[],
+        pattern_paths: &[],
+        named_servers: false,
+        policy: "",
+        engine: "",
+    })
 }
 
 /// Datagrams each path of the (only) session sent so far, by path id.
@@ -234,7 +177,7 @@ fn remove(ns: &Namespace, dev: &str, how: Removal) {
 /// The flows, the removal, the counts. Returns (down, up) as seen at the lan host and at
 /// the remote host.
 fn run(how: Removal) -> (Seen, Seen) {
-    let t = Tunnel::start();
+    let t = start();
     let lan = t.topo.lan_host();
     let remote = t.topo.remote_host();
     let down_to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5100);
@@ -255,16 +198,16 @@ fn run(how: Removal) -> (Seen, Seen) {
     .expect("sink at the remote host");
     let dev = t.topo.path(REMOVED).expect("path").client_dev();
     let before = (
-        tx_by_path(&t.server.status().expect("server status")),
-        tx_by_path(&t.client.status().expect("client status")),
+        tx_by_path(&t.server().status().expect("server status")),
+        tx_by_path(&t.clients[0].status().expect("client status")),
     );
     let (down_sent, up_sent, removed_ns, at_removal, took) = std::thread::scope(|scope| {
         let down = scope.spawn(|| cbr_send(remote, down_to, &opts).expect("downstream flow"));
         let up = scope.spawn(|| cbr_send(lan, up_to, &opts).expect("upstream flow"));
         std::thread::sleep(REMOVE_AT);
         let (server, client) = (
-            t.server.status().expect("server status"),
-            t.client.status().expect("client status"),
+            t.server().status().expect("server status"),
+            t.clients[0].status().expect("client status"),
         );
         for (who, s) in [("server", &server), ("client", &client)] {
             let rates: Vec<String> = s.sessions[0]
@@ -282,7 +225,7 @@ fn run(how: Removal) -> (Seen, Seen) {
         let at_removal = (tx_by_path(&server), tx_by_path(&client));
         let removed_ns = monotonic_ns().expect("clock");
         let started = Instant::now();
-        remove(t.client_ns(), &dev, how);
+        remove(t.topo.site0().client(), &dev, how);
         let took = started.elapsed();
         let down = down.join().expect("downstream sender");
         let up = up.join().expect("upstream sender");
@@ -292,8 +235,8 @@ fn run(how: Removal) -> (Seen, Seen) {
     std::thread::sleep(Duration::from_millis(500));
     let down_acc = down_sink.stop().expect("downstream sink");
     let up_acc = up_sink.stop().expect("upstream sink");
-    let server = t.server.status().expect("server status");
-    let client = t.client.status().expect("client status");
+    let server = t.server().status().expect("server status");
+    let client = t.clients[0].status().expect("client status");
     let carried = |side: usize, path: usize| match side {
         0 => at_removal.0[path] - before.0[path],
         _ => at_removal.1[path] - before.1[path],
@@ -353,9 +296,7 @@ fn run(how: Removal) -> (Seen, Seen) {
             s.p50_ms
         );
     }
-    let Tunnel { client, server, .. } = t;
-    client.shutdown(t.topo.site0().client());
-    server.shutdown(t.topo.server());
+    t.shutdown();
     (down, up)
 }
 
@@ -397,14 +338,14 @@ fn a_download_survives_a_route_removed_mid_transfer() {
     if !netns_support::root(PREFIX) {
         return;
     }
-    let t = Tunnel::start();
+    let t = start();
     let dst = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), 5102);
     let dev = t.topo.path(REMOVED).expect("path").client_dev();
     let sink = TcpSink::start(t.topo.lan_host(), dst).expect("sink");
     let sent = std::thread::scope(|scope| {
         let sender = scope.spawn(|| tcp_send(t.topo.remote_host(), dst, 30_000_000, 71));
         std::thread::sleep(Duration::from_millis(1500));
-        remove(t.client_ns(), &dev, Removal::RouteRemoved);
+        remove(t.topo.site0().client(), &dev, Removal::RouteRemoved);
         sender.join().expect("sender thread").expect("download")
     });
     let got = sink.wait(Duration::from_secs(30)).expect("sink");
@@ -418,8 +359,6 @@ fn a_download_survives_a_route_removed_mid_transfer() {
     assert_eq!(got.bytes, sent.bytes);
     assert_eq!(got.sha256, sent.sha256, "the download differs");
     assert!(got.longest_gap < GAP_BOUND, "{:?}", got.longest_gap);
-    let Tunnel { client, server, .. } = t;
-    client.shutdown(t.topo.site0().client());
-    server.shutdown(t.topo.server());
+    t.shutdown();
     netns_support::assert_nothing_left(PREFIX);
 }

@@ -1,9 +1,11 @@
 //! What the root test files here share: one test at a time, a clean skip without root,
-//! running the `plait` binary with a time bound, and its daemons (`daemon.rs`).
+//! running the `plait` binary with a time bound, its daemons (`daemon.rs`), and a tunnel
+//! of a server and its clients over a topology (`tunnel.rs`).
 
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod tunnel;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
