@@ -11,7 +11,10 @@
 //! link's own losses: datagrams declared lost while the path's queue was short
 //! (`path::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
 //! [`CongestionController::on_link_sample`]. A drop-tail queue does not drop what finds it
-//! short, so congestion losses of a buffered bottleneck do not count.
+//! short, so congestion losses of a buffered bottleneck do not count. Nor does anything
+//! else resolved behind a long queue, deliveries included: counting those but not the
+//! losses beside them read a lossy link as clean whenever BBR's start-up filled a deep
+//! buffer (`path::LinkLossTally`).
 //!
 //! The rule is a CUSUM test (Page 1954) between two link-loss rates, [`CLEAN_LOSS`] (0.25 %)
 //! and [`LINK_LOSS`] (1 %: NewReno's window is then about 12 datagrams, below the

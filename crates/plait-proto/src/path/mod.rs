@@ -444,8 +444,10 @@ impl Path {
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut probes_acked = 0;
         // Datagrams resolved by this ACK for the link-loss samples (probes and datagrams
-        // already counted lost left out).
+        // already counted lost left out); none while the queue is long, as losses then are
+        // no samples either (`LinkLossTally::add`).
         let mut delivered = 0u32;
+        let shallow = self.queue_is_shallow();
         let srtt = self.rtt.srtt().unwrap_or_default();
         for range in ranges {
             // Declared losses this range names were late: undo their loss-rate samples;
@@ -480,8 +482,9 @@ impl Path {
                         cc_newest_sent = cc_newest_sent.max(Some(pkt.sent));
                     }
                     spurious += u32::from(was_lost);
-                    delivered +=
-                        u32::from(pkt.ack_eliciting && pkt.probe_id.is_none() && !was_lost);
+                    delivered += u32::from(
+                        shallow && pkt.ack_eliciting && pkt.probe_id.is_none() && !was_lost,
+                    );
                     if pkt.reliable {
                         self.resolved.push((seq, true));
                     }
@@ -1088,7 +1091,8 @@ pub enum SendHold {
 /// Confirmed losses counted for [`Path::on_confirmed_losses`].
 #[derive(Clone, Copy, Debug, Default)]
 struct LinkLossTally {
-    /// Data datagrams declared on an ACK's arrival: the controller's evidence.
+    /// Data datagrams declared on an ACK's arrival while the queue was short: the
+    /// controller's evidence.
     evidence: u32,
     /// Of those, the link's own losses (queue short, `SentPacket::link_sample`).
     evidence_link: u32,
@@ -1099,7 +1103,11 @@ struct LinkLossTally {
 impl LinkLossTally {
     fn add(&mut self, p: &PendingLoss) {
         let link = p.shallow && p.link_sample;
-        if p.on_ack && p.data {
+        // Only a datagram resolved while the queue was short is evidence either way: where
+        // the queue is long a loss may be its overflow, and counting the deliveries there
+        // but not the losses would read a lossy link as clean (a BBR start-up filling a
+        // deep buffer handed a 10 %-loss path back to NewReno within 1.5 s).
+        if p.on_ack && p.data && p.shallow {
             self.evidence += 1;
             self.evidence_link += u32::from(link);
         }

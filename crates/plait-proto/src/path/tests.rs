@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::cc::CoupledPath;
+use std::collections::VecDeque;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -164,4 +165,61 @@ fn probes_sent_into_an_outage_take_no_room_when_the_path_answers_again() {
     );
     assert_eq!(p.loss_rate, 0.0);
     assert_eq!(p.state, PathState::Active);
+}
+
+/// One datagram a millisecond for `ms` milliseconds from `start`, every tenth lost on the
+/// link; each other one acknowledged alone, with its receive timestamp, after `base_owd`
+/// plus `queue` each way (the ACK's way has no queue).
+fn lossy_link(p: &mut Path, owd_ref: &mut OwdReference, start: u32, ms: u32, queue: u32) {
+    const BASE_OWD: u32 = 20;
+    let mut acks: VecDeque<(Time, PathSeq, u32)> = VecDeque::new();
+    for t in start..start + ms + 2 * BASE_OWD + queue {
+        while acks.front().is_some_and(|(at_, _, _)| *at_ <= at(t)) {
+            let (now, seq, recv_us) = acks.pop_front().expect("front");
+            let paths = alone(p);
+            let coupling = Coupling {
+                this: PathId(0),
+                paths: &paths,
+            };
+            p.on_ack(
+                now,
+                seq,
+                Duration::ZERO,
+                std::iter::once(seq..=seq),
+                std::iter::once((seq, recv_us)),
+                owd_ref,
+                &coupling,
+                Return::OwnPath,
+            );
+        }
+        if t < start + ms {
+            let seq = p.on_sent(at(t), 1200, true, None, Some(u64::from(t)));
+            if seq % 10 != 9 {
+                let arrive = at(t + BASE_OWD + queue);
+                acks.push_back((arrive + MS * BASE_OWD, seq, arrive.wire_micros()));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lossy_link_s_long_queue_does_not_hand_its_path_back_to_new_reno() {
+    let mut p = Path::new(
+        PathId(0),
+        Time::ZERO,
+        PathHints::default(),
+        LivenessConfig::default(),
+        25 * MS,
+        MIN_PAIR_BYTES,
+        (CongestionKind::Adaptive, 1400),
+    );
+    let mut owd_ref = OwdReference::default();
+    // 10 % loss with a short queue: the link's own loss, so BBR.
+    lossy_link(&mut p, &mut owd_ref, 0, 1_000, 0);
+    assert_eq!(p.cc.name(), "adaptive (bbr)");
+    // The same link behind a 50 ms queue (as BBR's start-up builds in a deep buffer): its
+    // losses may be the queue's, so neither they nor the deliveries beside them are
+    // evidence. Counting the deliveries alone read 3,000 datagrams as a clean link.
+    lossy_link(&mut p, &mut owd_ref, 1_000, 3_000, 50);
+    assert_eq!(p.cc.name(), "adaptive (bbr)");
 }
