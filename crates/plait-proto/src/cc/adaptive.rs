@@ -12,9 +12,9 @@
 //! (`path::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
 //! [`CongestionController::on_link_sample`]. A drop-tail queue does not drop what finds it
 //! short, so congestion losses of a buffered bottleneck do not count. Nor does anything
-//! else resolved behind a long queue, deliveries included: counting those but not the
-//! losses beside them read a lossy link as clean whenever BBR's start-up filled a deep
-//! buffer (`path::LinkLossTally`).
+//! else resolved behind a long queue, deliveries included: counting those as clean while
+//! the losses beside them could not count as the link's read a lossy link as clean
+//! whenever BBR's start-up filled a deep buffer (`path::LinkLossTally`).
 //!
 //! The rule is a CUSUM test (Page 1954) between two link-loss rates, [`CLEAN_LOSS`] (0.25 %)
 //! and [`LINK_LOSS`] (1 %: NewReno's window is then about 12 datagrams, below the
@@ -26,7 +26,8 @@
 //! evidence for 0.25 % reaches [`EXIT_EVIDENCE`], twice that. The sum never goes below zero,
 //! so old evidence for the current controller does not delay a change. In practice: four
 //! link losses within about 120 datagrams (or one in 100 sustained) move a path to BBR; a
-//! clean path goes back after about 1,200 datagrams without a link loss.
+//! clean path goes back after about 1,200 datagrams resolved behind a short queue, none a
+//! link loss.
 //!
 //! Only losses an arriving ACK reveals count, and those found together (in one ACK) count
 //! as one: a burst is an outage or an overflow, not independent random losses, and a path
@@ -36,7 +37,10 @@
 //!
 //! Limits, stated: on a bottleneck whose buffer is shorter than `SHALLOW_QUEUE` (10 ms),
 //! congestion drops also meet a short queue; if they come at 1 % or more the path runs
-//! BBR, which keeps more than a loss-based share there.
+//! BBR, which keeps more than a loss-based share there. And as only datagrams resolved
+//! behind a short queue are evidence, a path in BBR whose queue stays 10 ms or longer (a
+//! deep-buffered bottleneck that other flows keep full) gets no evidence either way and
+//! stays in BBR, keeping more than a loss-based share, until the queue drains.
 //!
 //! **Queue cap.** A loss-based controller grows until a queue overflows, so on a link with a
 //! deep drop-tail buffer it keeps that buffer full: a ping beside a stream-mode transfer

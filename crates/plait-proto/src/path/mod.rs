@@ -444,10 +444,8 @@ impl Path {
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut probes_acked = 0;
         // Datagrams resolved by this ACK for the link-loss samples (probes and datagrams
-        // already counted lost left out); none while the queue is long, as losses then are
-        // no samples either (`LinkLossTally::add`).
+        // already counted lost left out).
         let mut delivered = 0u32;
-        let shallow = self.queue_is_shallow();
         let srtt = self.rtt.srtt().unwrap_or_default();
         for range in ranges {
             // Declared losses this range names were late: undo their loss-rate samples;
@@ -482,9 +480,8 @@ impl Path {
                         cc_newest_sent = cc_newest_sent.max(Some(pkt.sent));
                     }
                     spurious += u32::from(was_lost);
-                    delivered += u32::from(
-                        shallow && pkt.ack_eliciting && pkt.probe_id.is_none() && !was_lost,
-                    );
+                    delivered +=
+                        u32::from(pkt.ack_eliciting && pkt.probe_id.is_none() && !was_lost);
                     if pkt.reliable {
                         self.resolved.push((seq, true));
                     }
@@ -517,7 +514,12 @@ impl Path {
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
-        self.cc.on_link_sample(now, delivered, 0);
+        // None while the queue is long (judged with this ACK's own delay samples, as the
+        // losses it reveals are below), as losses then are no samples either
+        // (`LinkLossTally::add`).
+        if self.queue_is_shallow() {
+            self.cc.on_link_sample(now, delivered, 0);
+        }
         out.newly_lost = self.detect_losses(now, coupling, true);
         self.log.pop_resolved();
         out.state_change = out.state_change.or(self.rejudge(now));
@@ -1094,7 +1096,8 @@ struct LinkLossTally {
     /// Data datagrams declared on an ACK's arrival while the queue was short: the
     /// controller's evidence.
     evidence: u32,
-    /// Of those, the link's own losses (queue short, `SentPacket::link_sample`).
+    /// Of those, the link's own losses (`SentPacket::link_sample`; every data datagram
+    /// samples the link, so today all of them).
     evidence_link: u32,
     /// All the link's own losses, probes included: samples of `shallow_loss_rate`.
     samples: u32,
@@ -1105,8 +1108,9 @@ impl LinkLossTally {
         let link = p.shallow && p.link_sample;
         // Only a datagram resolved while the queue was short is evidence either way: where
         // the queue is long a loss may be its overflow, and counting the deliveries there
-        // but not the losses would read a lossy link as clean (a BBR start-up filling a
-        // deep buffer handed a 10 %-loss path back to NewReno within 1.5 s).
+        // as clean while the losses beside them could not count as the link's read a lossy
+        // link as clean (each time a BBR start-up filled a deep buffer, a 10 %-loss path
+        // went back to NewReno about 1.5 s later).
         if p.on_ack && p.data && p.shallow {
             self.evidence += 1;
             self.evidence_link += u32::from(link);

@@ -168,9 +168,9 @@ fn probes_sent_into_an_outage_take_no_room_when_the_path_answers_again() {
 }
 
 /// One datagram a millisecond for `ms` milliseconds from `start`, every tenth lost on the
-/// link; each other one acknowledged alone, with its receive timestamp, after `base_owd`
-/// plus `queue` each way (the ACK's way has no queue).
-fn lossy_link(p: &mut Path, owd_ref: &mut OwdReference, start: u32, ms: u32, queue: u32) {
+/// link if `lossy`; each other one arriving `BASE_OWD + queue` ms after it is sent
+/// (timestamped on the same clock) and acknowledged alone `BASE_OWD` ms later.
+fn link(p: &mut Path, owd_ref: &mut OwdReference, start: u32, ms: u32, queue: u32, lossy: bool) {
     const BASE_OWD: u32 = 20;
     let mut acks: VecDeque<(Time, PathSeq, u32)> = VecDeque::new();
     for t in start..start + ms + 2 * BASE_OWD + queue {
@@ -194,7 +194,7 @@ fn lossy_link(p: &mut Path, owd_ref: &mut OwdReference, start: u32, ms: u32, que
         }
         if t < start + ms {
             let seq = p.on_sent(at(t), 1200, true, None, Some(u64::from(t)));
-            if seq % 10 != 9 {
+            if !lossy || seq % 10 != 9 {
                 let arrive = at(t + BASE_OWD + queue);
                 acks.push_back((arrive + MS * BASE_OWD, seq, arrive.wire_micros()));
             }
@@ -215,11 +215,41 @@ fn a_lossy_link_s_long_queue_does_not_hand_its_path_back_to_new_reno() {
     );
     let mut owd_ref = OwdReference::default();
     // 10 % loss with a short queue: the link's own loss, so BBR.
-    lossy_link(&mut p, &mut owd_ref, 0, 1_000, 0);
+    link(&mut p, &mut owd_ref, 0, 1_000, 0, true);
     assert_eq!(p.cc.name(), "adaptive (bbr)");
     // The same link behind a 50 ms queue (as BBR's start-up builds in a deep buffer): its
     // losses may be the queue's, so neither they nor the deliveries beside them are
-    // evidence. Counting the deliveries alone read 3,000 datagrams as a clean link.
-    lossy_link(&mut p, &mut owd_ref, 1_000, 3_000, 50);
+    // evidence. Counting the deliveries as clean read about 1,200 datagrams as a clean
+    // link.
+    link(&mut p, &mut owd_ref, 1_000, 3_000, 50, true);
     assert_eq!(p.cc.name(), "adaptive (bbr)");
+    // A clean link with a short queue is evidence again: back to NewReno.
+    link(&mut p, &mut owd_ref, 4_000, 1_500, 0, false);
+    assert_eq!(p.cc.name(), "adaptive (newreno)");
+}
+
+#[test]
+fn a_loss_declared_behind_a_long_queue_is_no_evidence_either_way() {
+    let loss = |shallow| PendingLoss {
+        seq: 7,
+        declared: at(100),
+        overtaken_by: 3,
+        by_packets: true,
+        by_time: false,
+        link_sample: true,
+        data: true,
+        on_ack: true,
+        shallow,
+    };
+    let mut tally = LinkLossTally::default();
+    tally.add(&loss(false));
+    assert_eq!(
+        (tally.evidence, tally.evidence_link, tally.samples),
+        (0, 0, 0)
+    );
+    tally.add(&loss(true));
+    assert_eq!(
+        (tally.evidence, tally.evidence_link, tally.samples),
+        (1, 1, 1)
+    );
 }
