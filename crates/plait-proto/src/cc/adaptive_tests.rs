@@ -238,3 +238,27 @@ fn a_loss_still_halves_the_capped_window_and_the_cap_follows_the_rate() {
     assert_eq!(c.queue_cap(), Some(97_400));
     assert_eq!(c.window(), 97_400);
 }
+
+#[test]
+fn the_queue_cap_leaves_room_for_the_peer_to_acknowledge_at_once() {
+    // A 0.1 ms path whose ACKs came on the peer's 25 ms timer: four datagrams a round. The
+    // model's rate is the timer's, and 1.5 of its BDPs plus its ACK allowance would be
+    // under `ack_every` datagrams, which keeps the ACKs on the timer for good.
+    let mut c = Adaptive::new(MSS);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    for i in 1..=40u64 {
+        let acked = Acked {
+            bytes: 4 * MSS,
+            srtt: Duration::from_micros(500),
+            min_rtt: Duration::from_micros(100),
+            bytes_in_flight: 4 * MSS,
+            app_limited: false,
+            newest_sent: Some(at(i * 25 - 1)),
+        };
+        c.on_ack(at(i * 25), &acked, &coupling);
+    }
+    assert_eq!(c.queue_cap(), Some(17 * MSS));
+}
