@@ -395,7 +395,7 @@ impl Bbr {
     /// standing queue stays near `(gain - 1)` BDPs plus the ACK-aggregation allowance: the
     /// window target with Startup's gain while the model is still finding the bandwidth (so
     /// a doubling window is not held back by an estimate that lags it by half a round),
-    /// `gain` after; never under `ack_every` + 1 datagrams ([`ACK_EVERY_DATAGRAMS`]);
+    /// `gain` after; never under `ack_every` + 1 datagrams (`ACK_EVERY_DATAGRAMS`);
     /// `None` before a bandwidth sample. The [`super::Adaptive`] controller caps NewReno
     /// by it.
     pub fn queue_cap(&self, gain: f64) -> Option<u64> {
