@@ -34,6 +34,17 @@ fn alone(p: &Path) -> [CoupledPath; 1] {
 }
 
 fn ack(p: &mut Path, now: Time, ranges: &[RangeInclusive<PathSeq>]) -> AckOutcome {
+    ack_timestamped(p, now, ranges, &[], &mut OwdReference::default())
+}
+
+/// [`ack`] with receive timestamps `(seq, µs)`, relative to a lasting `owd_ref`.
+fn ack_timestamped(
+    p: &mut Path,
+    now: Time,
+    ranges: &[RangeInclusive<PathSeq>],
+    timestamps: &[(PathSeq, u32)],
+    owd_ref: &mut OwdReference,
+) -> AckOutcome {
     let largest = *ranges[0].end();
     let paths = alone(p);
     let coupling = Coupling {
@@ -45,8 +56,8 @@ fn ack(p: &mut Path, now: Time, ranges: &[RangeInclusive<PathSeq>]) -> AckOutcom
         largest,
         Duration::ZERO,
         ranges.iter().cloned(),
-        std::iter::empty(),
-        &mut OwdReference::default(),
+        timestamps.iter().copied(),
+        owd_ref,
         &coupling,
         Return::OwnPath,
     )
@@ -176,21 +187,7 @@ fn link(p: &mut Path, owd_ref: &mut OwdReference, start: u32, ms: u32, queue: u3
     for t in start..start + ms + 2 * BASE_OWD + queue {
         while acks.front().is_some_and(|(at_, _, _)| *at_ <= at(t)) {
             let (now, seq, recv_us) = acks.pop_front().expect("front");
-            let paths = alone(p);
-            let coupling = Coupling {
-                this: PathId(0),
-                paths: &paths,
-            };
-            p.on_ack(
-                now,
-                seq,
-                Duration::ZERO,
-                std::iter::once(seq..=seq),
-                std::iter::once((seq, recv_us)),
-                owd_ref,
-                &coupling,
-                Return::OwnPath,
-            );
+            ack_timestamped(p, now, &[seq..=seq], &[(seq, recv_us)], owd_ref);
         }
         if t < start + ms {
             let seq = p.on_sent(at(t), 1200, true, None, Some(u64::from(t)));
