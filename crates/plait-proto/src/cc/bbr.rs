@@ -66,9 +66,15 @@
 //!   window (10 datagrams, RFC 9002 §7.2) and there is no pacing rate (the wrapper paces at
 //!   1.25 × window / SRTT); in Startup it grows by the bytes acknowledged up to the target
 //!   and never shrinks (as Linux before the pipe is full: early samples undershoot); in
-//!   Drain and ProbeBW it is the target itself. The target is `cwnd_gain × BDP`, at least
-//!   4 datagrams (draft §4.2.3.1 `BBRMinPipeCwnd`), cwnd_gain 2/ln 2 in Startup and Drain
-//!   and 2 in ProbeBW (draft §4.3.2.1, §4.3.3, §4.3.4.2).
+//!   Drain and ProbeBW it is the target itself. The target is `cwnd_gain × BDP` plus an
+//!   ACK-aggregation allowance, cwnd_gain 2/ln 2 in Startup and Drain and 2 in ProbeBW
+//!   (draft §4.3.2.1, §4.3.3, §4.3.4.2), and at least `ack_every` + 1 datagrams where the
+//!   draft's floor is 4 (§4.2.3.1 `BBRMinPipeCwnd`): the peer acknowledges at once only
+//!   after `ack_every` datagrams, so a smaller window waits out its ACK delay on every
+//!   round, the delivery rate measured is then the ACK timer's, and a target built on that
+//!   rate never grows past it (on the test bed a 40 Mbit/s path with a 0.5 ms RTT was held
+//!   at 4 datagrams, about 2 Mbit/s). The larger floor costs no queue on a slow path: the
+//!   pacing rate, not the window, bounds what is sent.
 //! - **Loss.** BBR v1 does not reduce its model on loss; during the first round of a
 //!   recovery it applies packet conservation (cwnd = in flight + acknowledged, draft
 //!   §4.2.3.4) and restores the prior cwnd when recovery ends. Omitted: the trait tells the
@@ -131,8 +137,9 @@ pub const BW_FILTER_ROUNDS: u64 = 10;
 /// Startup exits after this many rounds without this much growth (draft §4.3.2.2).
 const FULL_BW_GROWTH: f64 = 1.25;
 const FULL_BW_ROUNDS: u32 = 3;
-/// Smallest window from the model, datagrams (draft §4.2.3.1 `BBRMinPipeCwnd`).
-const MIN_PIPE_DATAGRAMS: u64 = 4;
+/// Smallest window from the model, datagrams: what makes the peer acknowledge at once
+/// (module docs, **Window**; the draft's `BBRMinPipeCwnd` §4.2.3.1 is 4).
+const MIN_PIPE_DATAGRAMS: u64 = ACK_EVERY_DATAGRAMS + 1;
 /// Shortest delivery-rate interval (so a zero min RTT cannot make one empty).
 const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// Most snapshots of the delivery count kept: taken at most one per RTprop/16, so those of
@@ -382,8 +389,8 @@ impl Bbr {
         }
     }
 
-    /// `gain × BDP` plus the ACK-aggregation allowance, at least the model's floor, within
-    /// the window bounds (call only with a bandwidth estimate).
+    /// `gain × BDP` plus the ACK-aggregation allowance, at least [`MIN_PIPE_DATAGRAMS`],
+    /// within the window bounds (call only with a bandwidth estimate).
     fn target(&self, gain: f64) -> f64 {
         let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
         let aggregation = (self.bw.get() * self.ack_aggregation.as_secs_f64())
@@ -395,9 +402,9 @@ impl Bbr {
     /// standing queue stays near `(gain - 1)` BDPs plus the ACK-aggregation allowance: the
     /// window target with Startup's gain while the model is still finding the bandwidth (so
     /// a doubling window is not held back by an estimate that lags it by half a round),
-    /// `gain` after; never under `ack_every` + 1 datagrams (`ACK_EVERY_DATAGRAMS`);
-    /// `None` before a bandwidth sample. The [`super::Adaptive`] controller caps NewReno
-    /// by it.
+    /// `gain` after; like the window, never under `ack_every` + 1 datagrams (module docs,
+    /// **Window**); `None` before a bandwidth sample. The [`super::Adaptive`] controller
+    /// caps NewReno by it.
     pub fn queue_cap(&self, gain: f64) -> Option<u64> {
         if self.bw.get() <= 0.0 {
             return None;
@@ -406,13 +413,7 @@ impl Bbr {
             BbrMode::Startup => HIGH_GAIN,
             BbrMode::Drain | BbrMode::ProbeBw { .. } => gain,
         };
-        // Never under what makes the peer acknowledge at once (`ack_every` datagrams and
-        // one more): below it each ACK waits out the peer's ACK delay, the rate the model
-        // measures is then the ACK timer's, and a cap built on that rate never lets the
-        // window reach `ack_every` (on the test bed a 40 Mbit/s path with a 0.5 ms RTT was
-        // held at 4 datagrams, about 2 Mbit/s, for 20 s).
-        let prompt_acks = ((ACK_EVERY_DATAGRAMS + 1) * self.mss) as f64;
-        Some(clamp_window(self.target(gain).max(prompt_acks), self.mss) as u64)
+        Some(self.target(gain) as u64)
     }
 
     fn set_window(&mut self, acked: &Acked) {

@@ -244,7 +244,7 @@ fn probe_bw_cycles_the_pacing_gain_one_min_rtt_per_phase() {
 }
 
 #[test]
-fn window_is_twice_the_bdp_and_at_least_four_datagrams() {
+fn window_is_twice_the_bdp_and_never_under_what_makes_the_peer_acknowledge_at_once() {
     let mut cc = to_probe_bw();
     // 1 000 000 B/s × 0.1 s = 100 000 B; × 2 = 200 000.
     assert_close(CWND_GAIN, 2.0);
@@ -259,14 +259,14 @@ fn window_is_twice_the_bdp_and_at_least_four_datagrams() {
     cc.on_ack(ms(950), &a, &none());
     assert_close(cc.bandwidth(), 1_000_000.0);
     assert_eq!(cc.window(), 100_000);
-    // RTprop 1 ms: BDP 1 000 B, 2 × BDP = 2 000 < 4 datagrams = 4 800: the floor. (Sample
-    // 100 B / 1 ms = 100 000 B/s, below the estimate.)
+    // RTprop 1 ms: BDP 1 000 B, 2 × BDP = 2 000 < `ack_every` + 1 = 17 datagrams = 20 400:
+    // the floor. (Sample 100 B / 1 ms = 100 000 B/s, below the estimate.)
     let a = Acked {
         min_rtt: Duration::from_millis(1),
         ..acked(100, 0, false)
     };
     cc.on_ack(ms(951), &a, &none());
-    assert_eq!(cc.window(), 4 * MSS);
+    assert_eq!(cc.window(), (ACK_EVERY_DATAGRAMS + 1) * MSS);
 }
 
 #[test]
@@ -339,8 +339,8 @@ fn samples_not_app_limited_lower_the_estimate_after_ten_rounds() {
     ack(&mut cc, t, 10_000, 0);
     assert_eq!(cc.rounds(), 18);
     assert_close(cc.bandwidth(), 10_000.0 / 0.101);
-    // Window 2 × 99 009.9 × 0.1 = 19 801.98.
-    assert_eq!(cc.window(), 19_801);
+    // 2 × 99 009.9 × 0.1 = 19 801.98 is under the floor of 17 datagrams: 20 400.
+    assert_eq!(cc.window(), 17 * MSS);
 }
 
 #[test]
