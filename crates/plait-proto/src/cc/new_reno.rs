@@ -75,7 +75,7 @@ impl CongestionController for NewReno {
         if self.window < self.ssthresh {
             self.window = self.window.saturating_add(acked.bytes);
         } else {
-            self.avoidance_credit += acked.bytes;
+            self.avoidance_credit = self.avoidance_credit.saturating_add(acked.bytes);
             if self.avoidance_credit >= self.window {
                 self.avoidance_credit -= self.window;
                 self.window = self.window.saturating_add(self.mss);

@@ -68,6 +68,11 @@ fn newreno_congestion_avoidance_adds_one_datagram_per_window() {
     assert_eq!(cc.window(), w, "not a whole window yet");
     cc.on_ack(ms(21), &acked(1), 0, &alone(&mut buf, w));
     assert_eq!(cc.window(), w + MSS);
+    // Absurd counts saturate the avoidance credit (found by the controllers' proptest
+    // through `adaptive`): one datagram more per ACK, no overflow.
+    cc.on_ack(ms(22), &acked(u64::MAX), 0, &alone(&mut buf, w));
+    cc.on_ack(ms(23), &acked(u64::MAX), 0, &alone(&mut buf, w));
+    assert_eq!(cc.window(), w + 3 * MSS);
 }
 
 #[test]
