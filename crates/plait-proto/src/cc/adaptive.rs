@@ -49,13 +49,23 @@
 //! [`Bbr::queue_cap`]: [`QUEUE_CAP_GAIN`] (1.5) BDPs plus BBR's ACK-aggregation allowance
 //! once the model has found the bandwidth, so the standing queue stays near half a BDP
 //! plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
-//! goal being 30), and 2/ln 2 BDPs while the model is still finding it. The window
-//! is never above NewReno's own, so a capped path is never more aggressive toward other
-//! traffic than NewReno is; on a shared bottleneck whose queue other flows fill, the cap
-//! can only make it yield more (`scenarios/shared-bottleneck.toml`). The model misses the
-//! ACKs NewReno does not take (datagrams sent before a recovery period began): its
-//! bandwidth filter holds the best sample of the last ten rounds, so a recovery period
-//! does not lower it. Measured: docs/protocol.md#queue-cap.
+//! goal being 30), and 2/ln 2 BDPs while the model is still finding it: until its
+//! Startup sees three rounds without growth or the path shows a standing queue
+//! ([`Bbr::on_standing_queue`]), whichever comes first. NewReno stays in slow start
+//! then: the cap, not a cut, holds the window (a start-up spike of 50-70 ms on T1's and
+//! T4's 20 ms path is what the standing queue ends). The model misses the ACKs NewReno
+//! does not take (datagrams sent before a recovery period began): its bandwidth filter
+//! holds the best sample of the last ten rounds, so a recovery period does not lower it.
+//!
+//! The window is never above NewReno's own, but a cut leaves at least the model's BDP:
+//! under the cap the standing queue is about half a BDP, so halving the flight would leave
+//! 0.75 BDP and the link idle part of every round until avoidance regrew it, a datagram a
+//! round (on T1's 100 ms path after the start's overflow: 6-7 of its 10 Mbit/s for 1.5 s).
+//! One BDP still drains the queue the loss signalled. At a bottleneck other flows share,
+//! the model's rate is this path's share, so the floor keeps that share rather than
+//! yielding half of it, and the cap can only make a path yield more than NewReno
+//! (`scenarios/shared-bottleneck.toml`: a friendliness factor of 0.98). Measured:
+//! docs/protocol.md#queue-cap.
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
 //! pacing rate, whether ACKs in recovery count) is the active one's answer; no clock, no
@@ -193,6 +203,9 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_ack(now, acked, coupling);
         if let Active::NewReno(_) = self.active {
             self.model.on_ack(now, acked, coupling);
+            if acked.standing_queue {
+                self.model.on_standing_queue();
+            }
             self.apply_cap();
         }
     }
@@ -201,6 +214,12 @@ impl CongestionController for Adaptive {
     }
     fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
         self.inner_mut().on_congestion_event(now, coupling);
+        // At least the model's BDP after the cut (module docs).
+        if let Active::NewReno(c) = &mut self.active
+            && self.model.bandwidth() > 0.0
+        {
+            c.keep_at_least(self.model.bdp() as u64);
+        }
     }
     fn on_spurious_congestion(&mut self, now: Time) {
         self.inner_mut().on_spurious_congestion(now);

@@ -4,6 +4,7 @@
 use super::adaptive::{
     CLEAN_LOSS, ENTER_EVIDENCE, EXIT_EVIDENCE, LINK_LOSS, LLR_LINK_LOSS, LLR_NO_LINK_LOSS,
 };
+use super::bbr::HIGH_GAIN;
 use super::{Acked, Adaptive, CongestionController, Coupling, NewReno};
 use crate::ids::PathId;
 use crate::time::Time;
@@ -115,6 +116,7 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
             bytes_in_flight: 100_000,
             app_limited: false,
             newest_sent: None,
+            standing_queue: false,
         };
         c.on_ack(at(i * 20), &acked, &coupling);
     }
@@ -139,43 +141,77 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         bytes_in_flight: bbr_window,
         app_limited: false,
         newest_sent: None,
+        standing_queue: false,
     };
     c.on_ack(at(10_000), &acked, &coupling);
     // At the cap, the datagram NewReno added is taken back.
     assert_eq!(c.window(), cap);
-    // Below it, avoidance shows: a loss halves the window, and a window of ACKs then adds
-    // one datagram, not a window.
+    // Below it, avoidance shows: a loss cuts the window (half the flight, 86 200 B, is
+    // under the model's BDP, where the cut stops), and a window of ACKs then adds one
+    // datagram, not a window.
     c.on_flight_at_loss(cap);
     c.on_congestion_event(at(10_001), &coupling);
-    let half = cap / 2;
-    assert_eq!(c.window(), half);
+    let bdp = 100_000;
+    assert_eq!(c.window(), bdp);
     let acked = Acked {
-        bytes: half,
-        bytes_in_flight: half,
+        bytes: bdp,
+        bytes_in_flight: bdp,
         ..acked
     };
     c.on_ack(at(10_020), &acked, &coupling);
-    assert_eq!(c.window(), half + MSS);
+    assert_eq!(c.window(), bdp + MSS);
 }
 
 /// One ACK a millisecond from `from_ms` to `until_ms` of a path that delivers `rate` bytes
 /// per second at a 20 ms minimum RTT, the sender keeping the window in flight.
 fn steady(c: &mut Adaptive, from_ms: u64, until_ms: u64, rate: u64) {
+    for t in from_ms..until_ms {
+        steady_ack(c, t, rate, false);
+    }
+}
+
+/// One ACK of [`steady`] at `t_ms`, the path showing a standing queue or not.
+fn steady_ack(c: &mut Adaptive, t_ms: u64, rate: u64, standing_queue: bool) {
     let coupling = Coupling {
         this: PathId(0),
         paths: &[],
     };
-    for t in from_ms..until_ms {
-        let acked = Acked {
-            bytes: rate / 1000,
-            srtt: Duration::from_millis(20),
-            min_rtt: Duration::from_millis(20),
-            bytes_in_flight: c.window(),
-            app_limited: false,
-            newest_sent: None,
-        };
-        c.on_ack(at(t), &acked, &coupling);
-    }
+    let acked = Acked {
+        bytes: rate / 1000,
+        srtt: Duration::from_millis(20),
+        min_rtt: Duration::from_millis(20),
+        bytes_in_flight: c.window(),
+        app_limited: false,
+        newest_sent: None,
+        standing_queue,
+    };
+    c.on_ack(at(t_ms), &acked, &coupling);
+}
+
+#[test]
+fn a_standing_queue_ends_the_models_start_up_and_lowers_the_cap_at_once() {
+    // 10 Mbit/s at 20 ms (BDP 25 000 B, allowance 22 400 B, as below). While the model is
+    // in Startup the cap is 2/ln 2 BDPs plus the allowance: 94 534 B.
+    let high = (HIGH_GAIN * 25_000.0 + 22_400.0) as u64;
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 25, 1_250_000);
+    assert_eq!(c.queue_cap(), Some(high));
+    let mut twin = c.clone();
+    steady_ack(&mut twin, 25, 1_250_000, false);
+    assert_eq!(
+        twin.queue_cap(),
+        Some(high),
+        "no queue: still Startup's gain"
+    );
+    // The path shows a standing queue: the pipe is full, the cap is the steady one.
+    steady_ack(&mut c, 25, 1_250_000, true);
+    assert_eq!(c.queue_cap(), Some(59_900));
+    assert!(c.window() <= 59_900);
+    assert_eq!(
+        c.name(),
+        "adaptive (newreno)",
+        "NewReno is not cut, only capped"
+    );
 }
 
 #[test]
@@ -215,6 +251,7 @@ fn newreno_is_held_to_one_and_a_half_bdps_plus_the_ack_allowance() {
             bytes_in_flight: plain.window(),
             app_limited: false,
             newest_sent: None,
+            standing_queue: false,
         };
         plain.on_ack(at(t), &acked, &coupling);
     }
@@ -240,6 +277,24 @@ fn a_loss_still_halves_the_capped_window_and_the_cap_follows_the_rate() {
 }
 
 #[test]
+fn a_cut_under_the_cap_leaves_at_least_the_models_bdp() {
+    // 10 Mbit/s at 20 ms: BDP 25 000 B. Half of a 30 000 B flight would leave the link
+    // idle part of every round; the cut stops at the BDP, in congestion avoidance.
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 1_250_000);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    c.on_flight_at_loss(30_000);
+    c.on_congestion_event(at(3_000), &coupling);
+    assert_eq!(c.window(), 25_000);
+    // Avoidance from there: one datagram per window acknowledged.
+    steady(&mut c, 3_001, 3_021, 1_250_000);
+    assert_eq!(c.window(), 25_000 + MSS);
+}
+
+#[test]
 fn the_queue_cap_leaves_room_for_the_peer_to_acknowledge_at_once() {
     // A 0.1 ms path whose ACKs came on the peer's 25 ms timer: four datagrams a round. The
     // model's rate is the timer's, and 1.5 of its BDPs plus its ACK allowance would be
@@ -257,6 +312,7 @@ fn the_queue_cap_leaves_room_for_the_peer_to_acknowledge_at_once() {
             bytes_in_flight: 4 * MSS,
             app_limited: false,
             newest_sent: Some(at(i * 25 - 1)),
+            standing_queue: false,
         };
         c.on_ack(at(i * 25), &acked, &coupling);
     }

@@ -31,6 +31,7 @@ fn acked(bytes: u64, bytes_in_flight: u64, app_limited: bool) -> Acked {
         bytes_in_flight,
         app_limited,
         newest_sent: None,
+        standing_queue: false,
     }
 }
 
@@ -134,6 +135,7 @@ fn startup_grows_the_estimate_then_drains_then_probes() {
 fn ack_sent(cc: &mut Bbr, t: u64, bytes: u64, sent: u64) {
     let a = Acked {
         newest_sent: Some(ms(sent)),
+        standing_queue: false,
         ..acked(bytes, 0, false)
     };
     cc.on_ack(ms(t), &a, &none());
@@ -181,6 +183,7 @@ fn a_probe_phase_between_sample_boundaries_is_still_seen() {
         let sent = t - 100;
         let a = Acked {
             newest_sent: Some(ms(sent)),
+            standing_queue: false,
             ..acked(rate(sent - 10) / 100, 100_000, false)
         };
         cc.on_ack(ms(t), &a, &none());

@@ -23,6 +23,8 @@ enum Op {
         /// Send time of the newest acknowledged datagram, nanoseconds (any, even ahead of
         /// the clock).
         newest_sent: Option<u64>,
+        /// Whether the path shows a standing queue.
+        standing_queue: bool,
         paths: Vec<CoupledPath>,
     },
     Loss(Vec<CoupledPath>),
@@ -57,16 +59,28 @@ fn coupled_path() -> impl Strategy<Value = CoupledPath> {
 fn op() -> impl Strategy<Value = Op> {
     let paths = || prop::collection::vec(coupled_path(), 0..5);
     prop_oneof![
-        6 => (bytes(), duration(), duration(), any::<bool>(), any::<Option<u64>>(), paths()).prop_map(
-            |(bytes, srtt, min_rtt, app_limited, newest_sent, paths)| Op::Ack {
-                bytes,
-                srtt,
-                min_rtt,
-                app_limited,
-                newest_sent,
-                paths,
-            }
-        ),
+        6 => (
+            bytes(),
+            duration(),
+            duration(),
+            any::<bool>(),
+            any::<Option<u64>>(),
+            any::<bool>(),
+            paths(),
+        )
+            .prop_map(
+                |(bytes, srtt, min_rtt, app_limited, newest_sent, standing_queue, paths)| {
+                    Op::Ack {
+                        bytes,
+                        srtt,
+                        min_rtt,
+                        app_limited,
+                        newest_sent,
+                        standing_queue,
+                        paths,
+                    }
+                }
+            ),
         2 => paths().prop_map(Op::Loss),
         1 => Just(Op::Undo),
         1 => Just(Op::Persistent),
@@ -105,7 +119,15 @@ proptest! {
                 // Mostly forward; a full-range step may wrap the clock backwards.
                 now = Time::from_nanos(now.as_nanos().wrapping_add(*step));
                 match op {
-                    Op::Ack { bytes, srtt, min_rtt, app_limited, newest_sent, paths } => {
+                    Op::Ack {
+                        bytes,
+                        srtt,
+                        min_rtt,
+                        app_limited,
+                        newest_sent,
+                        standing_queue,
+                        paths,
+                    } => {
                         let acked = Acked {
                             bytes: *bytes,
                             srtt: *srtt,
@@ -113,6 +135,7 @@ proptest! {
                             bytes_in_flight: 0,
                             app_limited: *app_limited,
                             newest_sent: newest_sent.map(Time::from_nanos),
+                            standing_queue: *standing_queue,
                         };
                         cc.on_ack(now, &acked, &Coupling { this: PathId(this), paths });
                     }

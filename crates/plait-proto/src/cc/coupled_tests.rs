@@ -17,6 +17,7 @@ fn ack(bytes: u64) -> Acked {
         bytes_in_flight: 0,
         app_limited: false,
         newest_sent: None,
+        standing_queue: false,
     }
 }
 
@@ -191,6 +192,7 @@ fn balia_uses_the_last_ack_rtt_on_a_loss() {
         &Acked {
             app_limited: true,
             newest_sent: None,
+            standing_queue: false,
             ..ack(1_200)
         },
         &coupling(&stale),

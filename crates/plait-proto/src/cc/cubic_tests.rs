@@ -16,6 +16,7 @@ fn ack(bytes: u64) -> Acked {
         bytes_in_flight: 0,
         app_limited: false,
         newest_sent: None,
+        standing_queue: false,
     }
 }
 
@@ -148,6 +149,7 @@ fn cubic_app_limited_acks_do_not_grow() {
     let a = Acked {
         app_limited: true,
         newest_sent: None,
+        standing_queue: false,
         ..ack(50_000)
     };
     cc.on_ack(ms(5000), &a, &none());

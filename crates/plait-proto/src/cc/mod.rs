@@ -146,6 +146,10 @@ pub struct Acked {
     /// link) does not read as a faster bottleneck (draft-cheng-iccrg-delivery-rate-estimation
     /// §3.3: `max(send_elapsed, ack_elapsed)`).
     pub newest_sent: Option<Time>,
+    /// The path's one-way delay shows a standing queue: its smoothed delay is at least
+    /// `path::SHALLOW_QUEUE` above its base (`false` before any delay sample). The
+    /// [`Adaptive`] controller's queue-cap model ends its Startup on it.
+    pub standing_queue: bool,
 }
 
 /// One path's figures as the coupled controllers see them.

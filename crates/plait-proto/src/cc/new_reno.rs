@@ -7,7 +7,9 @@
 //! found (RFC 5681 eq. 4's FlightSize), so a window slow start grew past what was used is
 //! no cushion.
 //!
-//! Invariant: `window` stays within [`min_window`]`(mss)..=`[`MAX_WINDOW`].
+//! Invariant: the own window stays within [`min_window`]`(mss)..=`[`MAX_WINDOW`], and
+//! each [`NewReno::limit`] brings it within twice the cap it sets; the window used is the
+//! smaller of the own window and the cap, never under the minimum window.
 
 use super::{
     Acked, CongestionController, Coupling, INITIAL_WINDOW_DATAGRAMS, MAX_WINDOW, min_window,
@@ -29,6 +31,8 @@ pub struct NewReno {
     before_cut: Option<(u64, u64)>,
     /// Bytes in flight when the pending congestion event's losses were found.
     flight_at_loss: Option<u64>,
+    /// The bound [`super::Adaptive`]'s queue cap puts on the window used (`None`: none).
+    cap: Option<u64>,
 }
 
 impl NewReno {
@@ -42,6 +46,7 @@ impl NewReno {
             avoidance_credit: 0,
             before_cut: None,
             flight_at_loss: None,
+            cap: None,
         }
     }
 
@@ -55,10 +60,23 @@ impl NewReno {
         c
     }
 
-    /// Lowers the window to at most `cap` bytes (never below the minimum window); slow
-    /// start and the threshold are kept, so the window grows again as soon as the cap does.
+    /// Bounds the window used to `cap` bytes (never below the minimum window). NewReno's
+    /// own window, threshold and slow start are kept, so the window grows again as soon as
+    /// the cap does, and a cut halves the flight at the loss (RFC 5681's FlightSize), not
+    /// a window the cap lowered after those datagrams left. The own window is kept within
+    /// twice the cap, what slow start reaches in a round.
     pub fn limit(&mut self, cap: u64) {
-        self.window = self.window.min(cap).max(min_window(self.mss));
+        let cap = cap.max(min_window(self.mss));
+        self.cap = Some(cap);
+        self.window = self.window.min(cap.saturating_mul(2));
+    }
+
+    /// After a cut: the own window and threshold are at least `floor` bytes (within the
+    /// window bounds); [`super::Adaptive`] keeps its model's BDP this way.
+    pub fn keep_at_least(&mut self, floor: u64) {
+        let floor = floor.clamp(min_window(self.mss), MAX_WINDOW);
+        self.window = self.window.max(floor);
+        self.ssthresh = self.ssthresh.max(floor);
     }
 
     /// The slow-start threshold (`u64::MAX` until the first congestion event).
@@ -118,7 +136,7 @@ impl CongestionController for NewReno {
     }
 
     fn window(&self) -> u64 {
-        self.window
+        self.cap.map_or(self.window, |cap| self.window.min(cap))
     }
 
     fn name(&self) -> &'static str {

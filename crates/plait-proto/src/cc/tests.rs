@@ -15,6 +15,7 @@ fn acked(bytes: u64) -> Acked {
         bytes_in_flight: 0,
         app_limited: false,
         newest_sent: None,
+        standing_queue: false,
     }
 }
 
@@ -58,6 +59,33 @@ fn newreno_slow_start_then_halving_once_per_recovery_period() {
 }
 
 #[test]
+fn a_capped_newreno_halves_the_flight_at_the_loss_not_the_window_the_cap_lowered() {
+    // Slow start to 100 datagrams, 90 of them in flight when the cap (as `adaptive`'s
+    // queue cap after its model's start-up) falls to 50.
+    let mut cc = NewReno::new(MSS);
+    let none = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    cc.on_ack(ms(10), &acked(90 * MSS), &none);
+    assert_eq!(cc.window(), 100 * MSS);
+    cc.limit(50 * MSS);
+    assert_eq!(cc.window(), 50 * MSS, "the cap bounds the window used");
+    // The losses of that flight: half of its 90 datagrams, not of the cap's 50.
+    cc.on_flight_at_loss(90 * MSS);
+    cc.on_congestion_event(ms(20), &none);
+    assert_eq!(cc.ssthresh(), 45 * MSS);
+    assert_eq!(cc.window(), 45 * MSS);
+    // Each cap keeps the own window within twice it (`adaptive` sets one at every ACK).
+    cc.limit(10 * MSS);
+    assert_eq!(cc.window(), 10 * MSS);
+    cc.on_ack(ms(30), &acked(100 * MSS), &none);
+    cc.limit(10 * MSS);
+    cc.limit(100 * MSS);
+    assert_eq!(cc.window(), 20 * MSS);
+}
+
+#[test]
 fn newreno_congestion_avoidance_adds_one_datagram_per_window() {
     let mut buf = Vec::new();
     let mut cc = PathCongestion::new(CongestionKind::NewReno, MSS);
@@ -82,6 +110,7 @@ fn app_limited_acks_do_not_grow_the_window() {
     let a = Acked {
         app_limited: true,
         newest_sent: None,
+        standing_queue: false,
         ..acked(10 * MSS)
     };
     cc.on_ack(ms(50), &a, 0, &alone(&mut buf, 12_000));

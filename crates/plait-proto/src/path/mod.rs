@@ -511,6 +511,7 @@ impl Path {
                 bytes_in_flight: self.bytes_in_flight,
                 app_limited: !cc_limited,
                 newest_sent: cc_newest_sent,
+                standing_queue: !self.queue_is_shallow(),
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
