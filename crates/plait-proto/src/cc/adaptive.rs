@@ -52,19 +52,23 @@
 //! goal being 30), and 2/ln 2 BDPs while the model is still finding it: until its
 //! Startup sees three rounds without growth or the path shows a standing queue
 //! ([`Bbr::on_standing_queue`]), whichever comes first. NewReno stays in slow start
-//! then: the cap, not a cut, holds the window (a start-up spike of 50-70 ms on T1's and
-//! T4's 20 ms path is what the standing queue ends). The model misses the ACKs NewReno
+//! then: the cap, not a cut, holds the window (a probe's start-up spike of 50-70 ms,
+//! idle 20, on T1's and T4's 20 ms path is what the standing queue ends). The model misses the ACKs NewReno
 //! does not take (datagrams sent before a recovery period began): its bandwidth filter
 //! holds the best sample of the last ten rounds, so a recovery period does not lower it.
 //!
-//! The window is never above NewReno's own, but a cut leaves at least the model's BDP:
+//! A cut leaves at least the model's BDP (never more than the window used before it):
 //! under the cap the standing queue is about half a BDP, so halving the flight would leave
 //! 0.75 BDP and the link idle part of every round until avoidance regrew it, a datagram a
 //! round (on T1's 100 ms path after the start's overflow: 6-7 of its 10 Mbit/s for 1.5 s).
-//! One BDP still drains the queue the loss signalled. At a bottleneck other flows share,
-//! the model's rate is this path's share, so the floor keeps that share rather than
-//! yielding half of it, and the cap can only make a path yield more than NewReno
-//! (`scenarios/shared-bottleneck.toml`: a friendliness factor of 0.98). Measured:
+//! One BDP drains the queue the loss signalled while the model's rate is current; its
+//! filter keeps the best rate of ten rounds, so just after a rate drop the floor is the
+//! old BDP. So after a loss a capped path can hold more than NewReno would: at a
+//! bottleneck other flows share, the model's rate is this path's share, and the floor
+//! keeps it rather than yielding half (`scenarios/shared-bottleneck.toml`: a friendliness
+//! factor of 0.98, 0.95 without the floor). Between losses the cap only ever lowers the
+//! window. A false standing-queue signal (a base delay read too high) ends the model's
+//! Startup early, and growth is then held to about 1.5× a round. Measured:
 //! docs/protocol.md#queue-cap.
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
@@ -213,12 +217,13 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_flight_at_loss(flight);
     }
     fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
+        let used = self.inner().window();
         self.inner_mut().on_congestion_event(now, coupling);
-        // At least the model's BDP after the cut (module docs).
+        // At least the model's BDP after the cut (module docs), never more than was used.
         if let Active::NewReno(c) = &mut self.active
             && self.model.bandwidth() > 0.0
         {
-            c.keep_at_least(self.model.bdp() as u64);
+            c.keep_at_least((self.model.bdp() as u64).min(used));
         }
     }
     fn on_spurious_congestion(&mut self, now: Time) {

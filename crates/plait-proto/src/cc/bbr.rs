@@ -73,8 +73,8 @@
 //!   after `ack_every` datagrams, so a smaller window waits out its ACK delay on every
 //!   round, the delivery rate measured is then the ACK timer's, and a target built on that
 //!   rate never grows past it (on the test bed a 40 Mbit/s path with a 0.5 ms RTT was held
-//!   at 4 datagrams, about 2 Mbit/s). The larger floor costs no queue on a slow path: the
-//!   pacing rate, not the window, bounds what is sent.
+//!   at 4 datagrams, about 2 Mbit/s). The larger floor costs little queue on a slow path: the
+//!   pacing rate, not the window, bounds what is sent (outside Startup's 2.9× pacing).
 //! - **Loss.** BBR v1 does not reduce its model on loss; during the first round of a
 //!   recovery it applies packet conservation (cwnd = in flight + acknowledged, draft
 //!   §4.2.3.4) and restores the prior cwnd when recovery ends. Omitted: the trait tells the
@@ -420,7 +420,7 @@ impl Bbr {
     /// bandwidth sample ends (to Drain), as the pipe is full. Only [`super::Adaptive`]'s
     /// queue-cap model calls it (BBR v1 itself leaves Startup on its growth test alone):
     /// Startup's gain of 2/ln 2 lets the cap reach 2.9 BDPs before three rounds without
-    /// growth end it, a queue of nearly two BDPs (a probe 50-70 ms above idle on the test
+    /// growth end it, a queue of nearly two BDPs (a probe at 50-70 ms, idle 20, on the test
     /// bed's 20 ms paths in their first half second); the queue shows the pipe full rounds
     /// earlier.
     pub fn on_standing_queue(&mut self) {

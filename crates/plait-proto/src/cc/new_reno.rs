@@ -111,10 +111,11 @@ impl CongestionController for NewReno {
         // RFC 5681 eq. 4: halve what was in flight, not a window slow start grew beyond
         // what the sender used (in the simulator, a window of 300 datagrams with 130-180 in
         // flight was "halved" to 153, no back-off at all, and starved a competing TCP).
+        let used = CongestionController::window(self);
         let base = self
             .flight_at_loss
             .take()
-            .map_or(self.window, |f| f.min(self.window));
+            .map_or(used, |f| f.min(self.window));
         let cut = (base as f64 * LOSS_REDUCTION) as u64;
         self.ssthresh = cut.max(min_window(self.mss));
         self.window = self.ssthresh;
@@ -130,7 +131,10 @@ impl CongestionController for NewReno {
 
     fn on_persistent_congestion(&mut self, _now: Time) {
         self.before_cut = None;
-        self.ssthresh = (self.window / 2).max(min_window(self.mss));
+        // Half the window used (the own one may be up to twice a cap); the path that comes
+        // back gets no cap until its owner sets a new one.
+        self.ssthresh = (CongestionController::window(self) / 2).max(min_window(self.mss));
+        self.cap = None;
         self.window = min_window(self.mss);
         self.avoidance_credit = 0;
     }
