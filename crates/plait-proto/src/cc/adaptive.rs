@@ -53,9 +53,10 @@
 //! Startup sees three rounds without growth or the path shows a standing queue
 //! ([`Bbr::on_standing_queue`]), whichever comes first. NewReno stays in slow start
 //! then: the cap, not a cut, holds the window (a probe's start-up spike of 50-70 ms,
-//! idle 20, on T1's and T4's 20 ms path is what the standing queue ends). The model misses the ACKs NewReno
-//! does not take (datagrams sent before a recovery period began): its bandwidth filter
-//! holds the best sample of the last ten rounds, so a recovery period does not lower it.
+//! idle 20, on T1's and T4's 20 ms path is what the standing queue ends). The model
+//! misses the ACKs NewReno does not take (datagrams sent before a recovery period began):
+//! its bandwidth filter holds the best sample of the last ten rounds, so a recovery
+//! period does not lower it.
 //!
 //! A cut leaves at least the model's BDP (never more than the window used before it):
 //! under the cap the standing queue is about half a BDP, so halving the flight would leave
@@ -68,7 +69,8 @@
 //! keeps it rather than yielding half (`scenarios/shared-bottleneck.toml`: a friendliness
 //! factor of 0.98, 0.95 without the floor). Between losses the cap only ever lowers the
 //! window. A false standing-queue signal (a base delay read too high) ends the model's
-//! Startup early, and growth is then held to about 1.5× a round. Measured:
+//! Startup early, and growth is then held to about 1.5× a round (the cap's arithmetic, not
+//! measured). Measured:
 //! docs/protocol.md#queue-cap.
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,

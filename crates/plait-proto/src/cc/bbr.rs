@@ -73,8 +73,9 @@
 //!   after `ack_every` datagrams, so a smaller window waits out its ACK delay on every
 //!   round, the delivery rate measured is then the ACK timer's, and a target built on that
 //!   rate never grows past it (on the test bed a 40 Mbit/s path with a 0.5 ms RTT was held
-//!   at 4 datagrams, about 2 Mbit/s). The larger floor costs little queue on a slow path: the
-//!   pacing rate, not the window, bounds what is sent (outside Startup's 2.9× pacing).
+//!   at 4 datagrams, about 2 Mbit/s). The larger floor costs little queue on a slow
+//!   path: the pacing rate, not the window, bounds what is sent (outside Startup's 2.9×
+//!   pacing).
 //! - **Loss.** BBR v1 does not reduce its model on loss; during the first round of a
 //!   recovery it applies packet conservation (cwnd = in flight + acknowledged, draft
 //!   §4.2.3.4) and restores the prior cwnd when recovery ends. Omitted: the trait tells the

@@ -2,8 +2,8 @@
 //! adaptive, which runs NewReno): random sequences of ACKs, congestion events, undos and
 //! persistent congestion, at random (also backwards) times, with random couplings (paths
 //! without an RTT, zero and huge windows, unusable paths, `this` missing or repeated),
-//! random and absurd `mss`, SRTTs from zero to `Duration::MAX`. Checks the module invariant after every operation: the controller's
-//! own window (not [`AnyController`]'s clamped one) stays within
+//! random and absurd `mss`, SRTTs from zero to `Duration::MAX`. Checks the module
+//! invariant after every operation: the controller's own window (not [`AnyController`]'s clamped one) stays within
 //! [`MIN_WINDOW`]`..=`[`MAX_WINDOW`], a pacing rate (BBR's) is finite and positive, and
 //! nothing panics.
 

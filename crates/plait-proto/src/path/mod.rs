@@ -501,6 +501,9 @@ impl Path {
             }
             self.on_answer(now, p.seq, probes_acked, &mut out);
         }
+        // Judged once, with this ACK's own delay samples: the controller's start-up and the
+        // link-loss samples below read the same queue.
+        let shallow = self.queue_is_shallow();
         if (cc_bytes > 0 || spurious > 0)
             && let (Some(srtt), Some(min_rtt)) = (self.rtt.srtt(), self.rtt.min_rtt())
         {
@@ -511,14 +514,14 @@ impl Path {
                 bytes_in_flight: self.bytes_in_flight,
                 app_limited: !cc_limited,
                 newest_sent: cc_newest_sent,
-                standing_queue: !self.queue_is_shallow(),
+                standing_queue: !shallow,
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
         // None while the queue is long (judged with this ACK's own delay samples, as the
         // losses it reveals are below), as losses then are no samples either
         // (`LinkLossTally::add`).
-        if self.queue_is_shallow() {
+        if shallow {
             self.cc.on_link_sample(now, delivered, 0);
         }
         out.newly_lost = self.detect_losses(now, coupling, true);
