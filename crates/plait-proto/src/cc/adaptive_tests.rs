@@ -316,3 +316,44 @@ fn the_queue_cap_leaves_room_for_the_peer_to_acknowledge_at_once() {
     }
     assert_eq!(c.queue_cap(), Some(17 * MSS));
 }
+
+#[test]
+fn an_undo_after_a_floored_cut_restores_the_window_before_it_under_the_cap() {
+    // 10 Mbit/s at 20 ms, at the cap (59 900 B; NewReno's own window in slow start is twice
+    // that). A loss with 30 000 B in flight cuts to the BDP floor; the loss was only late.
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 1_250_000);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    c.on_flight_at_loss(30_000);
+    c.on_congestion_event(at(3_000), &coupling);
+    assert_eq!(c.window(), 25_000, "the floor, not half the flight");
+    c.on_spurious_congestion(at(3_001));
+    assert_eq!(c.window(), 59_900, "back to the cap, not to the floor");
+    // A second cut from there halves the flight (above the floor) and is undone the same.
+    c.on_flight_at_loss(59_900);
+    c.on_congestion_event(at(3_002), &coupling);
+    assert_eq!(c.window(), 29_950);
+    c.on_spurious_congestion(at(3_003));
+    assert_eq!(c.window(), 59_900);
+}
+
+#[test]
+fn an_outage_with_the_own_window_above_the_cap_halves_the_window_used() {
+    // At the cap of 59 900 B NewReno's own window is 119 800 B (slow start, within twice the
+    // cap). An outage: the threshold is half of what was used (29 950 B), not of the own
+    // window, and the minimum window restarts slow start.
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 1_250_000);
+    assert_eq!(c.window(), 59_900);
+    c.on_persistent_congestion(at(3_000));
+    assert_eq!(c.window(), 2 * MSS);
+    assert_eq!(c.queue_cap(), None, "the model starts over with the path");
+    // Slow start to the threshold, 1 250 B an ACK: 2 800 + 22 × 1 250 = 30 300 B passes
+    // 29 950; from there avoidance needs a window of ACKs for one datagram. Half the own
+    // window (59 900 B) would have let slow start run to 52 800 B.
+    steady(&mut c, 3_001, 3_041, 1_250_000);
+    assert_eq!(c.window(), 30_300);
+}

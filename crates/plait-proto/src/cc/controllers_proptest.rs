@@ -1,10 +1,11 @@
-//! Property test of the controllers added beside NewReno (CUBIC, LIA, BALIA, mHIP, BBR,
-//! adaptive, which runs NewReno): random sequences of ACKs, congestion events, undos and
-//! persistent congestion, at random (also backwards) times, with random couplings (paths
-//! without an RTT, zero and huge windows, unusable paths, `this` missing or repeated),
-//! random and absurd `mss`, SRTTs from zero to `Duration::MAX`. Checks the module
-//! invariant after every operation: the controller's own window (not [`AnyController`]'s clamped one) stays within
-//! [`MIN_WINDOW`]`..=`[`MAX_WINDOW`], a pacing rate (BBR's) is finite and positive, and
+//! Property test of every controller (`CongestionKind::ALL`): random sequences of ACKs,
+//! flights at a loss, congestion events, undos, persistent congestion and link-loss samples
+//! (which move `adaptive` between NewReno and BBR), at random (also backwards) times, with
+//! random couplings (paths without an RTT, zero and huge windows, unusable paths, `this`
+//! missing or repeated), random and absurd `mss`, SRTTs from zero to `Duration::MAX`.
+//! Checks the module invariant after every operation: the controller's own window (not
+//! [`AnyController`]'s clamped one) stays within [`MIN_WINDOW`]`..=`[`MAX_WINDOW`], a
+//! congestion event never raises it, a pacing rate (BBR's) is finite and positive, and
 //! nothing panics.
 
 use std::time::Duration;
@@ -25,10 +26,19 @@ enum Op {
         newest_sent: Option<u64>,
         /// Whether the path shows a standing queue.
         standing_queue: bool,
+        bytes_in_flight: u64,
         paths: Vec<CoupledPath>,
     },
+    /// The bytes in flight when the next congestion event's losses were found.
+    FlightAtLoss(u64),
     Loss(Vec<CoupledPath>),
     Undo,
+    /// One batch of resolved datagrams, `link_lost` of them lost on the link (any counts,
+    /// even more losses than datagrams).
+    LinkSample {
+        resolved: u32,
+        link_lost: u32,
+    },
     Persistent,
 }
 
@@ -66,10 +76,20 @@ fn op() -> impl Strategy<Value = Op> {
             any::<bool>(),
             any::<Option<u64>>(),
             any::<bool>(),
+            bytes(),
             paths(),
         )
             .prop_map(
-                |(bytes, srtt, min_rtt, app_limited, newest_sent, standing_queue, paths)| {
+                |(
+                    bytes,
+                    srtt,
+                    min_rtt,
+                    app_limited,
+                    newest_sent,
+                    standing_queue,
+                    bytes_in_flight,
+                    paths,
+                )| {
                     Op::Ack {
                         bytes,
                         srtt,
@@ -77,12 +97,16 @@ fn op() -> impl Strategy<Value = Op> {
                         app_limited,
                         newest_sent,
                         standing_queue,
+                        bytes_in_flight,
                         paths,
                     }
                 }
             ),
+        1 => bytes().prop_map(Op::FlightAtLoss),
         2 => paths().prop_map(Op::Loss),
         1 => Just(Op::Undo),
+        2 => (any::<u32>(), prop_oneof![Just(0u32), Just(1u32), any::<u32>()])
+            .prop_map(|(resolved, link_lost)| Op::LinkSample { resolved, link_lost }),
         1 => Just(Op::Persistent),
     ]
 }
@@ -105,14 +129,7 @@ proptest! {
         this in 0u8..4,
         ops in prop::collection::vec((time_step(), op()), 0..64),
     ) {
-        for kind in [
-            CongestionKind::Cubic,
-            CongestionKind::Lia,
-            CongestionKind::Balia,
-            CongestionKind::Mhip,
-            CongestionKind::Bbr,
-            CongestionKind::Adaptive,
-        ] {
+        for &kind in CongestionKind::ALL {
             let mut cc = AnyController::new(kind, mss);
             let mut now = Time::ZERO;
             for (step, op) in &ops {
@@ -126,23 +143,34 @@ proptest! {
                         app_limited,
                         newest_sent,
                         standing_queue,
+                        bytes_in_flight,
                         paths,
                     } => {
                         let acked = Acked {
                             bytes: *bytes,
                             srtt: *srtt,
                             min_rtt: *min_rtt,
-                            bytes_in_flight: 0,
+                            bytes_in_flight: *bytes_in_flight,
                             app_limited: *app_limited,
                             newest_sent: newest_sent.map(Time::from_nanos),
                             standing_queue: *standing_queue,
                         };
                         cc.on_ack(now, &acked, &Coupling { this: PathId(this), paths });
                     }
+                    Op::FlightAtLoss(flight) => cc.on_flight_at_loss(*flight),
                     Op::Loss(paths) => {
+                        let before = cc.inner().window();
                         cc.on_congestion_event(now, &Coupling { this: PathId(this), paths });
+                        let after = cc.inner().window();
+                        prop_assert!(
+                            after <= before,
+                            "{kind:?}: a cut raised the window from {before} to {after}"
+                        );
                     }
                     Op::Undo => cc.on_spurious_congestion(now),
+                    Op::LinkSample { resolved, link_lost } => {
+                        cc.on_link_sample(now, *resolved, *link_lost);
+                    }
                     Op::Persistent => cc.on_persistent_congestion(now),
                 }
                 let w = cc.inner().window();
