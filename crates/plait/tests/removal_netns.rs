@@ -67,24 +67,16 @@ enum Removal {
 /// path 0 20 ms each way and path 1 10 ms; returns once the client has an established
 /// session with both paths active and the server has it too.
 fn start() -> Tunnel {
-    Tunnel::start(TunnelSpec {
-        tag: TAG,
-        topo: TopologySpec::new(
+    Tunnel::start(TunnelSpec::new(
+        TAG,
+        TopologySpec::new(
             PREFIX,
             vec![
                 PathSpec::v4().rate(40.0).delay(Duration::from_millis(20)),
                 PathSpec::v4().rate(40.0).delay(Duration::from_millis(10)),
             ],
         ),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    })
+    ))
 }
 
 /// Datagrams each path of the (only) session sent so far, by path id.

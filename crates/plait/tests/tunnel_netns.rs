@@ -143,18 +143,7 @@ fn tcp_50mb_arrives_intact_and_uses_both_paths() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'a',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let t = Tunnel::start(TunnelSpec::new('a', two_paths_at_40()));
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     transfer(
         t.topo.lan_host(),
@@ -183,18 +172,7 @@ fn transfer_survives_a_path_blackholed_midway() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'b',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let t = Tunnel::start(TunnelSpec::new('b', two_paths_at_40()));
     // A short transfer first, so the blackhole below hits traffic in full flow rather than
     // the reorder buffer's start-up stall (see `tcp_50mb_arrives_intact_and_uses_both_paths`).
     let warm = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5000);
@@ -272,16 +250,8 @@ fn unknown_client_key_gets_no_reply() {
     }
     let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
-        tag: 'c',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
-        inner_v6: false,
         clients: false,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('c', TopologySpec::new(PREFIX, vec![PathSpec::v4()]))
     });
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
     let server_public = t.server_key.public();
@@ -441,18 +411,10 @@ fn client_connects_during_a_handshake_flood() {
         return;
     }
     let _serial = serial();
-    let mut t = Tunnel::start(TunnelSpec {
-        tag: 'k',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let mut t = Tunnel::start(TunnelSpec::new(
+        'k',
+        TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+    ));
     let client_ns = t.topo.clients()[0].client();
     let config = t.dir.path().join("client0.toml");
     let tun = tun_name('k');
@@ -623,18 +585,10 @@ fn session_keeps_its_traffic_across_rekeys_under_a_remote_flood() {
     // restart (10 s at most) and slack; it is stopped as soon as the restarted client is
     // up.
     const FLOOD_MAX: Duration = Duration::from_secs(55);
-    let mut t = Tunnel::start(TunnelSpec {
-        tag: 'r',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let mut t = Tunnel::start(TunnelSpec::new(
+        'r',
+        TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+    ));
     restart_client0_with(
         &mut t,
         'r',
@@ -838,18 +792,10 @@ fn new_client_connect_time_by_flood_rate() {
     const WAIT: Duration = Duration::from_secs(12);
     // Bounds each flood: 1 s, then each trial's wait and its client's stop and start.
     const FLOOD_MAX: Duration = Duration::from_secs(1 + CONNECT_TRIALS as u64 * 15);
-    let mut t = Tunnel::start(TunnelSpec {
-        tag: 'w',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let mut t = Tunnel::start(TunnelSpec::new(
+        'w',
+        TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+    ));
     let flooder = t.topo.attach_host(0).expect("flooder on path 0's router");
     let server_addr = SocketAddr::new(t.topo.path_server_addr(0).expect("path 0"), PORT);
     let server_pid = t.server().child.id();
@@ -974,19 +920,14 @@ fn ipv6_inner_over_ipv6_path() {
     }
     let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'd',
-        topo: TopologySpec::new(
-            PREFIX,
-            vec![PathSpec::v4().rate(20.0), PathSpec::v6().rate(20.0)],
-        ),
         inner_v6: true,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new(
+            'd',
+            TopologySpec::new(
+                PREFIX,
+                vec![PathSpec::v4().rate(20.0), PathSpec::v6().rate(20.0)],
+            ),
+        )
     });
     let status = t.clients[0].status().expect("client status");
     let remote = status.sessions[0].paths[1]
@@ -1058,18 +999,10 @@ fn two_clients_share_one_server() {
     }
     let _serial = serial();
     let paths = || vec![PathSpec::v4().rate(20.0), PathSpec::v4().rate(20.0)];
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'e',
-        topo: TopologySpec::new(PREFIX, paths()).add_client(paths()),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let t = Tunnel::start(TunnelSpec::new(
+        'e',
+        TopologySpec::new(PREFIX, paths()).add_client(paths()),
+    ));
     let bytes = 3_000_000;
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = t
@@ -1157,16 +1090,8 @@ fn stream_mode_carries_tcp_transparently_and_through_socks5() {
     }
     let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'f',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
         streams: true,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('f', two_paths_at_40())
     });
     let remote = t.topo.remote_host_addr(Family::V4);
     let (relayed0, _) = stream_counters(&t.clients[0], "client before");
@@ -1343,16 +1268,8 @@ fn stream_transfer_survives_a_path_blackholed_midway() {
     }
     let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
-        tag: 'g',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
         streams: true,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('g', two_paths_at_40())
     });
     let dst = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5001);
     let sink = TcpSink::start(t.topo.remote_host(), dst).expect("sink");
@@ -1384,16 +1301,11 @@ fn stream_mode_rules_survive_kill_and_restart() {
     }
     let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'h',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(20.0)]),
-        inner_v6: false,
-        clients: true,
         streams: true,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new(
+            'h',
+            TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(20.0)]),
+        )
     });
     let tun = tun_name('h');
     let table = plait_tunnel::netcfg::redirect_table_name(&tun);
@@ -1467,16 +1379,9 @@ fn stream_mode_200_concurrent_connections_and_ipv6() {
     }
     let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
-        tag: 'i',
-        topo: two_paths_at_40(),
         inner_v6: true,
-        clients: true,
         streams: true,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('i', two_paths_at_40())
     });
     const N: usize = 200;
     let echo = SocketAddr::new(t.topo.remote_host_addr(Family::V4), 5007);
@@ -1600,16 +1505,11 @@ fn stream_mode_10000_idle_connections_memory() {
         .expect("setrlimit");
     const N: usize = 10_000;
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'j',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(40.0)]),
-        inner_v6: false,
-        clients: true,
         streams: true,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new(
+            'j',
+            TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(40.0)]),
+        )
     });
     let client_pid = t.clients[0].child.id();
     let server_pid = t.server().child.id();
@@ -1724,18 +1624,10 @@ fn server_kill_and_restart_client_recovers_by_hint() {
         return;
     }
     let _serial = serial();
-    let mut t = Tunnel::start(TunnelSpec {
-        tag: 'l',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4(), PathSpec::v4()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let mut t = Tunnel::start(TunnelSpec::new(
+        'l',
+        TopologySpec::new(PREFIX, vec![PathSpec::v4(), PathSpec::v4()]),
+    ));
     let before = t.clients[0].status().expect("client status").sessions[0].clone();
     let tun = tun_name('l');
     let config = t.dir.path().join("server.toml");
@@ -1827,18 +1719,10 @@ fn client_kill_and_restart_leaves_one_copy_of_each_rule() {
         return;
     }
     let _serial = serial();
-    let mut t = Tunnel::start(TunnelSpec {
-        tag: 'm',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let mut t = Tunnel::start(TunnelSpec::new(
+        'm',
+        TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+    ));
     let client_ns = t.topo.clients()[0].client();
     let tun = tun_name('m');
     let config = t.dir.path().join("client0.toml");
@@ -2019,21 +1903,13 @@ fn raced_datagrams_from_a_foreign_address_move_no_path() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'n',
-        topo: TopologySpec::new(
+    let t = Tunnel::start(TunnelSpec::new(
+        'n',
+        TopologySpec::new(
             PREFIX,
             vec![PathSpec::v4().rate(40.0).delay(Duration::from_millis(20))],
         ),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    ));
     let path = t.topo.path(0).expect("path 0");
     let client_addr = path.client_addr();
     let server = SocketAddr::new(path.server_addr(), PORT);
@@ -2122,21 +1998,13 @@ fn nat_rebinding_moves_the_path_after_validation() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'b',
-        topo: TopologySpec::new(
+    let t = Tunnel::start(TunnelSpec::new(
+        'b',
+        TopologySpec::new(
             PREFIX,
             vec![PathSpec::v4().rate(40.0).delay(Duration::from_millis(20))],
         ),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    ));
     let path = t.topo.path(0).expect("path 0");
     let client_ip = path.client_addr();
     let remote = |st: &StatusSnapshot| -> Option<String> {
@@ -2204,21 +2072,13 @@ fn client_readdressed_path_follows_after_validation() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'a',
-        topo: TopologySpec::new(
+    let t = Tunnel::start(TunnelSpec::new(
+        'a',
+        TopologySpec::new(
             PREFIX,
             vec![PathSpec::v4().rate(40.0).delay(Duration::from_millis(20))],
         ),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    ));
     let path = t.topo.path(0).expect("path 0");
     let client_ns = t.topo.clients()[0].client();
     let dev = path.client_dev();
@@ -2324,18 +2184,10 @@ fn handshake_flood_cpu_at_50k_per_second() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'f',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let t = Tunnel::start(TunnelSpec::new(
+        'f',
+        TopologySpec::new(PREFIX, vec![PathSpec::v4()]),
+    ));
     const RATE: u64 = 50_000;
     const PHASE: Duration = Duration::from_secs(10);
     // The flood comes from the remote host's side of the server, so it competes with
@@ -2428,18 +2280,7 @@ fn a_link_that_goes_down_and_comes_back_is_withdrawn_and_restored() {
         return;
     }
     let _serial = serial();
-    let t = Tunnel::start(TunnelSpec {
-        tag: 'l',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
-    });
+    let t = Tunnel::start(TunnelSpec::new('l', two_paths_at_40()));
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(1).expect("path 1").client_dev();
     let routes = client_ns
@@ -2538,16 +2379,8 @@ fn a_backup_path_stands_by_then_takes_over_when_the_primary_link_goes() {
     }
     let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
-        tag: 'u',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
         backup_paths: &[1],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('u', two_paths_at_40())
     });
     let sent_per_path = |t: &Tunnel| -> Vec<u64> {
         let st = t.server().status().expect("server status");
@@ -2641,16 +2474,8 @@ fn a_duplicated_udp_flow_loses_nothing_when_a_path_fails() {
     const PORT_CALL: u16 = 5004;
     const PACKETS: u32 = 600;
     let t = Tunnel::start(TunnelSpec {
-        tag: 'd',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
         policy: "[[policy]]\nprotocol = \"udp\"\nports = [5004]\naction = \"duplicate\"\n\n",
-        engine: "",
+        ..TunnelSpec::new('d', two_paths_at_40())
     });
     let to = SocketAddr::new(t.topo.site0().lan_host_addr(Family::V4), PORT_CALL);
     let receiver = t
@@ -2730,16 +2555,8 @@ fn a_matching_interface_that_appears_mid_download_joins_and_leaves() {
     }
     let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'm',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
         pattern_paths: &[1],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('m', two_paths_at_40())
     });
     let client_ns = t.topo.clients()[0].client();
     let dev = t.topo.path(1).expect("path 1").client_dev();
@@ -2878,16 +2695,8 @@ fn a_server_name_is_resolved_at_start_and_again_when_its_path_fails() {
     }
     let _serial = serial();
     let t = Tunnel::start(TunnelSpec {
-        tag: 'n',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
         named_servers: true,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('n', two_paths_at_40())
     });
     let p0 = t.topo.path(0).expect("path 0").server_addr();
     let p1 = t.topo.path(1).expect("path 1").server_addr();
@@ -2972,16 +2781,8 @@ fn interfaces_beyond_sixteen_paths_are_refused_and_nothing_breaks() {
     }
     let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'q',
-        topo: two_paths_at_40(),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
         pattern_paths: &[1],
-        named_servers: false,
-        policy: "",
-        engine: "",
+        ..TunnelSpec::new('q', two_paths_at_40())
     });
     let client_ns = t.topo.clients()[0].client();
     let server = t.topo.path(1).expect("path 1").server_addr().to_string();
@@ -3256,16 +3057,8 @@ fn a_path_that_starts_losing_is_handed_over_and_back() {
             .delay_in(Direction::Down, delay)
     };
     let t = Tunnel::start(TunnelSpec {
-        tag: 'q',
-        topo: TopologySpec::new(PREFIX, vec![path(), path()]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
-        pattern_paths: &[],
-        named_servers: false,
-        policy: "",
         engine: "handover = true\n",
+        ..TunnelSpec::new('q', TopologySpec::new(PREFIX, vec![path(), path()]))
     });
     let set_loss = |loss: f64| {
         let model = LinkModel {
@@ -3319,16 +3112,12 @@ fn a_weak_wifi_signal_hands_the_path_over_and_a_strong_one_back() {
     }
     let _serial = serial();
     let mut t = Tunnel::start(TunnelSpec {
-        tag: 'y',
-        topo: TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(20.0); 2]),
-        inner_v6: false,
-        clients: true,
-        streams: false,
-        backup_paths: &[],
         pattern_paths: &[0],
-        named_servers: false,
-        policy: "",
         engine: "handover = true\n",
+        ..TunnelSpec::new(
+            'y',
+            TopologySpec::new(PREFIX, vec![PathSpec::v4().rate(20.0); 2]),
+        )
     });
     let dev = t.topo.path(0).expect("path 0").client_dev();
     let name = format!("p0:{dev}");

@@ -54,6 +54,26 @@ pub struct TunnelSpec {
     pub engine: &'static str,
 }
 
+impl TunnelSpec {
+    /// Test `tag`'s tunnel over `topo`: IPv4 only, every client started, packet mode, no
+    /// backup, pattern or named paths, no policy, the engine's defaults. A test names what
+    /// it changes: `TunnelSpec { streams: true, ..TunnelSpec::new('s', topo) }`.
+    pub fn new(tag: char, topo: TopologySpec) -> TunnelSpec {
+        TunnelSpec {
+            tag,
+            topo,
+            inner_v6: false,
+            clients: true,
+            streams: false,
+            backup_paths: &[],
+            pattern_paths: &[],
+            named_servers: false,
+            policy: "",
+            engine: "",
+        }
+    }
+}
+
 /// The clients' `link_signal_file`, in the tunnel's directory: a test that gives its paths a
 /// Wi-Fi signal writes rows there in the kernel's `/proc/net/wireless` format.
 pub const WIRELESS: &str = "wireless";
