@@ -64,20 +64,26 @@
 //! round (on T1's 100 ms path after the start's overflow: 6-7 of its 10 Mbit/s for 1.5 s).
 //! One BDP drains the queue the loss signalled while the model's rate is current; its
 //! filter keeps the best rate of ten rounds, so just after a rate drop the floor is the
-//! old BDP. So after a loss a capped path can hold more than NewReno would: at a
-//! bottleneck other flows share, the model's rate is this path's share, and the floor
-//! keeps it rather than yielding half (`scenarios/shared-bottleneck.toml`: a friendliness
-//! factor of 0.98, 0.95 without the floor). Between losses the cap only ever lowers the
-//! window. A false standing-queue signal (a base delay read too high) ends the model's
-//! Startup early, and growth is then held to about 1.5× a round (the cap's arithmetic, not
-//! measured). Measured:
-//! docs/protocol.md#queue-cap.
+//! old BDP. So after a loss a capped path can hold more than NewReno would. Between losses
+//! the cap only ever lowers the window. A false standing-queue signal (a base delay read
+//! too high) ends the model's Startup early, and growth is then held to about 1.5× a round
+//! (the cap's arithmetic, not measured). Measured: docs/protocol.md#queue-cap.
+//!
+//! The cap is for a queue the path makes itself. Where another flow keeps the bottleneck's
+//! queue standing, the model (whose round trip is the path's minimum) reads the longer
+//! round trip as a lower rate and the cap falls to its floor; a [`DrainCheck`] every 5 s
+//! holds the window under the model's BDP, and if the queue does not drain, NewReno runs
+//! without the cap until two checks in a row see it drain (`drain_check.rs`,
+//! docs/protocol.md#drain-check).
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
-//! pacing rate, whether ACKs in recovery count) is the active one's answer; no clock, no
-//! randomness (`now` comes from the caller).
+//! pacing rate, whether ACKs in recovery count) is the active one's answer, but for the
+//! window during a drain check, which is the smaller of NewReno's and the check's; no
+//! clock, no randomness (`now` comes from the caller).
 
-use super::{Acked, Bbr, CongestionController, Coupling, NewReno};
+use super::{
+    Acked, Bbr, BbrMode, CongestionController, Coupling, DRAIN_WINDOW_GAIN, DrainCheck, NewReno,
+};
 use crate::time::Time;
 
 // The model's two rates: the code uses the log-likelihood ratios derived from them below;
@@ -118,6 +124,9 @@ pub struct Adaptive {
     /// The path's BBR model while NewReno runs (the queue cap, module docs); boxed, as
     /// the active controller may be a BBR too.
     model: Box<Bbr>,
+    /// Whether the path's standing queue is its own, so the cap can shorten it
+    /// (`drain_check.rs`).
+    drain: DrainCheck,
     /// Evidence for the other controller (never negative).
     evidence: f64,
     /// Switches so far (either way).
@@ -131,6 +140,7 @@ impl Adaptive {
             mss,
             active: Active::NewReno(NewReno::new(mss)),
             model: Box::new(Bbr::new(mss)),
+            drain: DrainCheck::new(),
             evidence: 0.0,
             switches: 0,
         }
@@ -187,20 +197,41 @@ impl Adaptive {
         self.apply_cap();
     }
 
-    /// The window NewReno may have now (`None`: no cap yet, or BBR runs).
+    /// The window NewReno may have now (`None`: no cap yet, BBR runs, or the last drain
+    /// check found the standing queue was other flows').
     pub fn queue_cap(&self) -> Option<u64> {
         match self.active {
-            Active::NewReno(_) => self.model.queue_cap(QUEUE_CAP_GAIN),
-            Active::Bbr(_) => None,
+            Active::NewReno(_) if !self.drain.shared() => self.model.queue_cap(QUEUE_CAP_GAIN),
+            _ => None,
         }
     }
 
+    /// Whether the drain checks found the path's standing queue was other flows'.
+    pub fn queue_is_shared(&self) -> bool {
+        self.drain.shared()
+    }
+
+    /// Whether a drain check holds the window under the model's BDP now.
+    pub fn draining(&self) -> bool {
+        self.drain_window().is_some()
+    }
+
     fn apply_cap(&mut self) {
-        if let Some(cap) = self.queue_cap()
-            && let Active::NewReno(c) = &mut self.active
-        {
-            c.limit(cap);
+        let cap = self.queue_cap();
+        if let Active::NewReno(c) = &mut self.active {
+            match cap {
+                Some(cap) => c.limit(cap),
+                None => c.unlimit(),
+            }
         }
+    }
+
+    /// The window while a drain check runs (`drain_check.rs`).
+    fn drain_window(&self) -> Option<u64> {
+        if !self.drain.draining() || !matches!(self.active, Active::NewReno(_)) {
+            return None;
+        }
+        self.model.drained_window(DRAIN_WINDOW_GAIN)
     }
 }
 
@@ -208,10 +239,20 @@ impl CongestionController for Adaptive {
     fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>) {
         self.inner_mut().on_ack(now, acked, coupling);
         if let Active::NewReno(_) = self.active {
-            self.model.on_ack(now, acked, coupling);
+            // What a drain check delivers is held below the path's rate on purpose: like
+            // an application-limited sample, it may raise the model's rate, never lower it.
+            let draining = self.drain.draining();
+            let sample = Acked {
+                app_limited: acked.app_limited || draining,
+                ..*acked
+            };
+            self.model.on_ack(now, &sample, coupling);
             if acked.standing_queue {
                 self.model.on_standing_queue();
             }
+            let ready = matches!(self.model.mode(), BbrMode::ProbeBw { .. });
+            self.drain
+                .on_ack(now, acked.srtt, acked.standing_queue, ready);
             self.apply_cap();
         }
     }
@@ -238,12 +279,15 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_persistent_congestion(now);
         // The path that comes back may not be the one that left (as in `Bbr`).
         self.model.on_persistent_congestion(now);
+        self.drain = DrainCheck::new();
     }
     fn on_link_sample(&mut self, _now: Time, resolved: u32, link_lost: u32) {
         self.weigh(resolved, link_lost);
     }
     fn window(&self) -> u64 {
-        self.inner().window()
+        let window = self.inner().window();
+        self.drain_window()
+            .map_or(window, |drain| window.min(drain))
     }
     fn pacing_rate(&self) -> Option<f64> {
         self.inner().pacing_rate()

@@ -143,14 +143,30 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         newest_sent: None,
         standing_queue: false,
     };
+    // The model is in ProbeBW, so NewReno's first ACK starts the interval's drain check:
+    // the window is 0.9 of the model's BDP plus the ACK allowance until it ends.
     c.on_ack(at(10_000), &acked, &coupling);
-    // At the cap, the datagram NewReno added is taken back.
+    assert!(c.draining());
+    assert_eq!(c.window(), 90_000 + 16 * MSS);
+    // The path delivers at its rate and the queue shows short on every ACK: after half an
+    // SRTT of that the queue was the path's own, the check ends and the cap stays. At the
+    // cap, the datagrams NewReno added are taken back.
+    let draining = Acked {
+        bytes: 100_000,
+        bytes_in_flight: 90_000,
+        ..acked
+    };
+    for t in [10_020, 10_040, 10_060, 10_080] {
+        c.on_ack(at(t), &draining, &coupling);
+    }
+    assert!(!c.draining());
+    assert!(!c.queue_is_shared());
     assert_eq!(c.window(), cap);
     // Below it, avoidance shows: a loss cuts the window (half the flight, 86 200 B, is
     // under the model's BDP, where the cut stops), and a window of ACKs then adds one
     // datagram, not a window.
     c.on_flight_at_loss(cap);
-    c.on_congestion_event(at(10_001), &coupling);
+    c.on_congestion_event(at(10_081), &coupling);
     let bdp = 100_000;
     assert_eq!(c.window(), bdp);
     let acked = Acked {
@@ -158,7 +174,7 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         bytes_in_flight: bdp,
         ..acked
     };
-    c.on_ack(at(10_020), &acked, &coupling);
+    c.on_ack(at(10_100), &acked, &coupling);
     assert_eq!(c.window(), bdp + MSS);
 }
 
@@ -287,9 +303,18 @@ fn a_cut_under_the_cap_leaves_at_least_the_models_bdp() {
     c.on_flight_at_loss(30_000);
     c.on_congestion_event(at(3_000), &coupling);
     assert_eq!(c.window(), 25_000);
-    // Avoidance from there: one datagram per window acknowledged.
-    steady(&mut c, 3_001, 3_021, 1_250_000);
-    assert_eq!(c.window(), 25_000 + MSS);
+    // With one BDP in flight the model reaches ProbeBW, and that ACK starts the first
+    // drain check, whose window (0.9 BDP plus the ACK allowance, 44 900 B) is above this
+    // one; the queue shows short, so it ends half an SRTT later.
+    steady_ack(&mut c, 3_001, 1_250_000, false);
+    assert!(c.draining());
+    assert_eq!(c.window(), 25_000);
+    steady(&mut c, 3_002, 3_067, 1_250_000);
+    assert!(!c.draining());
+    assert!(!c.queue_is_shared());
+    // Avoidance from the floor meanwhile, one datagram per window acknowledged: 66 ACKs
+    // of 1 250 B took NewReno from 25 000 through 26 400 and 27 800 to 29 200 B.
+    assert_eq!(c.window(), 29_200);
 }
 
 #[test]
@@ -356,4 +381,104 @@ fn an_outage_with_the_own_window_above_the_cap_halves_the_window_used() {
     // window (59 900 B) would have let slow start run to 52 800 B.
     steady(&mut c, 3_001, 3_041, 1_250_000);
     assert_eq!(c.window(), 30_300);
+}
+
+/// Drives `c` at 10 Mbit/s and 20 ms (BDP 25 000 B) into ProbeBW with one BDP in flight
+/// and through the first drain check, the queue short; returns the next free millisecond.
+fn capped_in_probe_bw(c: &mut Adaptive) -> u64 {
+    steady(c, 1, 3_000, 1_250_000);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    c.on_flight_at_loss(30_000);
+    c.on_congestion_event(at(3_000), &coupling);
+    steady(c, 3_001, 3_067, 1_250_000);
+    assert!(!c.draining() && !c.queue_is_shared());
+    3_067
+}
+
+#[test]
+fn a_queue_that_does_not_drain_lifts_the_cap_and_two_that_do_bring_it_back() {
+    let mut c = Adaptive::new(MSS);
+    let t = capped_in_probe_bw(&mut c);
+    assert_eq!(c.queue_cap(), Some(59_900));
+    // The next interval (5 s) starts a check; another flow keeps the queue standing on
+    // every ACK through it, so the cap cannot shorten that queue and is lifted.
+    steady_ack(&mut c, 5_000, 1_250_000, true);
+    assert!(c.draining());
+    for ms in 5_001..5_070 {
+        steady_ack(&mut c, ms, 1_250_000, true);
+    }
+    assert!(!c.draining());
+    assert!(c.queue_is_shared());
+    assert_eq!(c.queue_cap(), None);
+    // NewReno runs uncapped: a loss-based flow's share, above the old cap in time.
+    steady(&mut c, 5_070, 9_999, 1_250_000);
+    assert!(c.window() > 59_900, "{}", c.window());
+    // A check whose queue drains: one is not enough to bring the cap back ...
+    steady(&mut c, 10_000, 10_100, 1_250_000);
+    assert!(c.queue_is_shared());
+    // ... two in a row are.
+    steady(&mut c, 15_000, 15_100, 1_250_000);
+    assert!(!c.queue_is_shared());
+    assert!(c.queue_cap().is_some());
+    assert!(t < 5_000);
+}
+
+#[test]
+fn a_short_dip_early_in_a_check_is_not_a_drained_queue() {
+    // The queue shows short for a moment (another flow's cut) and stands again by the
+    // check's end: the queue is not the path's own.
+    let mut c = Adaptive::new(MSS);
+    capped_in_probe_bw(&mut c);
+    steady_ack(&mut c, 5_000, 1_250_000, true);
+    for ms in 5_001..5_070 {
+        steady_ack(&mut c, ms, 1_250_000, !(5_010..5_020).contains(&ms));
+    }
+    assert!(c.queue_is_shared());
+}
+
+#[test]
+fn an_outage_forgets_the_drain_checks_verdict() {
+    let mut c = Adaptive::new(MSS);
+    capped_in_probe_bw(&mut c);
+    for ms in 5_000..5_070 {
+        steady_ack(&mut c, ms, 1_250_000, true);
+    }
+    assert!(c.queue_is_shared());
+    c.on_persistent_congestion(at(5_100));
+    assert!(
+        !c.queue_is_shared(),
+        "the path that comes back may not be the one that left"
+    );
+}
+
+#[test]
+fn a_drain_check_waits_for_the_model_and_runs_once_an_interval() {
+    use super::{DRAIN_CHECK_INTERVAL, DrainCheck};
+    let srtt = Duration::from_millis(20);
+    let mut d = DrainCheck::new();
+    d.on_ack(at(1), srtt, true, false);
+    assert!(!d.draining(), "the model has no BDP yet");
+    d.on_ack(at(2), srtt, true, true);
+    assert!(d.draining());
+    d.on_ack(at(67), srtt, false, true);
+    assert!(
+        !d.draining() && d.shared(),
+        "a queue short for no time did not drain"
+    );
+    d.on_ack(at(100), srtt, true, true);
+    assert!(!d.draining(), "one check an interval");
+    let next = DRAIN_CHECK_INTERVAL.as_millis() as u64;
+    d.on_ack(at(next), srtt, true, true);
+    assert!(d.draining());
+    // An ACK stamped before the check began does not end it; a clock gone back to an
+    // earlier interval checks again (once for each change of interval).
+    d.on_ack(at(1), srtt, false, true);
+    assert!(d.draining());
+    d.on_ack(at(next + 65), srtt, false, true);
+    assert!(!d.draining());
+    d.on_ack(at(3), srtt, false, true);
+    assert!(d.draining(), "interval 0 again");
 }

@@ -394,9 +394,23 @@ impl Bbr {
     /// within the window bounds (call only with a bandwidth estimate).
     fn target(&self, gain: f64) -> f64 {
         let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
+        clamp_window(self.unfloored_target(gain).max(floor), self.mss)
+    }
+
+    /// `gain` BDPs plus the ACK-aggregation allowance, without the window's floor.
+    fn unfloored_target(&self, gain: f64) -> f64 {
         let aggregation = (self.bw.get() * self.ack_aggregation.as_secs_f64())
             .min((ACK_EVERY_DATAGRAMS * self.mss) as f64);
-        clamp_window((gain * self.bdp() + aggregation).max(floor), self.mss)
+        gain * self.bdp() + aggregation
+    }
+
+    /// `gain` BDPs plus the ACK-aggregation allowance (within the window bounds, but not
+    /// held at `ack_every` + 1 datagrams): with a `gain` under 1 the path's own queue
+    /// empties, as the datagrams the peer holds for its next ACK are not in the queue.
+    /// [`super::Adaptive`]'s drain check holds NewReno at it. `None` before a bandwidth
+    /// sample.
+    pub fn drained_window(&self, gain: f64) -> Option<u64> {
+        (self.bw.get() > 0.0).then(|| clamp_window(self.unfloored_target(gain), self.mss) as u64)
     }
 
     /// The most a sender fed by this model's ACKs should keep in flight so that the path's

@@ -71,6 +71,11 @@ impl NewReno {
         self.window = self.window.min(cap.saturating_mul(2));
     }
 
+    /// Lifts the bound [`NewReno::limit`] set: the own window is the window used again.
+    pub fn unlimit(&mut self) {
+        self.cap = None;
+    }
+
     /// After a cut: the own window and threshold are at least `floor` bytes (within the
     /// window bounds); [`super::Adaptive`] keeps its model's BDP this way.
     pub fn keep_at_least(&mut self, floor: u64) {

@@ -27,7 +27,7 @@ pub struct SimArgs {
 #[derive(Debug, clap::Args)]
 pub struct ReproduceArgs {
     /// Scenario files to include.
-    #[arg(long, num_args = 1.., default_values = ["scenarios/petbmp-table1.toml", "scenarios/petbmp-cross-traffic.toml", "scenarios/mms-fig8.toml", "scenarios/mms-fig4.toml", "scenarios/mhip-friendliness.toml", "scenarios/mhip-friendliness-long.toml", "scenarios/shared-bottleneck.toml", "scenarios/etom-fig3.toml", "scenarios/etom-fig4.toml", "scenarios/etom-fig7.toml", "scenarios/hmtp-fig6.toml", "scenarios/hmtp-fig6b.toml", "scenarios/hmtp-fig8.toml", "scenarios/hmtp-fig10.toml", "scenarios/fec-cbr.toml"])]
+    #[arg(long, num_args = 1.., default_values = ["scenarios/petbmp-table1.toml", "scenarios/petbmp-cross-traffic.toml", "scenarios/mms-fig8.toml", "scenarios/mms-fig4.toml", "scenarios/mhip-friendliness.toml", "scenarios/mhip-friendliness-long.toml", "scenarios/shared-bottleneck.toml", "scenarios/shared-bottleneck-one-path.toml", "scenarios/etom-fig3.toml", "scenarios/etom-fig4.toml", "scenarios/etom-fig7.toml", "scenarios/hmtp-fig6.toml", "scenarios/hmtp-fig6b.toml", "scenarios/hmtp-fig8.toml", "scenarios/hmtp-fig10.toml", "scenarios/fec-cbr.toml"])]
     pub scenarios: Vec<PathBuf>,
     /// The Markdown file to write.
     #[arg(long, default_value = "docs/reproduction.md")]
