@@ -71,10 +71,10 @@
 //!
 //! The cap is for a queue the path makes itself. Where another flow keeps the bottleneck's
 //! queue standing, the model (whose round trip is the path's minimum) reads the longer
-//! round trip as a lower rate and the cap falls to its floor; a [`DrainCheck`] every 5 s
-//! holds the window under the model's BDP, and if the queue does not drain, NewReno runs
-//! without the cap until two checks in a row see it drain (`drain_check.rs`,
-//! docs/protocol.md#drain-check).
+//! round trip as a lower rate and the cap falls to its floor. So once the path's rate has
+//! fallen, a [`DrainCheck`] every 5 s holds the window just under what fills the pipe, and
+//! if the queue does not drain, NewReno runs without the cap until two checks in a row see
+//! it drain (`drain_check.rs`, docs/protocol.md#drain-check).
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
 //! pacing rate, whether ACKs in recovery count) is the active one's answer, but for the
@@ -186,6 +186,8 @@ impl Adaptive {
         }
         self.evidence = 0.0;
         self.switches += 1;
+        // The drain checks judged the other controller's queue.
+        self.drain.reset();
         self.active = match &self.active {
             Active::NewReno(_) => Active::Bbr(Bbr::new(self.mss)),
             Active::Bbr(b) => {
@@ -211,7 +213,7 @@ impl Adaptive {
         self.drain.shared()
     }
 
-    /// Whether a drain check holds the window under the model's BDP now.
+    /// Whether a drain check holds the window now (`drain_check.rs`).
     pub fn draining(&self) -> bool {
         self.drain_window().is_some()
     }
@@ -239,8 +241,9 @@ impl CongestionController for Adaptive {
     fn on_ack(&mut self, now: Time, acked: &Acked, coupling: &Coupling<'_>) {
         self.inner_mut().on_ack(now, acked, coupling);
         if let Active::NewReno(_) = self.active {
-            // What a drain check delivers is held below the path's rate on purpose: like
-            // an application-limited sample, it may raise the model's rate, never lower it.
+            // What a drain check delivers may be held under the path's rate on purpose:
+            // like an application-limited sample, it may raise the model's rate, never
+            // lower it.
             let draining = self.drain.draining();
             let sample = Acked {
                 app_limited: acked.app_limited || draining,
@@ -250,9 +253,11 @@ impl CongestionController for Adaptive {
             if acked.standing_queue {
                 self.model.on_standing_queue();
             }
-            let ready = matches!(self.model.mode(), BbrMode::ProbeBw { .. });
+            // A model past Startup has found the rate (whether it is in Drain, as under the
+            // cap it stays while NewReno keeps more than a BDP in flight, or in ProbeBW).
+            let rate = (self.model.mode() != BbrMode::Startup).then(|| self.model.bandwidth());
             self.drain
-                .on_ack(now, acked.srtt, acked.standing_queue, ready);
+                .on_ack(now, acked.srtt, acked.short_queue_seen, rate);
             self.apply_cap();
         }
     }
@@ -260,7 +265,8 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_flight_at_loss(flight);
     }
     fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
-        let used = self.inner().window();
+        // The window used, a drain check's included.
+        let used = self.window();
         self.inner_mut().on_congestion_event(now, coupling);
         // At least the model's BDP after the cut (module docs), never more than was used.
         if let Active::NewReno(c) = &mut self.active
@@ -279,7 +285,7 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_persistent_congestion(now);
         // The path that comes back may not be the one that left (as in `Bbr`).
         self.model.on_persistent_congestion(now);
-        self.drain = DrainCheck::new();
+        self.drain.reset();
     }
     fn on_link_sample(&mut self, _now: Time, resolved: u32, link_lost: u32) {
         self.weigh(resolved, link_lost);
@@ -294,6 +300,7 @@ impl CongestionController for Adaptive {
     }
     fn name(&self) -> &'static str {
         match self.active {
+            Active::NewReno(_) if self.drain.shared() => "adaptive (newreno, uncapped)",
             Active::NewReno(_) => "adaptive (newreno)",
             Active::Bbr(_) => "adaptive (bbr)",
         }

@@ -5,7 +5,8 @@ use super::adaptive::{
     CLEAN_LOSS, ENTER_EVIDENCE, EXIT_EVIDENCE, LINK_LOSS, LLR_LINK_LOSS, LLR_NO_LINK_LOSS,
 };
 use super::bbr::HIGH_GAIN;
-use super::{Acked, Adaptive, CongestionController, Coupling, NewReno};
+use super::drain_check::RATE_FALL;
+use super::{Acked, Adaptive, CongestionController, Coupling, DRAIN_WINDOW_GAIN, NewReno};
 use crate::ids::PathId;
 use crate::time::Time;
 use std::time::Duration;
@@ -117,6 +118,7 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
             app_limited: false,
             newest_sent: None,
             standing_queue: false,
+            short_queue_seen: true,
         };
         c.on_ack(at(i * 20), &acked, &coupling);
     }
@@ -142,31 +144,16 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         app_limited: false,
         newest_sent: None,
         standing_queue: false,
+        short_queue_seen: true,
     };
-    // The model is in ProbeBW, so NewReno's first ACK starts the interval's drain check:
-    // the window is 0.9 of the model's BDP plus the ACK allowance until it ends.
     c.on_ack(at(10_000), &acked, &coupling);
-    assert!(c.draining());
-    assert_eq!(c.window(), 90_000 + 16 * MSS);
-    // The path delivers at its rate and the queue shows short on every ACK: after half an
-    // SRTT of that the queue was the path's own, the check ends and the cap stays. At the
-    // cap, the datagrams NewReno added are taken back.
-    let draining = Acked {
-        bytes: 100_000,
-        bytes_in_flight: 90_000,
-        ..acked
-    };
-    for t in [10_020, 10_040, 10_060, 10_080] {
-        c.on_ack(at(t), &draining, &coupling);
-    }
-    assert!(!c.draining());
-    assert!(!c.queue_is_shared());
+    // At the cap, the datagram NewReno added is taken back.
     assert_eq!(c.window(), cap);
     // Below it, avoidance shows: a loss cuts the window (half the flight, 86 200 B, is
     // under the model's BDP, where the cut stops), and a window of ACKs then adds one
     // datagram, not a window.
     c.on_flight_at_loss(cap);
-    c.on_congestion_event(at(10_081), &coupling);
+    c.on_congestion_event(at(10_001), &coupling);
     let bdp = 100_000;
     assert_eq!(c.window(), bdp);
     let acked = Acked {
@@ -174,7 +161,7 @@ fn a_clean_path_goes_back_to_newreno_in_avoidance_at_bbrs_window() {
         bytes_in_flight: bdp,
         ..acked
     };
-    c.on_ack(at(10_100), &acked, &coupling);
+    c.on_ack(at(10_020), &acked, &coupling);
     assert_eq!(c.window(), bdp + MSS);
 }
 
@@ -200,6 +187,7 @@ fn steady_ack(c: &mut Adaptive, t_ms: u64, rate: u64, standing_queue: bool) {
         app_limited: false,
         newest_sent: None,
         standing_queue,
+        short_queue_seen: !standing_queue,
     };
     c.on_ack(at(t_ms), &acked, &coupling);
 }
@@ -266,6 +254,7 @@ fn newreno_is_held_to_one_and_a_half_bdps_plus_the_ack_allowance() {
             app_limited: false,
             newest_sent: None,
             standing_queue: false,
+            short_queue_seen: true,
         };
         plain.on_ack(at(t), &acked, &coupling);
     }
@@ -303,18 +292,9 @@ fn a_cut_under_the_cap_leaves_at_least_the_models_bdp() {
     c.on_flight_at_loss(30_000);
     c.on_congestion_event(at(3_000), &coupling);
     assert_eq!(c.window(), 25_000);
-    // With one BDP in flight the model reaches ProbeBW, and that ACK starts the first
-    // drain check, whose window (0.9 BDP plus the ACK allowance, 44 900 B) is above this
-    // one; the queue shows short, so it ends half an SRTT later.
-    steady_ack(&mut c, 3_001, 1_250_000, false);
-    assert!(c.draining());
-    assert_eq!(c.window(), 25_000);
-    steady(&mut c, 3_002, 3_067, 1_250_000);
-    assert!(!c.draining());
-    assert!(!c.queue_is_shared());
-    // Avoidance from the floor meanwhile, one datagram per window acknowledged: 66 ACKs
-    // of 1 250 B took NewReno from 25 000 through 26 400 and 27 800 to 29 200 B.
-    assert_eq!(c.window(), 29_200);
+    // Avoidance from there: one datagram per window acknowledged.
+    steady(&mut c, 3_001, 3_021, 1_250_000);
+    assert_eq!(c.window(), 25_000 + MSS);
 }
 
 #[test]
@@ -336,6 +316,7 @@ fn the_queue_cap_leaves_room_for_the_peer_to_acknowledge_at_once() {
             app_limited: false,
             newest_sent: Some(at(i * 25 - 1)),
             standing_queue: false,
+            short_queue_seen: true,
         };
         c.on_ack(at(i * 25), &acked, &coupling);
     }
@@ -383,102 +364,223 @@ fn an_outage_with_the_own_window_above_the_cap_halves_the_window_used() {
     assert_eq!(c.window(), 30_300);
 }
 
-/// Drives `c` at 10 Mbit/s and 20 ms (BDP 25 000 B) into ProbeBW with one BDP in flight
-/// and through the first drain check, the queue short; returns the next free millisecond.
-fn capped_in_probe_bw(c: &mut Adaptive) -> u64 {
+/// Drives `c` at 10 Mbit/s and 20 ms to its cap, then at 8 Mbit/s from 3 s (another flow
+/// took a fifth of the link) up to 4 999 ms: the model's rate has fallen under
+/// `RATE_FALL` of its highest, so the next interval checks the queue. At 8 Mbit/s the
+/// BDP is 20 000 B and the ACK allowance 22 400 B.
+fn capped_then_slower(c: &mut Adaptive) {
     steady(c, 1, 3_000, 1_250_000);
-    let coupling = Coupling {
-        this: PathId(0),
-        paths: &[],
-    };
-    c.on_flight_at_loss(30_000);
-    c.on_congestion_event(at(3_000), &coupling);
-    steady(c, 3_001, 3_067, 1_250_000);
+    steady(c, 3_000, 5_000, 1_000_000);
     assert!(!c.draining() && !c.queue_is_shared());
-    3_067
+    assert_eq!(c.queue_cap(), Some(30_000 + 22_400));
+    const { assert!(0.8 < RATE_FALL) };
+}
+
+/// Steady ACKs at 10 Mbit/s from `from_ms` to `until_ms`, the queue standing or not.
+fn steady_queue(c: &mut Adaptive, from_ms: u64, until_ms: u64, standing_queue: bool) {
+    for t in from_ms..until_ms {
+        steady_ack(c, t, 1_250_000, standing_queue);
+    }
 }
 
 #[test]
 fn a_queue_that_does_not_drain_lifts_the_cap_and_two_that_do_bring_it_back() {
     let mut c = Adaptive::new(MSS);
-    let t = capped_in_probe_bw(&mut c);
-    assert_eq!(c.queue_cap(), Some(59_900));
-    // The next interval (5 s) starts a check; another flow keeps the queue standing on
-    // every ACK through it, so the cap cannot shorten that queue and is lifted.
-    steady_ack(&mut c, 5_000, 1_250_000, true);
+    capped_then_slower(&mut c);
+    // The first ACK of the next interval starts a check: the window is held at 0.95 BDP
+    // plus half the ACK allowance until two SRTTs and 25 ms have passed (5 065 ms).
+    steady_ack(&mut c, 5_000, 1_000_000, true);
     assert!(c.draining());
-    for ms in 5_001..5_070 {
-        steady_ack(&mut c, ms, 1_250_000, true);
-    }
+    // (The BDP at the latest delivery-rate sample, a byte or so under 20 000 B.)
+    let check = (DRAIN_WINDOW_GAIN * 20_000.0) as u64 + 11_200;
+    assert!(
+        c.window().abs_diff(check) <= 2,
+        "{} against {check}",
+        c.window()
+    );
+    // Another flow keeps the queue standing to the end: the cap cannot shorten that
+    // queue and is lifted.
+    steady_queue(&mut c, 5_001, 5_066, true);
     assert!(!c.draining());
     assert!(c.queue_is_shared());
     assert_eq!(c.queue_cap(), None);
-    // NewReno runs uncapped: a loss-based flow's share, above the old cap in time.
-    steady(&mut c, 5_070, 9_999, 1_250_000);
+    assert_eq!(c.name(), "adaptive (newreno, uncapped)");
+    // NewReno runs uncapped: above the old cap. (The path gets its 10 Mbit/s back.)
+    steady_queue(&mut c, 5_066, 10_000, false);
     assert!(c.window() > 59_900, "{}", c.window());
     // A check whose queue drains: one is not enough to bring the cap back ...
-    steady(&mut c, 10_000, 10_100, 1_250_000);
+    steady_queue(&mut c, 10_000, 10_100, false);
     assert!(c.queue_is_shared());
-    // ... two in a row are.
-    steady(&mut c, 15_000, 15_100, 1_250_000);
+    // ... a standing queue in the next starts the count again ...
+    steady_queue(&mut c, 15_000, 15_100, true);
+    steady_queue(&mut c, 20_000, 20_100, false);
+    assert!(c.queue_is_shared());
+    // ... and two in a row bring it back, the window with it.
+    steady_queue(&mut c, 25_000, 25_100, false);
     assert!(!c.queue_is_shared());
-    assert!(c.queue_cap().is_some());
-    assert!(t < 5_000);
+    assert_eq!(c.queue_cap(), Some(59_900));
+    assert_eq!(c.window(), 59_900);
+    assert_eq!(c.name(), "adaptive (newreno)");
+    // At a steady rate, with the cap back, no more checks.
+    steady_queue(&mut c, 25_100, 30_001, true);
+    assert!(!c.draining());
 }
 
 #[test]
-fn a_short_dip_early_in_a_check_is_not_a_drained_queue() {
+fn a_path_alone_at_a_steady_rate_is_never_checked() {
+    let mut c = Adaptive::new(MSS);
+    for boundary in [5_000, 10_000, 15_000, 20_000] {
+        steady(&mut c, boundary - 5_000 + 1, boundary, 1_250_000);
+        steady_ack(&mut c, boundary, 1_250_000, true);
+        assert!(!c.draining(), "at {boundary} ms");
+    }
+    assert_eq!(c.queue_cap(), Some(59_900));
+}
+
+#[test]
+fn a_short_dip_in_a_check_is_not_a_drained_queue() {
     // The queue shows short for a moment (another flow's cut) and stands again by the
     // check's end: the queue is not the path's own.
     let mut c = Adaptive::new(MSS);
-    capped_in_probe_bw(&mut c);
-    steady_ack(&mut c, 5_000, 1_250_000, true);
-    for ms in 5_001..5_070 {
-        steady_ack(&mut c, ms, 1_250_000, !(5_010..5_020).contains(&ms));
-    }
+    capped_then_slower(&mut c);
+    steady_queue(&mut c, 5_000, 5_010, true);
+    steady_queue(&mut c, 5_010, 5_020, false);
+    steady_queue(&mut c, 5_020, 5_070, true);
     assert!(c.queue_is_shared());
 }
 
 #[test]
-fn an_outage_forgets_the_drain_checks_verdict() {
+fn an_outage_and_a_change_of_controller_forget_the_verdict() {
     let mut c = Adaptive::new(MSS);
-    capped_in_probe_bw(&mut c);
-    for ms in 5_000..5_070 {
-        steady_ack(&mut c, ms, 1_250_000, true);
-    }
+    capped_then_slower(&mut c);
+    steady_queue(&mut c, 5_000, 5_070, true);
     assert!(c.queue_is_shared());
     c.on_persistent_congestion(at(5_100));
     assert!(
         !c.queue_is_shared(),
         "the path that comes back may not be the one that left"
     );
+    let mut c = Adaptive::new(MSS);
+    capped_then_slower(&mut c);
+    steady_queue(&mut c, 5_000, 5_070, true);
+    assert!(c.queue_is_shared());
+    assert!(feed(&mut c, 4, 25, 1), "link losses: BBR");
+    assert!(!c.queue_is_shared());
 }
 
 #[test]
-fn a_drain_check_waits_for_the_model_and_runs_once_an_interval() {
+fn a_cut_during_a_check_stops_at_the_window_used() {
+    // 120 Mbit/s at 20 ms, then 104 (a fall of more than a tenth): BDP 260 000 B,
+    // allowance 22 400 B; the check holds the window at 0.95 BDP plus 11 200 B, under the
+    // BDP. Half of a 270 000 B flight is under both; the cut stops at the window used, not
+    // at the BDP above it.
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 15_000_000);
+    steady(&mut c, 3_000, 5_000, 13_000_000);
+    steady_ack(&mut c, 5_000, 13_000_000, true);
+    let check = (DRAIN_WINDOW_GAIN * 260_000.0) as u64 + 11_200;
+    assert!(check < 260_000);
+    assert_eq!(c.window(), check);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    c.on_flight_at_loss(270_000);
+    c.on_congestion_event(at(5_001), &coupling);
+    assert_eq!(c.window(), check);
+}
+
+#[test]
+fn drain_checks_start_on_the_sessions_five_second_grid() {
     use super::{DRAIN_CHECK_INTERVAL, DrainCheck};
     let srtt = Duration::from_millis(20);
+    let (high, low) = (Some(1e6), Some(0.8e6));
+    let five = DRAIN_CHECK_INTERVAL.as_millis() as u64;
     let mut d = DrainCheck::new();
-    d.on_ack(at(1), srtt, true, false);
-    assert!(!d.draining(), "the model has no BDP yet");
-    d.on_ack(at(2), srtt, true, true);
-    assert!(d.draining());
-    d.on_ack(at(67), srtt, false, true);
+    d.on_ack(at(1), srtt, false, high);
     assert!(
-        !d.draining() && d.shared(),
-        "a queue short for no time did not drain"
+        !d.draining(),
+        "mid-interval: the first check waits for the grid"
     );
-    d.on_ack(at(100), srtt, true, true);
+    d.on_ack(at(five), srtt, false, None);
+    assert!(!d.draining(), "the model has not found the rate");
+    d.on_ack(at(2 * five), srtt, false, high);
+    assert!(!d.draining(), "the rate has not fallen");
+    d.on_ack(at(3 * five + 150), srtt, false, low);
+    assert!(
+        !d.draining(),
+        "150 ms after the boundary: out of step with the other paths"
+    );
+    d.on_ack(at(4 * five), srtt, false, low);
+    assert!(d.draining());
+    d.on_ack(at(4 * five + 65), srtt, false, low);
+    assert!(!d.draining() && d.shared());
+    d.on_ack(at(4 * five + 80), srtt, false, low);
     assert!(!d.draining(), "one check an interval");
-    let next = DRAIN_CHECK_INTERVAL.as_millis() as u64;
-    d.on_ack(at(next), srtt, true, true);
+}
+
+#[test]
+fn a_check_without_acks_to_judge_by_changes_nothing() {
+    use super::DrainCheck;
+    let srtt = Duration::from_millis(20);
+    let (high, low) = (Some(1e6), Some(0.8e6));
+    let mut d = DrainCheck::new();
+    d.on_ack(at(1), srtt, false, high);
+    // The queue stood when the check began, then the path went idle: the next ACK, long
+    // after the deadline, shows a short queue that had no time to prove itself.
+    d.on_ack(at(5_000), srtt, false, low);
+    d.on_ack(at(6_000), srtt, true, low);
+    assert!(!d.draining() && !d.shared());
+    // A check with a standing queue to its end lifts the cap; ACKs stamped before it
+    // began (a clock gone back) neither end it nor count as a short queue.
+    d.on_ack(at(10_000), srtt, false, low);
+    d.on_ack(at(1), srtt, true, low);
     assert!(d.draining());
-    // An ACK stamped before the check began does not end it; a clock gone back to an
-    // earlier interval checks again (once for each change of interval).
-    d.on_ack(at(1), srtt, false, true);
+    d.on_ack(at(10_065), srtt, false, low);
+    assert!(d.shared());
+    // A round trip of `Duration::MAX` still ends the check, after 1.25 s.
+    d.on_ack(at(15_000), Duration::MAX, true, low);
+    d.on_ack(at(16_249), Duration::MAX, true, low);
     assert!(d.draining());
-    d.on_ack(at(next + 65), srtt, false, true);
+    d.on_ack(at(16_250), Duration::MAX, true, low);
     assert!(!d.draining());
-    d.on_ack(at(3), srtt, false, true);
-    assert!(d.draining(), "interval 0 again");
+}
+
+#[test]
+fn the_drain_window_follows_the_latest_rate_not_the_best_of_ten_rounds() {
+    use super::Bbr;
+    // 10 Mbit/s at 20 ms for 3 s, then 5 Mbit/s for 60 ms: the filter still holds the old
+    // rate, the latest sample (over one RTprop) is the new one.
+    let mut m = Bbr::new(MSS);
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    for t in 1..3_060u64 {
+        let bytes = if t < 3_000 { 1_250 } else { 625 };
+        let acked = Acked {
+            bytes,
+            srtt: Duration::from_millis(20),
+            min_rtt: Duration::from_millis(20),
+            bytes_in_flight: 30_000,
+            app_limited: false,
+            newest_sent: None,
+            standing_queue: false,
+            short_queue_seen: true,
+        };
+        m.on_ack(at(t), &acked, &coupling);
+    }
+    assert!(
+        (m.bandwidth() - 1_250_000.0).abs() < 1.0,
+        "{}",
+        m.bandwidth()
+    );
+    // 0.95 × 625 000 B/s × 20 ms + half the allowance (min(1.25 MB/s × 25 ms, 16
+    // datagrams) = 22 400 B).
+    let window = m.drained_window(DRAIN_WINDOW_GAIN).unwrap();
+    let expected = (DRAIN_WINDOW_GAIN * 12_500.0) as u64 + 11_200;
+    assert!(
+        window.abs_diff(expected) <= 2,
+        "{window} against {expected}"
+    );
 }

@@ -202,6 +202,8 @@ pub struct Bbr {
     mode: BbrMode,
     window: f64,
     bw: MaxFilter,
+    /// The latest delivery-rate sample not marked app-limited, bytes/s (0 before one).
+    latest_rate: f64,
     /// RTprop: the last [`Acked::min_rtt`].
     min_rtt: Duration,
     /// Bytes acknowledged so far (saturating).
@@ -252,6 +254,7 @@ impl Bbr {
             mode: BbrMode::Startup,
             window: clamp_window((INITIAL_WINDOW_DATAGRAMS * mss) as f64, mss),
             bw: MaxFilter::default(),
+            latest_rate: 0.0,
             min_rtt: Duration::ZERO,
             delivered: 0,
             round: 0,
@@ -339,6 +342,9 @@ impl Bbr {
             let bytes = self.delivered.saturating_sub(from.delivered);
             let sample = bytes as f64 / elapsed.as_secs_f64();
             let app_limited = self.app_limited_acks != from.app_limited_acks;
+            if !app_limited {
+                self.latest_rate = sample;
+            }
             if !app_limited || sample >= self.bw.get() {
                 self.bw.insert(self.round, sample);
             }
@@ -394,23 +400,37 @@ impl Bbr {
     /// within the window bounds (call only with a bandwidth estimate).
     fn target(&self, gain: f64) -> f64 {
         let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
-        clamp_window(self.unfloored_target(gain).max(floor), self.mss)
+        clamp_window(
+            (gain * self.bdp() + self.aggregation()).max(floor),
+            self.mss,
+        )
     }
 
-    /// `gain` BDPs plus the ACK-aggregation allowance, without the window's floor.
-    fn unfloored_target(&self, gain: f64) -> f64 {
-        let aggregation = (self.bw.get() * self.ack_aggregation.as_secs_f64())
-            .min((ACK_EVERY_DATAGRAMS * self.mss) as f64);
-        gain * self.bdp() + aggregation
+    /// The ACK-aggregation allowance: `min(BtlBw × ack delay, ack_every datagrams)`.
+    fn aggregation(&self) -> f64 {
+        (self.bw.get() * self.ack_aggregation.as_secs_f64())
+            .min((ACK_EVERY_DATAGRAMS * self.mss) as f64)
     }
 
-    /// `gain` BDPs plus the ACK-aggregation allowance (within the window bounds, but not
-    /// held at `ack_every` + 1 datagrams): with a `gain` under 1 the path's own queue
-    /// empties, as the datagrams the peer holds for its next ACK are not in the queue.
+    /// `gain` BDPs plus half the ACK-aggregation allowance (within the window bounds, not
+    /// held at `ack_every` + 1 datagrams), the BDP taken at the latest delivery rate where
+    /// that is under the filter's best of ten rounds (just after the link slowed, the best
+    /// is the old rate, and a window built on it would not drain the queue): the peer holds
+    /// between none and all of the allowance for its next ACK, half on average, and those
+    /// bytes are not in the queue, so with a `gain` under 1 the path's own queue empties.
     /// [`super::Adaptive`]'s drain check holds NewReno at it. `None` before a bandwidth
     /// sample.
     pub fn drained_window(&self, gain: f64) -> Option<u64> {
-        (self.bw.get() > 0.0).then(|| clamp_window(self.unfloored_target(gain), self.mss) as u64)
+        let best = self.bw.get();
+        (best > 0.0).then(|| {
+            let rate = if self.latest_rate > 0.0 {
+                self.latest_rate.min(best)
+            } else {
+                best
+            };
+            let bdp = rate * self.min_rtt.as_secs_f64();
+            clamp_window(gain * bdp + self.aggregation() / 2.0, self.mss) as u64
+        })
     }
 
     /// The most a sender fed by this model's ACKs should keep in flight so that the path's

@@ -26,6 +26,8 @@ enum Op {
         newest_sent: Option<u64>,
         /// Whether the path shows a standing queue.
         standing_queue: bool,
+        /// Whether a datagram of this ACK met a short queue.
+        short_queue_seen: bool,
         bytes_in_flight: u64,
         paths: Vec<CoupledPath>,
     },
@@ -75,7 +77,7 @@ fn op() -> impl Strategy<Value = Op> {
             duration(),
             any::<bool>(),
             any::<Option<u64>>(),
-            any::<bool>(),
+            (any::<bool>(), any::<bool>()),
             bytes(),
             paths(),
         )
@@ -86,7 +88,7 @@ fn op() -> impl Strategy<Value = Op> {
                     min_rtt,
                     app_limited,
                     newest_sent,
-                    standing_queue,
+                    (standing_queue, short_queue_seen),
                     bytes_in_flight,
                     paths,
                 )| {
@@ -97,6 +99,7 @@ fn op() -> impl Strategy<Value = Op> {
                         app_limited,
                         newest_sent,
                         standing_queue,
+                        short_queue_seen,
                         bytes_in_flight,
                         paths,
                     }
@@ -143,6 +146,7 @@ proptest! {
                         app_limited,
                         newest_sent,
                         standing_queue,
+                        short_queue_seen,
                         bytes_in_flight,
                         paths,
                     } => {
@@ -154,6 +158,7 @@ proptest! {
                             app_limited: *app_limited,
                             newest_sent: newest_sent.map(Time::from_nanos),
                             standing_queue: *standing_queue,
+                            short_queue_seen: *short_queue_seen,
                         };
                         cc.on_ack(now, &acked, &Coupling { this: PathId(this), paths });
                     }

@@ -18,6 +18,7 @@ fn ack(bytes: u64) -> Acked {
         app_limited: false,
         newest_sent: None,
         standing_queue: false,
+        short_queue_seen: true,
     }
 }
 
@@ -193,6 +194,7 @@ fn balia_uses_the_last_ack_rtt_on_a_loss() {
             app_limited: true,
             newest_sent: None,
             standing_queue: false,
+            short_queue_seen: true,
             ..ack(1_200)
         },
         &coupling(&stale),

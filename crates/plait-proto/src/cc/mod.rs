@@ -152,6 +152,12 @@ pub struct Acked {
     /// `path::SHALLOW_QUEUE` above its base (`false` before any delay sample). The
     /// [`Adaptive`] controller's queue-cap model ends its Startup on it.
     pub standing_queue: bool,
+    /// Some datagram this ACK acknowledges met a queue shorter than `path::SHALLOW_QUEUE`
+    /// (its one-way delay within that of the base; `false` without a delay sample). Unlike
+    /// `standing_queue` it is not smoothed, so it shows a queue that just emptied at once,
+    /// and as the shortest of the ACK's samples it passes over jitter. [`Adaptive`]'s
+    /// drain check judges by it.
+    pub short_queue_seen: bool,
 }
 
 /// One path's figures as the coupled controllers see them.

@@ -16,6 +16,7 @@ fn acked(bytes: u64) -> Acked {
         app_limited: false,
         newest_sent: None,
         standing_queue: false,
+        short_queue_seen: true,
     }
 }
 
@@ -111,6 +112,7 @@ fn app_limited_acks_do_not_grow_the_window() {
         app_limited: true,
         newest_sent: None,
         standing_queue: false,
+        short_queue_seen: true,
         ..acked(10 * MSS)
     };
     cc.on_ack(ms(50), &a, 0, &alone(&mut buf, 12_000));

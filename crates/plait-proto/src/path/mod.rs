@@ -492,7 +492,7 @@ impl Path {
                 }
             }
         }
-        self.take_timestamps(now, timestamps, owd_ref);
+        let shortest_owd = self.take_timestamps(now, timestamps, owd_ref);
         if let Some(p) = largest_newly_acked {
             self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
             if p.seq == largest && p.ack_eliciting {
@@ -515,6 +515,9 @@ impl Path {
                 app_limited: !cc_limited,
                 newest_sent: cc_newest_sent,
                 standing_queue: !shallow,
+                short_queue_seen: shortest_owd.zip(self.owd.base_us()).is_some_and(
+                    |(owd, base)| owd.saturating_sub(base) < SHALLOW_QUEUE.as_micros() as i64,
+                ),
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }
@@ -616,12 +619,14 @@ impl Path {
     }
 
     /// Receive timestamps: one-way delay samples, and packet pairs from consecutive seqs.
+    /// Returns the shortest relative one-way delay among them (`None` without a sample).
     fn take_timestamps(
         &mut self,
         now: Time,
         timestamps: impl Iterator<Item = (PathSeq, u32)>,
         owd_ref: &mut OwdReference,
-    ) {
+    ) -> Option<i64> {
+        let mut shortest: Option<i64> = None;
         // A small sorted batch: timestamps may come in any order.
         let mut batch: [(PathSeq, u32); 64] = [(0, 0); 64];
         let mut n = 0;
@@ -637,6 +642,7 @@ impl Path {
             };
             let rel = owd_ref.relative_us(sent.wire_micros(), recv_us);
             self.owd.on_sample(now, rel);
+            shortest = Some(shortest.map_or(rel, |s| s.min(rel)));
             if let Some((pseq, precv, psent, plen)) = self.last_ts
                 && pseq + 1 == seq
             {
@@ -660,6 +666,7 @@ impl Path {
             }
             self.last_ts = Some((seq, recv_us, sent, len));
         }
+        shortest
     }
 
     /// RFC 9002 §6.1 loss detection below the largest acknowledged, its thresholds widened

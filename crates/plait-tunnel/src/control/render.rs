@@ -283,7 +283,7 @@ fn render_handshake_causes(out: &mut String, session: &SessionStatus) {
 }
 
 /// Stream mode's line, once the session has had a stream: the streams' counters and each
-/// path's congestion window, bytes in flight, pacing rate and losses.
+/// path's congestion controller, window, bytes in flight, pacing rate and losses.
 fn render_streams(out: &mut String, session: &SessionStatus) {
     let st = &session.streams;
     if st.opened == 0 {
@@ -302,9 +302,12 @@ fn render_streams(out: &mut String, session: &SessionStatus) {
     for p in &session.paths {
         let _ = writeln!(
             out,
-            "    path {} {}: cwnd {}, in flight {}, pacing {} Mbit/s, lost {} ({} late)",
+            "    path {} {}: {}cwnd {}, in flight {}, pacing {} Mbit/s, lost {} ({} late)",
             p.id,
             text(&p.name),
+            p.controller
+                .as_deref()
+                .map_or_else(String::new, |c| format!("{c}, ")),
             human_bytes(p.cwnd_bytes),
             human_bytes(p.in_flight_bytes),
             opt(p.pacing_mbit, fmt_rate),
@@ -639,6 +642,28 @@ mod tests {
             out.contains("  path 1: cellular metered priority 2 backup link-down\n"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn stream_mode_lines_name_each_paths_controller() {
+        let mut s = sample();
+        s.sessions[0].streams.open = 1;
+        s.sessions[0].streams.opened = 3;
+        let path = &mut s.sessions[0].paths[0];
+        path.controller = Some("adaptive (newreno, uncapped)".into());
+        path.cwnd_bytes = 64 * 1024;
+        path.in_flight_bytes = 32 * 1024;
+        path.pacing_mbit = Some(12.5);
+        let out = render_table(&s);
+        assert!(out.contains("\n  streams: 1 open, 3 opened, "), "{out}");
+        assert!(
+            out.contains(
+                "\n    path 0 wifi: adaptive (newreno, uncapped), cwnd 64.0KiB, in flight 32.0KiB, pacing 12.5 Mbit/s, lost 0 (0 late)\n"
+            ),
+            "{out}"
+        );
+        // A path without a controller (an older daemon's status) has no name there.
+        assert!(out.contains("\n    path 1 lte: cwnd "), "{out}");
     }
 
     #[test]

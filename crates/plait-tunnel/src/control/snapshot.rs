@@ -353,6 +353,12 @@ pub struct PathStatus {
     /// Pacing rate (stream mode), megabits per second.
     #[serde(default)]
     pub pacing_mbit: Option<f64>,
+    /// The path's congestion controller (`[engine] congestion`) and, for `adaptive`, what
+    /// it runs: `adaptive (newreno)`, `adaptive (newreno, uncapped)` (the queue cap lifted
+    /// where other flows keep the queue standing, docs/protocol.md#drain-check) or
+    /// `adaptive (bbr)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
 }
 
 /// Holes the reorder buffer declared lost, by evidence, and loss repair counters.

@@ -1198,6 +1198,7 @@ impl Link {
                 late_packets: st.spurious_losses,
                 cwnd_bytes: cc.as_ref().map_or(0, |c| c.window),
                 in_flight_bytes: cc.as_ref().map_or(0, |c| c.bytes_in_flight),
+                controller: cc.as_ref().map(|c| c.controller.to_owned()),
                 pacing_mbit: cc.and_then(|c| c.pacing_rate).map(|r| r * 8.0 / 1e6),
             });
         }
