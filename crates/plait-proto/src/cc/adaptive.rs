@@ -72,7 +72,7 @@
 //! The cap is for a queue the path makes itself. Where another flow keeps the bottleneck's
 //! queue standing, the model (whose round trip is the path's minimum) reads the longer
 //! round trip as a lower rate and the cap falls to its floor. So once the path's rate has
-//! fallen, a [`DrainCheck`] every 5 s holds the window just under what fills the pipe, and
+//! fallen, or while its cap is lifted, a [`DrainCheck`] every 5 s holds the window just under what fills the pipe, and
 //! if the queue does not drain, NewReno runs without the cap until two checks in a row see
 //! it drain (`drain_check.rs`, docs/protocol.md#drain-check).
 //!
@@ -199,8 +199,9 @@ impl Adaptive {
         self.apply_cap();
     }
 
-    /// The window NewReno may have now (`None`: no cap yet, BBR runs, or the last drain
-    /// check found the standing queue was other flows').
+    /// The window NewReno may have now (`None`: no cap yet, BBR runs, or the drain checks
+    /// took the standing queue for other flows' and have not yet found it the path's own
+    /// twice in a row).
     pub fn queue_cap(&self) -> Option<u64> {
         match self.active {
             Active::NewReno(_) if !self.drain.shared() => self.model.queue_cap(QUEUE_CAP_GAIN),

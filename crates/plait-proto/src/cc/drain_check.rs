@@ -15,8 +15,10 @@
 //!
 //! So at the first ACK within [`DRAIN_CHECK_SLACK`] after each multiple of
 //! [`DRAIN_CHECK_INTERVAL`] of the session's clock (the same instants for every path of a
-//! session, so paths that share a bottleneck drain together and do not read each other's
-//! queue as a stranger's; none in the first interval a path sees) a path whose model has
+//! session, so paths that share a bottleneck and check in the same interval drain
+//! together and do not read each other's queue as a stranger's; but each path decides by
+//! its own rate whether to check, so one that checks alone can; none in the first
+//! interval a path sees) a path whose model has
 //! found the rate, if that rate has fallen under [`RATE_FALL`] of the highest it had since
 //! its queue was last found its own (a competitor takes rate from the path, and the
 //! cap's spiral more) or while its cap is lifted, holds its window at
@@ -49,8 +51,9 @@
 //! when the caller gives the model's rate, that rate has fallen or the cap is lifted, at
 //! an ACK within the slack after a boundary,
 //! in an interval other than the last ACK's (once an interval while the clock runs
-//! forward); it ends at the first ACK at or after its deadline, at most
-//! [`DRAIN_CHECK_MAX`] after its start; ACKs stamped before its start are ignored.
+//! forward); its deadline is at most [`DRAIN_CHECK_MAX`] after its start and it ends at
+//! the first ACK at or after that deadline (however late); ACKs stamped before its start
+//! are ignored.
 
 use std::time::Duration;
 
@@ -158,7 +161,8 @@ impl DrainCheck {
         let interval = now.as_nanos() / DRAIN_CHECK_INTERVAL.as_nanos() as u64;
         let first_in_interval = self.interval.is_some_and(|last| last != interval);
         self.interval = Some(interval);
-        let Some(rate) = rate else {
+        // A model without a rate has no drain window to hold: no check.
+        let Some(rate) = rate.filter(|r| *r > 0.0) else {
             return;
         };
         let fallen = rate < RATE_FALL * self.reference_rate;

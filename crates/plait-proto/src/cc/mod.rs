@@ -153,7 +153,9 @@ pub struct Acked {
     /// [`Adaptive`] controller's queue-cap model ends its Startup on it.
     pub standing_queue: bool,
     /// Some datagram this ACK acknowledges met a queue shorter than `path::SHALLOW_QUEUE`
-    /// (its one-way delay within that of the base; `false` without a delay sample). Unlike
+    /// (its one-way delay within `SHALLOW_QUEUE` of the base). `false` also when the ACK
+    /// carries no delay sample, which the drain check then reads as a standing queue (a
+    /// known flaw, docs/protocol.md#drain-check). Unlike
     /// `standing_queue` it is not smoothed, so it shows a queue that just emptied at once,
     /// and as the shortest of the ACK's samples it passes over jitter. [`Adaptive`]'s
     /// drain check judges by it.
