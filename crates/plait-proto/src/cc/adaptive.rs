@@ -140,7 +140,7 @@ impl Adaptive {
             mss,
             active: Active::NewReno(NewReno::new(mss)),
             model: Box::new(Bbr::new(mss)),
-            drain: DrainCheck::new(),
+            drain: DrainCheck::new(mss),
             evidence: 0.0,
             switches: 0,
         }
@@ -257,8 +257,12 @@ impl CongestionController for Adaptive {
             // A model past Startup has found the rate (whether it is in Drain, as under the
             // cap it stays while NewReno keeps more than a BDP in flight, or in ProbeBW).
             let rate = (self.model.mode() != BbrMode::Startup).then(|| self.model.bandwidth());
+            let sibling_wants = coupling
+                .paths
+                .iter()
+                .any(|p| p.id != coupling.this && p.wants_drain_check);
             self.drain
-                .on_ack(now, acked.srtt, acked.short_queue_seen, rate);
+                .on_ack(now, acked.srtt, acked.queue_delay_seen, rate, sibling_wants);
             self.apply_cap();
         }
     }
@@ -308,5 +312,8 @@ impl CongestionController for Adaptive {
     }
     fn acks_in_recovery(&self) -> bool {
         self.inner().acks_in_recovery()
+    }
+    fn wants_drain_check(&self) -> bool {
+        matches!(self.active, Active::NewReno(_)) && self.drain.wants_check()
     }
 }

@@ -178,6 +178,23 @@ impl MaxFilter {
         self.best
     }
 
+    /// The largest sample of rounds `round - 1` and `round` (`round`: the current one),
+    /// `None` if neither had one: the rate now, where [`MaxFilter::get`] may still hold
+    /// one of ten rounds ago. Two rounds, not one, so that the first sample after a
+    /// recovery period (whose ACKs a NewReno the model follows withholds, so it spans a
+    /// round with few deliveries counted) does not stand alone.
+    fn recent(&self, round: u64) -> Option<f64> {
+        let previous = round.saturating_sub(1);
+        if self.last_round < previous || self.last_round > round {
+            return None;
+        }
+        let rounds = previous..=self.last_round;
+        let best = rounds
+            .map(|r| self.slots[(r % BW_FILTER_ROUNDS) as usize])
+            .fold(0.0, f64::max);
+        (best > 0.0).then_some(best)
+    }
+
     fn insert(&mut self, round: u64, bw: f64) {
         if !bw.is_finite() || bw < 0.0 {
             return;
@@ -202,8 +219,6 @@ pub struct Bbr {
     mode: BbrMode,
     window: f64,
     bw: MaxFilter,
-    /// The latest delivery-rate sample not marked app-limited, bytes/s (0 before one).
-    latest_rate: f64,
     /// RTprop: the last [`Acked::min_rtt`].
     min_rtt: Duration,
     /// Bytes acknowledged so far (saturating).
@@ -254,7 +269,6 @@ impl Bbr {
             mode: BbrMode::Startup,
             window: clamp_window((INITIAL_WINDOW_DATAGRAMS * mss) as f64, mss),
             bw: MaxFilter::default(),
-            latest_rate: 0.0,
             min_rtt: Duration::ZERO,
             delivered: 0,
             round: 0,
@@ -342,9 +356,6 @@ impl Bbr {
             let bytes = self.delivered.saturating_sub(from.delivered);
             let sample = bytes as f64 / elapsed.as_secs_f64();
             let app_limited = self.app_limited_acks != from.app_limited_acks;
-            if !app_limited {
-                self.latest_rate = sample;
-            }
             if !app_limited || sample >= self.bw.get() {
                 self.bw.insert(self.round, sample);
             }
@@ -413,21 +424,21 @@ impl Bbr {
     }
 
     /// `gain` BDPs plus half the ACK-aggregation allowance (within the window bounds, not
-    /// held at `ack_every` + 1 datagrams), the BDP taken at the latest delivery rate where
-    /// that is under the filter's best of ten rounds (just after the link slowed, the best
-    /// is the old rate, and a window built on it would not drain the queue): the peer holds
-    /// between none and all of the allowance for its next ACK, half on average, and those
-    /// bytes are not in the queue, so with a `gain` under 1 the path's own queue empties.
-    /// [`super::Adaptive`]'s drain check holds NewReno at it. `None` before a bandwidth
-    /// sample.
+    /// held at `ack_every` + 1 datagrams), the BDP taken at the best rate of the last two
+    /// rounds where that is under the filter's best of ten (just after the link slowed, the
+    /// best is the old rate, and a window built on it would not drain the queue; with no
+    /// sample in the last two rounds, an application-limited spell, the filter's best): the
+    /// peer holds between none and all of the allowance for its next ACK, half on average,
+    /// and those bytes are not in the queue, so with a `gain` under 1 the path's own queue
+    /// empties. [`super::Adaptive`]'s drain check holds NewReno at it. `None` before a
+    /// bandwidth sample.
     pub fn drained_window(&self, gain: f64) -> Option<u64> {
         let best = self.bw.get();
         (best > 0.0).then(|| {
-            let rate = if self.latest_rate > 0.0 {
-                self.latest_rate.min(best)
-            } else {
-                best
-            };
+            let rate = self
+                .bw
+                .recent(self.round)
+                .map_or(best, |recent| recent.min(best));
             let bdp = rate * self.min_rtt.as_secs_f64();
             clamp_window(gain * bdp + self.aggregation() / 2.0, self.mss) as u64
         })

@@ -32,7 +32,7 @@ fn acked(bytes: u64, bytes_in_flight: u64, app_limited: bool) -> Acked {
         app_limited,
         newest_sent: None,
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
     }
 }
 
@@ -137,7 +137,7 @@ fn ack_sent(cc: &mut Bbr, t: u64, bytes: u64, sent: u64) {
     let a = Acked {
         newest_sent: Some(ms(sent)),
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
         ..acked(bytes, 0, false)
     };
     cc.on_ack(ms(t), &a, &none());
@@ -186,7 +186,7 @@ fn a_probe_phase_between_sample_boundaries_is_still_seen() {
         let a = Acked {
             newest_sent: Some(ms(sent)),
             standing_queue: false,
-            short_queue_seen: true,
+            queue_delay_seen: Some(Duration::ZERO),
             ..acked(rate(sent - 10) / 100, 100_000, false)
         };
         cc.on_ack(ms(t), &a, &none());

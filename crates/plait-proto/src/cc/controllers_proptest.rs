@@ -26,8 +26,8 @@ enum Op {
         newest_sent: Option<u64>,
         /// Whether the path shows a standing queue.
         standing_queue: bool,
-        /// Whether a datagram of this ACK met a short queue.
-        short_queue_seen: bool,
+        /// The shortest queueing delay a datagram of this ACK met (`None`: no delay sample).
+        queue_delay_seen: Option<Duration>,
         bytes_in_flight: u64,
         paths: Vec<CoupledPath>,
     },
@@ -58,14 +58,22 @@ fn bytes() -> impl Strategy<Value = u64> {
 }
 
 fn coupled_path() -> impl Strategy<Value = CoupledPath> {
-    (0u8..4, bytes(), prop::option::of(duration()), any::<bool>()).prop_map(
-        |(id, window, srtt, usable)| CoupledPath {
-            id: PathId(id),
-            window,
-            srtt,
-            usable,
-        },
+    (
+        0u8..4,
+        bytes(),
+        prop::option::of(duration()),
+        any::<bool>(),
+        any::<bool>(),
     )
+        .prop_map(
+            |(id, window, srtt, usable, wants_drain_check)| CoupledPath {
+                id: PathId(id),
+                window,
+                srtt,
+                usable,
+                wants_drain_check,
+            },
+        )
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -77,7 +85,7 @@ fn op() -> impl Strategy<Value = Op> {
             duration(),
             any::<bool>(),
             any::<Option<u64>>(),
-            (any::<bool>(), any::<bool>()),
+            (any::<bool>(), prop::option::of(duration())),
             bytes(),
             paths(),
         )
@@ -88,7 +96,7 @@ fn op() -> impl Strategy<Value = Op> {
                     min_rtt,
                     app_limited,
                     newest_sent,
-                    (standing_queue, short_queue_seen),
+                    (standing_queue, queue_delay_seen),
                     bytes_in_flight,
                     paths,
                 )| {
@@ -99,7 +107,7 @@ fn op() -> impl Strategy<Value = Op> {
                         app_limited,
                         newest_sent,
                         standing_queue,
-                        short_queue_seen,
+                        queue_delay_seen,
                         bytes_in_flight,
                         paths,
                     }
@@ -146,7 +154,7 @@ proptest! {
                         app_limited,
                         newest_sent,
                         standing_queue,
-                        short_queue_seen,
+                        queue_delay_seen,
                         bytes_in_flight,
                         paths,
                     } => {
@@ -158,7 +166,7 @@ proptest! {
                             app_limited: *app_limited,
                             newest_sent: newest_sent.map(Time::from_nanos),
                             standing_queue: *standing_queue,
-                            short_queue_seen: *short_queue_seen,
+                            queue_delay_seen: *queue_delay_seen,
                         };
                         cc.on_ack(now, &acked, &Coupling { this: PathId(this), paths });
                     }

@@ -18,7 +18,7 @@ fn ack(bytes: u64) -> Acked {
         app_limited: false,
         newest_sent: None,
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
     }
 }
 
@@ -32,6 +32,7 @@ fn path(id: u8, window: u64, srtt_ms: Option<u64>, usable: bool) -> CoupledPath 
         window,
         srtt: srtt_ms.map(Duration::from_millis),
         usable,
+        wants_drain_check: false,
     }
 }
 
@@ -194,7 +195,7 @@ fn balia_uses_the_last_ack_rtt_on_a_loss() {
             app_limited: true,
             newest_sent: None,
             standing_queue: false,
-            short_queue_seen: true,
+            queue_delay_seen: Some(Duration::ZERO),
             ..ack(1_200)
         },
         &coupling(&stale),

@@ -17,7 +17,7 @@ fn ack(bytes: u64) -> Acked {
         app_limited: false,
         newest_sent: None,
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
     }
 }
 
@@ -151,7 +151,7 @@ fn cubic_app_limited_acks_do_not_grow() {
         app_limited: true,
         newest_sent: None,
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
         ..ack(50_000)
     };
     cc.on_ack(ms(5000), &a, &none());

@@ -14,26 +14,32 @@
 //! while another flow's does not.
 //!
 //! So at the first ACK within [`DRAIN_CHECK_SLACK`] after each multiple of
-//! [`DRAIN_CHECK_INTERVAL`] of the session's clock (the same instants for every path of a
-//! session, so paths that share a bottleneck and check in the same interval drain
-//! together and do not read each other's queue as a stranger's; but each path decides by
-//! its own rate whether to check, so one that checks alone can; none in the first
-//! interval a path sees) a path whose model has
-//! found the rate, if that rate has fallen under [`RATE_FALL`] of the highest it had since
-//! its queue was last found its own (a competitor takes rate from the path, and the
-//! cap's spiral more) or while its cap is lifted, holds its window at
-//! [`DRAIN_WINDOW_GAIN`] of the model's BDP plus half
-//! the model's ACK allowance (the peer holds up to the allowance, half on average, for its
-//! next ACK, and those bytes are not in the queue) for two smoothed round trips and one ACK
-//! delay, at most [`DRAIN_CHECK_MAX`]. At the first ACK after that it judges:
-//! - every ACK of the last half round trip has shown a short queue
-//!   (`Acked::short_queue_seen`: a datagram it acknowledges met a one-way delay under
-//!   `path::SHALLOW_QUEUE` over the base; the raw samples, as the smoothed delay lags a
-//!   queue that just emptied by 16 datagrams, 90 ms at 2 Mbit/s): the queue was the path's
-//!   own;
-//! - this ACK's datagrams all met a longer queue: the queue belongs to flows the path does not control; the cap
-//!   cannot shorten it and only starves the path, so NewReno runs without it;
-//! - neither (the ACKs stopped for a while, or the queue was only just short): no verdict.
+//! [`DRAIN_CHECK_INTERVAL`] of the session's clock (none in the first interval a path
+//! sees), a path whose model has found the rate checks if it has a reason to (it "wants" a
+//! check: the rate has fallen under [`RATE_FALL`] of the highest it had since its queue
+//! was last found its own, as a competitor takes rate from the path and the cap's spiral
+//! more; or its cap is lifted) or if another path of the session wants one
+//! (`CoupledPath::wants_drain_check`): the instants are the same for all of a session's
+//! paths, so paths that share a bottleneck drain together and do not read each other's
+//! queue as a stranger's. A check holds the window at [`DRAIN_WINDOW_GAIN`] of the model's
+//! BDP plus half the model's ACK allowance (the peer holds up to the allowance, half on
+//! average, for its next ACK, and those bytes are not in the queue) for two smoothed round
+//! trips and one ACK delay, at most [`DRAIN_CHECK_MAX`]. It judges by the ACKs' delay
+//! samples (`Acked::queue_delay_seen`: the shortest queueing delay a datagram an ACK
+//! acknowledges met; the raw samples, as the smoothed delay lags a queue that just
+//! emptied by 16 datagrams, 90 ms at 2 Mbit/s; an ACK without one is no evidence either
+//! way), a delay under [`SHALLOW_QUEUE`] plus one datagram's time at the model's rate
+//! being a short queue (the datagram in service when one arrives: at 1 Mbit/s it takes
+//! 11 ms, and checks judged by 10 ms alone read a lone 1 Mbit/s path's own drained queue
+//! as another flow's), at the first ACK with a sample at or after the deadline:
+//! - every sample of the last half round trip (the settle time, at most a quarter of
+//!   [`DRAIN_CHECK_MAX`]) showed a short queue: the queue was the path's own;
+//! - every sample of the last half round trip showed a longer queue: the queue belongs to
+//!   flows the path does not control; the cap cannot shorten it and only starves the path,
+//!   so NewReno runs without it;
+//! - neither (the queue had only just emptied or just built up, the samples stopped for
+//!   longer than the settle time and one ACK delay, or none came until that long after
+//!   the deadline): no verdict.
 //!
 //! One check that finds a stranger's queue lifts the cap; it comes back after
 //! [`DRAINED_CHECKS_TO_CAP`] checks in a row find the queue the path's own (a competitor's
@@ -48,15 +54,18 @@
 //! rate, stream mode lost 0.4-0.8 % of its goodput).
 //!
 //! Invariants: no clock or randomness (`now` comes from the caller); a check starts only
-//! when the caller gives the model's rate, that rate has fallen or the cap is lifted, at
-//! an ACK within the slack after a boundary,
+//! when the caller gives the model's rate, that rate has fallen, the cap is lifted or a
+//! sibling path wants a check, at an ACK within the slack after a boundary,
 //! in an interval other than the last ACK's (once an interval while the clock runs
-//! forward); its deadline is at most [`DRAIN_CHECK_MAX`] after its start and it ends at
-//! the first ACK at or after that deadline (however late); ACKs stamped before its start
-//! are ignored.
+//! forward); its deadline is at most [`DRAIN_CHECK_MAX`] after its start, and it ends at
+//! the first ACK with a delay sample at or after the deadline, or at the first ACK more
+//! than a settle time and an ACK delay after it, or at an ACK stamped before its start (a
+//! clock gone back), those last two with no verdict; a verdict needs samples that agree
+//! for a settle time, with no gap longer than a settle time and an ACK delay between them.
 
 use std::time::Duration;
 
+use super::SHALLOW_QUEUE;
 use crate::time::Time;
 
 /// How often a path checks whether its standing queue is its own (module docs).
@@ -90,20 +99,86 @@ pub const DRAIN_CHECK_MAX: Duration = Duration::from_millis(1_250);
 /// A drain check under way.
 #[derive(Clone, Copy, Debug)]
 struct Probe {
-    /// The ACK that started it: earlier ones (a clock gone back) are ignored.
+    /// The ACK that started it: an earlier one (a clock gone back) ends it with no verdict.
     started: Time,
-    /// The first ACK at or after this ends the check.
+    /// The first ACK with a delay sample at or after this ends the check.
     deadline: Time,
-    /// How long the queue must have stayed short when the check ends (half a round trip).
+    /// How long the last samples must all have agreed when the check ends (half a round
+    /// trip, at most a quarter of [`DRAIN_CHECK_MAX`]).
     settle: Duration,
-    /// Since when every ACK has shown a short queue (`None`: the last one showed a
-    /// standing queue).
-    short_since: Option<Time>,
+    /// A queueing delay under this is a short queue: [`SHALLOW_QUEUE`] and one datagram's
+    /// time at the model's rate when the check began.
+    short_below: Duration,
+    /// The longest gap between two samples of one run, and the latest after the deadline
+    /// a sample may still judge: the settle time plus the peer's ACK delay (an ACK every
+    /// 16 datagrams or 25 ms: a gap of up to that is the ACK cadence, not an unseen
+    /// queue).
+    max_gap: Duration,
+    /// The current run of samples that agree: whether they showed a short queue, since
+    /// when, and the latest of them.
+    run: Option<Run>,
+}
+
+/// Delay samples in a row that all showed a short queue, or all a standing one.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    short: bool,
+    since: Time,
+    latest: Time,
+}
+
+impl Probe {
+    /// Adds one ACK's sample (`None`: the ACK carried none). A gap of more than `max_gap`
+    /// since the last sample starts a new run: the queue was not watched in between.
+    fn add(&mut self, now: Time, queue_delay: Option<Duration>) {
+        let Some(delay) = queue_delay else { return };
+        let short = delay < self.short_below;
+        self.run = Some(match self.run {
+            Some(run) if run.short == short && now.saturating_since(run.latest) <= self.max_gap => {
+                Run { latest: now, ..run }
+            }
+            _ => Run {
+                short,
+                since: now,
+                latest: now,
+            },
+        });
+    }
+
+    /// At an ACK at or after the deadline: the verdict, or `None` (no verdict yet: the
+    /// ACK had no sample) or `Some(None)` (the check ends without a verdict).
+    fn verdict(&self, now: Time, sampled: bool) -> Option<Option<Verdict>> {
+        if now.saturating_since(self.deadline) > self.max_gap {
+            // Too late: whatever the queue did since the last sample went unseen.
+            return Some(None);
+        }
+        if !sampled {
+            return None;
+        }
+        let run = self.run?;
+        let settled = now.saturating_since(run.since) >= self.settle;
+        Some(settled.then_some(if run.short {
+            Verdict::Own
+        } else {
+            Verdict::Shared
+        }))
+    }
+}
+
+/// What a check found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The queue drained: the path's own.
+    Own,
+    /// The queue stood through the check's last half round trip: other flows'.
+    Shared,
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DrainCheck {
+    /// The path's datagram size, bytes (for the short-queue bound).
+    mss: u64,
     /// The last interval (`now / DRAIN_CHECK_INTERVAL`) an ACK was seen in, if any.
     interval: Option<u64>,
     /// The check under way.
@@ -114,12 +189,24 @@ pub struct DrainCheck {
     drained_in_a_row: u8,
     /// The highest model rate (bytes/s) since the queue was last found the path's own.
     reference_rate: f64,
+    /// At the last ACK outside a check the path had a reason to check: its model's rate
+    /// had fallen, or its cap was lifted.
+    wants: bool,
 }
 
 impl DrainCheck {
-    /// No check yet: the queue is taken as the path's own.
-    pub fn new() -> DrainCheck {
-        DrainCheck::default()
+    /// No check yet, for a path of datagrams of `mss` bytes: the queue is taken as the
+    /// path's own.
+    pub fn new(mss: u64) -> DrainCheck {
+        DrainCheck {
+            mss,
+            interval: None,
+            probe: None,
+            shared: false,
+            drained_in_a_row: 0,
+            reference_rate: 0.0,
+            wants: false,
+        }
     }
 
     /// Forgets the verdicts and any check under way (an outage, a change of controller:
@@ -128,33 +215,44 @@ impl DrainCheck {
     pub fn reset(&mut self) {
         *self = DrainCheck {
             interval: self.interval,
-            ..DrainCheck::default()
+            ..DrainCheck::new(self.mss)
         };
     }
 
     /// One ACK while NewReno runs. `rate`: the model's bandwidth, bytes/s, if it has found
-    /// it (left Startup; a check holds the window at a fraction of its BDP). `short_queue`
-    /// is the ACK's [`super::Acked::short_queue_seen`].
-    pub fn on_ack(&mut self, now: Time, srtt: Duration, short_queue: bool, rate: Option<f64>) {
-        let standing_queue = !short_queue;
+    /// it (left Startup; a check holds the window at a fraction of its BDP). `queue_delay`
+    /// is the ACK's [`super::Acked::queue_delay_seen`] (`None`: no delay sample).
+    /// `sibling_wants`: another path of the session wants a check
+    /// ([`DrainCheck::wants_check`]), so this one checks with it.
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        srtt: Duration,
+        queue_delay: Option<Duration>,
+        rate: Option<f64>,
+        sibling_wants: bool,
+    ) {
         if let Some(probe) = &mut self.probe {
             if now < probe.started {
+                // A clock gone back: the check's deadline means nothing now.
+                self.probe = None;
                 return;
             }
-            probe.short_since = match (standing_queue, probe.short_since) {
-                (true, _) => None,
-                (false, None) => Some(now),
-                (false, since) => since,
-            };
-            if now >= probe.deadline {
-                let drained = probe
-                    .short_since
-                    .is_some_and(|since| now.saturating_since(since) >= probe.settle);
-                self.conclude(drained, standing_queue);
-                if drained && let Some(rate) = rate {
-                    self.reference_rate = rate;
-                }
+            probe.add(now, queue_delay);
+            if now >= probe.deadline
+                && let Some(verdict) = probe.verdict(now, queue_delay.is_some())
+            {
                 self.probe = None;
+                match verdict {
+                    Some(Verdict::Own) => {
+                        self.conclude(Verdict::Own);
+                        if let Some(rate) = rate {
+                            self.reference_rate = rate;
+                        }
+                    }
+                    Some(Verdict::Shared) => self.conclude(Verdict::Shared),
+                    None => {}
+                }
             }
             return;
         }
@@ -163,41 +261,58 @@ impl DrainCheck {
         self.interval = Some(interval);
         // A model without a rate has no drain window to hold: no check.
         let Some(rate) = rate.filter(|r| *r > 0.0) else {
+            self.wants = false;
             return;
         };
         let fallen = rate < RATE_FALL * self.reference_rate;
         self.reference_rate = self.reference_rate.max(rate);
+        self.wants = fallen || self.shared;
         let since_boundary =
             Duration::from_nanos(now.as_nanos() % DRAIN_CHECK_INTERVAL.as_nanos() as u64);
-        if (fallen || self.shared) && first_in_interval && since_boundary <= DRAIN_CHECK_SLACK {
+        if (self.wants || sibling_wants) && first_in_interval && since_boundary <= DRAIN_CHECK_SLACK
+        {
             let length = srtt
                 .saturating_mul(2)
                 .saturating_add(ACK_DELAY_ALLOWANCE)
                 .min(DRAIN_CHECK_MAX);
-            self.probe = Some(Probe {
+            let settle = (srtt / 2).min(DRAIN_CHECK_MAX / 4);
+            let mut probe = Probe {
                 started: now,
                 deadline: now.saturating_add(length),
-                settle: length.saturating_sub(ACK_DELAY_ALLOWANCE) / 4,
-                short_since: (!standing_queue).then_some(now),
-            });
+                settle,
+                // (A rate so low that a datagram's time overflows: any queue is short.)
+                short_below: SHALLOW_QUEUE.saturating_add(
+                    Duration::try_from_secs_f64(self.mss as f64 / rate).unwrap_or(Duration::MAX),
+                ),
+                max_gap: settle.saturating_add(ACK_DELAY_ALLOWANCE),
+                run: None,
+            };
+            probe.add(now, queue_delay);
+            self.probe = Some(probe);
         }
     }
 
-    /// A check's verdict: the queue drained (the path's own), stood to the end (other
-    /// flows'), or neither (the ACKs stopped, or the queue was only just short at the
-    /// deadline): then nothing changes.
-    fn conclude(&mut self, drained: bool, standing_at_end: bool) {
-        if drained {
-            self.drained_in_a_row = self.drained_in_a_row.saturating_add(1);
-            // The cap comes back after two in a row find the queue the path's own.
-            if self.drained_in_a_row >= DRAINED_CHECKS_TO_CAP {
-                self.shared = false;
+    /// Counts a check's verdict: one that finds other flows' queue lifts the cap, two in a
+    /// row that find the path's own bring it back (module docs).
+    fn conclude(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Own => {
+                self.drained_in_a_row = self.drained_in_a_row.saturating_add(1);
+                if self.drained_in_a_row >= DRAINED_CHECKS_TO_CAP {
+                    self.shared = false;
+                }
             }
-        } else if standing_at_end {
-            // One check that finds a stranger's queue lifts the cap (module docs).
-            self.drained_in_a_row = 0;
-            self.shared = true;
+            Verdict::Shared => {
+                self.drained_in_a_row = 0;
+                self.shared = true;
+            }
         }
+    }
+
+    /// Whether the path had a reason to check at its last ACK outside a check (its model's
+    /// rate had fallen, or its cap was lifted): the session's other paths check with it.
+    pub fn wants_check(&self) -> bool {
+        self.wants
     }
 
     /// Whether a check is under way (the window is held at the drain window).

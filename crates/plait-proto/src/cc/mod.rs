@@ -149,18 +149,26 @@ pub struct Acked {
     /// §3.3: `max(send_elapsed, ack_elapsed)`).
     pub newest_sent: Option<Time>,
     /// The path's one-way delay shows a standing queue: its smoothed delay is at least
-    /// `path::SHALLOW_QUEUE` above its base (`false` before any delay sample). The
+    /// [`SHALLOW_QUEUE`] above its base (`false` before any delay sample). The
     /// [`Adaptive`] controller's queue-cap model ends its Startup on it.
     pub standing_queue: bool,
-    /// Some datagram this ACK acknowledges met a queue shorter than `path::SHALLOW_QUEUE`
-    /// (its one-way delay within `SHALLOW_QUEUE` of the base). `false` also when the ACK
-    /// carries no delay sample, which the drain check then reads as a standing queue (a
-    /// known flaw, docs/protocol.md#drain-check). Unlike
-    /// `standing_queue` it is not smoothed, so it shows a queue that just emptied at once,
-    /// and as the shortest of the ACK's samples it passes over jitter. [`Adaptive`]'s
-    /// drain check judges by it.
-    pub short_queue_seen: bool,
+    /// The shortest queueing delay (one-way delay over the path's base) that a datagram
+    /// this ACK acknowledges met; `None` when the ACK carries no delay sample (or the path
+    /// has no base yet). Unlike `standing_queue` it is not smoothed, so it shows a queue
+    /// that just emptied at once, and as the shortest of the ACK's samples it passes over
+    /// jitter. [`Adaptive`]'s drain check judges by it.
+    pub queue_delay_seen: Option<Duration>,
 }
+
+/// A queueing delay under this is no standing queue. A loss found while the path's
+/// measured queueing delay (smoothed one-way delay over the 5 min base) is below it counts
+/// towards the shallow-queue loss rate (`path`): a drop-tail queue does not drop packets
+/// that find it this short, so such a loss is the link's (radio, bad spell), not the
+/// sender's overrun. The receiver's loss repair uses the same threshold
+/// (docs/protocol.md#repair), on its own measure: the latest one-way delay over a 10 s
+/// windowed minimum. [`Adaptive`]'s drain check adds a datagram's time at the path's
+/// rate to it (`drain_check.rs`).
+pub const SHALLOW_QUEUE: Duration = Duration::from_millis(10);
 
 /// One path's figures as the coupled controllers see them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -173,6 +181,10 @@ pub struct CoupledPath {
     pub srtt: Option<Duration>,
     /// Whether data may be scheduled on it.
     pub usable: bool,
+    /// Its controller has a reason to check at the next boundary whether its standing
+    /// queue is its own ([`CongestionController::wants_drain_check`]): the session's other
+    /// paths check with it, so that paths which share a bottleneck drain together.
+    pub wants_drain_check: bool,
 }
 
 /// Every path of the session, for controllers whose windows are coupled (LIA, BALIA, the
@@ -224,6 +236,12 @@ pub trait CongestionController: Debug {
     /// measures the delivery rate from every acknowledged byte ([`Bbr`]): withholding them
     /// would hide about a round of deliveries after every loss.
     fn acks_in_recovery(&self) -> bool {
+        false
+    }
+    /// Whether the controller has a reason to check, at the session's next drain-check
+    /// boundary, whether the path's standing queue is its own ([`Adaptive`]'s drain
+    /// check): its model's rate fell, or its cap is lifted. `false` by default.
+    fn wants_drain_check(&self) -> bool {
         false
     }
 }
@@ -318,6 +336,9 @@ impl CongestionController for AnyController {
     fn acks_in_recovery(&self) -> bool {
         self.inner().acks_in_recovery()
     }
+    fn wants_drain_check(&self) -> bool {
+        self.inner().wants_drain_check()
+    }
 }
 
 /// One path's congestion state as a driver shows it (status, metrics).
@@ -380,6 +401,12 @@ impl PathCongestion {
     /// The controller's name.
     pub fn name(&self) -> &'static str {
         self.controller.name()
+    }
+
+    /// Whether the controller wants a drain check at the next boundary
+    /// ([`CongestionController::wants_drain_check`]).
+    pub fn wants_drain_check(&self) -> bool {
+        self.controller.wants_drain_check()
     }
 
     /// Congestion events (window cuts) so far, and how many of them were undone.
@@ -494,5 +521,7 @@ mod controllers_proptest;
 mod coupled_tests;
 #[cfg(test)]
 mod cubic_tests;
+#[cfg(test)]
+mod drain_check_tests;
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ fn acked(bytes: u64) -> Acked {
         app_limited: false,
         newest_sent: None,
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
     }
 }
 
@@ -27,6 +27,7 @@ fn alone(paths: &mut Vec<CoupledPath>, window: u64) -> Coupling<'_> {
         window,
         srtt: Some(Duration::from_millis(50)),
         usable: true,
+        wants_drain_check: false,
     });
     Coupling {
         this: PathId(0),
@@ -112,7 +113,7 @@ fn app_limited_acks_do_not_grow_the_window() {
         app_limited: true,
         newest_sent: None,
         standing_queue: false,
-        short_queue_seen: true,
+        queue_delay_seen: Some(Duration::ZERO),
         ..acked(10 * MSS)
     };
     cc.on_ack(ms(50), &a, 0, &alone(&mut buf, 12_000));

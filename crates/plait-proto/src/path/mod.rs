@@ -39,7 +39,7 @@ pub use rtt::{Feedback, Return, RttEstimator};
 pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
-use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion};
+use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion, SHALLOW_QUEUE};
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
 use crate::time::Time;
 
@@ -49,13 +49,6 @@ const LOSS_RATE_GAIN: f64 = 1.0 / 32.0;
 /// because of its losses gets no samples, and a frozen estimate would keep it avoided for
 /// good (seen on the tunnel: a 0.3 loss rate left over from a blackhole).
 const LOSS_HALF_LIFE: Duration = Duration::from_secs(2);
-/// A loss found while the path's measured queueing delay is below this counts towards the
-/// shallow-queue loss rate: a drop-tail queue does not drop packets that find it this
-/// short, so such a loss is the link's (radio, bad spell), not the sender's overrun. The
-/// receiver's loss repair uses the same 10 ms threshold (docs/protocol.md#repair), on its
-/// own measure: the latest one-way delay over a 10 s windowed minimum, where this side
-/// takes the smoothed delay over the 5 min base.
-pub const SHALLOW_QUEUE: Duration = Duration::from_millis(10);
 
 /// Unanswered probes (5 pairs) before the probe interval also keeps to [`PROBE_SHARE`].
 const PROBES_AT_FULL_RATE: u32 = 10;
@@ -515,9 +508,9 @@ impl Path {
                 app_limited: !cc_limited,
                 newest_sent: cc_newest_sent,
                 standing_queue: !shallow,
-                short_queue_seen: shortest_owd.zip(self.owd.base_us()).is_some_and(
-                    |(owd, base)| owd.saturating_sub(base) < SHALLOW_QUEUE.as_micros() as i64,
-                ),
+                queue_delay_seen: shortest_owd.zip(self.owd.base_us()).map(|(owd, base)| {
+                    Duration::from_micros(owd.saturating_sub(base).max(0).unsigned_abs())
+                }),
             };
             self.cc.on_ack(now, &acked, spurious, coupling);
         }

@@ -30,6 +30,7 @@ fn alone(p: &Path) -> [CoupledPath; 1] {
         window: p.cc.window(),
         srtt: p.rtt.srtt(),
         usable: true,
+        wants_drain_check: false,
     }]
 }
 

@@ -63,8 +63,8 @@ use crate::time::{Time, duration_nanos};
 /// A path whose latest one-way delay is this far above its recent minimum is queueing:
 /// its losses are congestion and are not repaired (µs). The sender uses the same threshold
 /// (on its own delay measure) to tell a link's own losses from a queue's
-/// ([`crate::path::SHALLOW_QUEUE`]).
-const REPAIR_MAX_QUEUEING_US: i64 = crate::path::SHALLOW_QUEUE.as_micros() as i64;
+/// ([`crate::cc::SHALLOW_QUEUE`]).
+const REPAIR_MAX_QUEUEING_US: i64 = crate::cc::SHALLOW_QUEUE.as_micros() as i64;
 
 /// Longest hole run indexed, as a multiple of `max_packets` (at least [`MIN_SPAN`]).
 const SPAN_FACTOR: usize = 4;

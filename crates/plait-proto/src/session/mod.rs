@@ -799,6 +799,7 @@ impl Session {
             window: 0,
             srtt: None,
             usable: false,
+            wants_drain_check: false,
         }; MAX_PATHS];
         let mut n = 0;
         for s in self.paths.iter().flatten() {
@@ -807,6 +808,7 @@ impl Session {
                 window: s.tx.congestion().window(),
                 srtt: s.tx.rtt().srtt(),
                 usable: s.tx.state().is_usable(),
+                wants_drain_check: s.tx.congestion().wants_drain_check(),
             };
             n += 1;
         }
