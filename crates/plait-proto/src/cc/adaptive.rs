@@ -9,7 +9,7 @@
 //! yield (`scenarios/shared-bottleneck.toml`), so it is no default for every path. This
 //! controller runs NewReno and switches one path to BBR only while that path shows the
 //! link's own losses: datagrams declared lost while the path's queue was short
-//! (`path::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
+//! (`cc::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
 //! [`CongestionController::on_link_sample`]. A drop-tail queue does not drop what finds it
 //! short, so congestion losses of a buffered bottleneck do not count. Nor does anything
 //! else resolved behind a long queue, deliveries included: counting those as clean while
@@ -72,9 +72,11 @@
 //! The cap is for a queue the path makes itself. Where another flow keeps the bottleneck's
 //! queue standing, the model (whose round trip is the path's minimum) reads the longer
 //! round trip as a lower rate and the cap falls to its floor. So once the path's rate has
-//! fallen, or while its cap is lifted, a [`DrainCheck`] every 5 s holds the window just under what fills the pipe, and
-//! if the queue does not drain, NewReno runs without the cap until two checks in a row see
-//! it drain (`drain_check.rs`, docs/protocol.md#drain-check).
+//! fallen, or while its cap is lifted, or when another path of the session has either
+//! reason, a [`DrainCheck`] at the session's next 5 s boundary holds the window just under
+//! what fills the pipe, and if the queue does not drain, NewReno runs without the cap
+//! until two checks in a row see it drain (`drain_check.rs`,
+//! docs/protocol.md#drain-check).
 //!
 //! Invariant: exactly one inner controller is active; what the wrapper asks (window,
 //! pacing rate, whether ACKs in recovery count) is the active one's answer, but for the
@@ -82,7 +84,8 @@
 //! clock, no randomness (`now` comes from the caller).
 
 use super::{
-    Acked, Bbr, BbrMode, CongestionController, Coupling, DRAIN_WINDOW_GAIN, DrainCheck, NewReno,
+    Acked, Bbr, BbrMode, CongestionController, Coupling, DRAIN_WINDOW_GAIN, DrainCheck, ModelRates,
+    NewReno,
 };
 use crate::time::Time;
 
@@ -127,6 +130,10 @@ pub struct Adaptive {
     /// Whether the path's standing queue is its own, so the cap can shorten it
     /// (`drain_check.rs`).
     drain: DrainCheck,
+    /// The window a drain check under way holds, fixed when it began (the model's rates
+    /// move during the check, and a window that rose with them would refill the queue
+    /// being watched); `None` when no check runs.
+    drain_window: Option<u64>,
     /// Evidence for the other controller (never negative).
     evidence: f64,
     /// Switches so far (either way).
@@ -141,6 +148,7 @@ impl Adaptive {
             active: Active::NewReno(NewReno::new(mss)),
             model: Box::new(Bbr::new(mss)),
             drain: DrainCheck::new(mss),
+            drain_window: None,
             evidence: 0.0,
             switches: 0,
         }
@@ -187,7 +195,7 @@ impl Adaptive {
         self.evidence = 0.0;
         self.switches += 1;
         // The drain checks judged the other controller's queue.
-        self.drain.reset();
+        self.reset_drain_check();
         self.active = match &self.active {
             Active::NewReno(_) => Active::Bbr(Bbr::new(self.mss)),
             Active::Bbr(b) => {
@@ -234,7 +242,13 @@ impl Adaptive {
         if !self.drain.draining() || !matches!(self.active, Active::NewReno(_)) {
             return None;
         }
-        self.model.drained_window(DRAIN_WINDOW_GAIN)
+        self.drain_window
+    }
+
+    /// Forgets the drain checks' verdicts and any check under way.
+    fn reset_drain_check(&mut self) {
+        self.drain.reset();
+        self.drain_window = None;
     }
 }
 
@@ -256,13 +270,26 @@ impl CongestionController for Adaptive {
             }
             // A model past Startup has found the rate (whether it is in Drain, as under the
             // cap it stays while NewReno keeps more than a BDP in flight, or in ProbeBW).
-            let rate = (self.model.mode() != BbrMode::Startup).then(|| self.model.bandwidth());
+            let rates = (self.model.mode() != BbrMode::Startup).then(|| ModelRates {
+                best: self.model.bandwidth(),
+                now: self.model.drain_rate(),
+            });
             let sibling_wants = coupling
                 .paths
                 .iter()
-                .any(|p| p.id != coupling.this && p.wants_drain_check);
-            self.drain
-                .on_ack(now, acked.srtt, acked.queue_delay_seen, rate, sibling_wants);
+                .any(|p| p.id != coupling.this && p.usable && p.wants_drain_check);
+            self.drain.on_ack(
+                now,
+                acked.srtt,
+                acked.queue_delay_seen,
+                rates,
+                sibling_wants,
+            );
+            self.drain_window = match (self.drain.draining(), self.drain_window) {
+                (false, _) => None,
+                (true, Some(held)) => Some(held),
+                (true, None) => self.model.drained_window(DRAIN_WINDOW_GAIN),
+            };
             self.apply_cap();
         }
     }
@@ -290,7 +317,7 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_persistent_congestion(now);
         // The path that comes back may not be the one that left (as in `Bbr`).
         self.model.on_persistent_congestion(now);
-        self.drain.reset();
+        self.reset_drain_check();
     }
     fn on_link_sample(&mut self, _now: Time, resolved: u32, link_lost: u32) {
         self.weigh(resolved, link_lost);
@@ -313,7 +340,7 @@ impl CongestionController for Adaptive {
     fn acks_in_recovery(&self) -> bool {
         self.inner().acks_in_recovery()
     }
-    fn wants_drain_check(&self) -> bool {
-        matches!(self.active, Active::NewReno(_)) && self.drain.wants_check()
+    fn wants_drain_check(&self, now: Time) -> bool {
+        matches!(self.active, Active::NewReno(_)) && self.drain.wants_check(now)
     }
 }

@@ -534,10 +534,16 @@ fn model_fed(ms: std::ops::Range<u64>, bytes_at: impl Fn(u64) -> Option<u64>) ->
     m
 }
 
-/// The drain window at `rate` bytes/s: 0.95 of its BDP at 20 ms plus half the allowance
-/// (min(1.25 MB/s × 25 ms, 16 datagrams) = 22 400 B, the best rate's).
-fn drain_window_at(rate: f64) -> u64 {
-    (DRAIN_WINDOW_GAIN * rate * 0.02) as u64 + 11_200
+/// Asserts that `m`'s drain window is the one at `rate` bytes/s (within 2 B): 0.95 of its
+/// BDP at 20 ms plus half the allowance (min(1.25 MB/s × 25 ms, 16 datagrams) = 22 400 B,
+/// the best rate's).
+fn assert_drain_window_at(m: &super::Bbr, rate: f64) {
+    let window = m.drained_window(DRAIN_WINDOW_GAIN).unwrap();
+    let expected = (DRAIN_WINDOW_GAIN * rate * 0.02) as u64 + 11_200;
+    assert!(
+        window.abs_diff(expected) <= 2,
+        "{window} against {expected}"
+    );
 }
 
 #[test]
@@ -550,12 +556,7 @@ fn the_drain_window_follows_the_last_two_rounds_not_the_best_of_ten() {
         "{}",
         m.bandwidth()
     );
-    let window = m.drained_window(DRAIN_WINDOW_GAIN).unwrap();
-    let expected = drain_window_at(625_000.0);
-    assert!(
-        window.abs_diff(expected) <= 2,
-        "{window} against {expected}"
-    );
+    assert_drain_window_at(&m, 625_000.0);
 }
 
 #[test]
@@ -566,32 +567,26 @@ fn a_low_sample_after_a_gap_in_the_acks_does_not_set_the_drain_window() {
     let m = model_fed(1..3_045, |t| {
         (!(3_000..3_040).contains(&t)).then_some(1_250)
     });
-    let window = m.drained_window(DRAIN_WINDOW_GAIN).unwrap();
-    let expected = drain_window_at(1_250_000.0);
-    assert!(
-        window.abs_diff(expected) <= 2,
-        "{window} against {expected}"
-    );
+    assert_drain_window_at(&m, 1_250_000.0);
 }
 
 #[test]
-fn a_path_at_a_steady_rate_checks_when_a_sibling_wants_a_check() {
+fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
     use super::CoupledPath;
     let mut c = Adaptive::new(MSS);
     steady(&mut c, 1, 5_000, 1_250_000);
-    assert!(!c.wants_drain_check());
-    let sibling = |wants_drain_check| CoupledPath {
-        id: PathId(1),
+    assert!(!c.wants_drain_check(at(4_999)));
+    let entry = |id, usable, wants_drain_check| CoupledPath {
+        id: PathId(id),
         window: 60_000,
         srtt: Some(Duration::from_millis(20)),
-        usable: true,
+        usable,
         wants_drain_check,
     };
-    let ack_with = |c: &mut Adaptive, t_ms: u64, wants: bool| {
-        let paths = [sibling(wants)];
+    let ack_with = |c: &mut Adaptive, t_ms: u64, paths: &[CoupledPath]| {
         let coupling = Coupling {
             this: PathId(0),
-            paths: &paths,
+            paths,
         };
         let acked = Acked {
             bytes: 1_250,
@@ -605,10 +600,54 @@ fn a_path_at_a_steady_rate_checks_when_a_sibling_wants_a_check() {
         };
         c.on_ack(at(t_ms), &acked, &coupling);
     };
-    ack_with(&mut c, 5_000, false);
+    // Its own entry is no sibling; a sibling that cannot carry data is not asked.
+    ack_with(
+        &mut c,
+        5_000,
+        &[entry(0, true, true), entry(1, true, false)],
+    );
     assert!(!c.draining());
     steady(&mut c, 5_001, 10_000, 1_250_000);
-    ack_with(&mut c, 10_000, true);
+    ack_with(
+        &mut c,
+        10_000,
+        &[entry(0, true, false), entry(1, false, true)],
+    );
+    assert!(!c.draining());
+    steady(&mut c, 10_001, 15_000, 1_250_000);
+    ack_with(
+        &mut c,
+        15_000,
+        &[entry(0, true, false), entry(1, true, true)],
+    );
     assert!(c.draining());
-    assert!(!c.wants_drain_check(), "its own rate held");
+    assert!(!c.wants_drain_check(at(15_000)), "its own rate held");
+}
+
+#[test]
+fn the_drain_window_is_fixed_when_the_check_begins() {
+    // During the check the model's samples are held back (app-limited) and its rounds
+    // move on, so its rate now falls back to the best of ten rounds: 10 Mbit/s, where the
+    // check began at 8.
+    let mut c = Adaptive::new(MSS);
+    capped_then_slower(&mut c);
+    steady_ack(&mut c, 5_000, 1_000_000, true);
+    assert!(c.draining());
+    let held = c.window();
+    steady_queue(&mut c, 5_001, 5_060, true);
+    assert!(c.draining());
+    assert_eq!(c.window(), held);
+}
+
+#[test]
+fn any_controller_passes_on_the_adaptive_wish_for_a_check() {
+    use super::{AnyController, CongestionKind, PathCongestion};
+    let mut any = AnyController::new(CongestionKind::Adaptive, MSS);
+    let AnyController::Adaptive(c) = &mut any else {
+        unreachable!()
+    };
+    capped_then_slower(c);
+    assert!(c.wants_drain_check(at(4_999)));
+    assert!(any.wants_drain_check(at(4_999)));
+    assert!(!PathCongestion::new(CongestionKind::Adaptive, MSS).wants_drain_check(at(1)));
 }

@@ -423,23 +423,27 @@ impl Bbr {
             .min((ACK_EVERY_DATAGRAMS * self.mss) as f64)
     }
 
-    /// `gain` BDPs plus half the ACK-aggregation allowance (within the window bounds, not
-    /// held at `ack_every` + 1 datagrams), the BDP taken at the best rate of the last two
-    /// rounds where that is under the filter's best of ten (just after the link slowed, the
-    /// best is the old rate, and a window built on it would not drain the queue; with no
-    /// sample in the last two rounds, an application-limited spell, the filter's best): the
-    /// peer holds between none and all of the allowance for its next ACK, half on average,
-    /// and those bytes are not in the queue, so with a `gain` under 1 the path's own queue
-    /// empties. [`super::Adaptive`]'s drain check holds NewReno at it. `None` before a
-    /// bandwidth sample.
-    pub fn drained_window(&self, gain: f64) -> Option<u64> {
+    /// The rate a drain check builds on, bytes/s: the best of the last two rounds where
+    /// that is under the filter's best of ten (just after the link slowed, the best is the
+    /// old rate, and a window built on it would not drain the queue); with no sample in
+    /// the last two rounds (an application-limited spell), the filter's best. 0 before a
+    /// sample.
+    pub fn drain_rate(&self) -> f64 {
         let best = self.bw.get();
-        (best > 0.0).then(|| {
-            let rate = self
-                .bw
-                .recent(self.round)
-                .map_or(best, |recent| recent.min(best));
-            let bdp = rate * self.min_rtt.as_secs_f64();
+        self.bw
+            .recent(self.round)
+            .map_or(best, |recent| recent.min(best))
+    }
+
+    /// `gain` BDPs at [`Bbr::drain_rate`] plus half the ACK-aggregation allowance (within
+    /// the window bounds, not held at `ack_every` + 1 datagrams): the peer holds between
+    /// none and all of the allowance for its next ACK, half on average, and those bytes
+    /// are not in the queue, so with a `gain` under 1 the path's own queue empties.
+    /// [`super::Adaptive`]'s drain check holds NewReno at it. `None` before a bandwidth
+    /// sample.
+    pub fn drained_window(&self, gain: f64) -> Option<u64> {
+        (self.bw.get() > 0.0).then(|| {
+            let bdp = self.drain_rate() * self.min_rtt.as_secs_f64();
             clamp_window(gain * bdp + self.aggregation() / 2.0, self.mss) as u64
         })
     }

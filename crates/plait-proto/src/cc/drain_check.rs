@@ -96,6 +96,17 @@ pub const RATE_FALL: f64 = 0.9;
 /// would otherwise hold the window low for most of every interval).
 pub const DRAIN_CHECK_MAX: Duration = Duration::from_millis(1_250);
 
+/// The queue-cap model's rates, bytes/s, once it has found the path's rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelRates {
+    /// The best of ten rounds (`Bbr::bandwidth`, the cap's): its fall under [`RATE_FALL`]
+    /// of its highest is a reason to check.
+    pub best: f64,
+    /// The rate now (`Bbr::drain_rate`, the drain window's): a datagram's time at it is
+    /// part of the short-queue bound.
+    pub now: f64,
+}
+
 /// A drain check under way.
 #[derive(Clone, Copy, Debug)]
 struct Probe {
@@ -107,7 +118,7 @@ struct Probe {
     /// trip, at most a quarter of [`DRAIN_CHECK_MAX`]).
     settle: Duration,
     /// A queueing delay under this is a short queue: [`SHALLOW_QUEUE`] and one datagram's
-    /// time at the model's rate when the check began.
+    /// time at the model's rate now when the check began.
     short_below: Duration,
     /// The longest gap between two samples of one run, and the latest after the deadline
     /// a sample may still judge: the settle time plus the peer's ACK delay (an ACK every
@@ -190,7 +201,8 @@ pub struct DrainCheck {
     /// The highest model rate (bytes/s) since the queue was last found the path's own.
     reference_rate: f64,
     /// At the last ACK outside a check the path had a reason to check: its model's rate
-    /// had fallen, or its cap was lifted.
+    /// had fallen, or its cap was lifted (cleared by a verdict of "own" that leaves the
+    /// cap in place).
     wants: bool,
 }
 
@@ -219,8 +231,8 @@ impl DrainCheck {
         };
     }
 
-    /// One ACK while NewReno runs. `rate`: the model's bandwidth, bytes/s, if it has found
-    /// it (left Startup; a check holds the window at a fraction of its BDP). `queue_delay`
+    /// One ACK while NewReno runs. `rates`: the model's, if it has found the rate (left
+    /// Startup; a check holds the window at a fraction of its BDP). `queue_delay`
     /// is the ACK's [`super::Acked::queue_delay_seen`] (`None`: no delay sample).
     /// `sibling_wants`: another path of the session wants a check
     /// ([`DrainCheck::wants_check`]), so this one checks with it.
@@ -229,7 +241,7 @@ impl DrainCheck {
         now: Time,
         srtt: Duration,
         queue_delay: Option<Duration>,
-        rate: Option<f64>,
+        rates: Option<ModelRates>,
         sibling_wants: bool,
     ) {
         if let Some(probe) = &mut self.probe {
@@ -246,9 +258,11 @@ impl DrainCheck {
                 match verdict {
                     Some(Verdict::Own) => {
                         self.conclude(Verdict::Own);
-                        if let Some(rate) = rate {
-                            self.reference_rate = rate;
+                        if let Some(rates) = rates {
+                            self.reference_rate = rates.best;
                         }
+                        // The rate now is the reference: no reason left but a lifted cap.
+                        self.wants = self.shared;
                     }
                     Some(Verdict::Shared) => self.conclude(Verdict::Shared),
                     None => {}
@@ -256,16 +270,16 @@ impl DrainCheck {
             }
             return;
         }
-        let interval = now.as_nanos() / DRAIN_CHECK_INTERVAL.as_nanos() as u64;
+        let interval = interval_of(now);
         let first_in_interval = self.interval.is_some_and(|last| last != interval);
         self.interval = Some(interval);
         // A model without a rate has no drain window to hold: no check.
-        let Some(rate) = rate.filter(|r| *r > 0.0) else {
+        let Some(rates) = rates.filter(|r| r.best > 0.0) else {
             self.wants = false;
             return;
         };
-        let fallen = rate < RATE_FALL * self.reference_rate;
-        self.reference_rate = self.reference_rate.max(rate);
+        let fallen = rates.best < RATE_FALL * self.reference_rate;
+        self.reference_rate = self.reference_rate.max(rates.best);
         self.wants = fallen || self.shared;
         let since_boundary =
             Duration::from_nanos(now.as_nanos() % DRAIN_CHECK_INTERVAL.as_nanos() as u64);
@@ -282,7 +296,8 @@ impl DrainCheck {
                 settle,
                 // (A rate so low that a datagram's time overflows: any queue is short.)
                 short_below: SHALLOW_QUEUE.saturating_add(
-                    Duration::try_from_secs_f64(self.mss as f64 / rate).unwrap_or(Duration::MAX),
+                    Duration::try_from_secs_f64(self.mss as f64 / rates.now)
+                        .unwrap_or(Duration::MAX),
                 ),
                 max_gap: settle.saturating_add(ACK_DELAY_ALLOWANCE),
                 run: None,
@@ -310,9 +325,14 @@ impl DrainCheck {
     }
 
     /// Whether the path had a reason to check at its last ACK outside a check (its model's
-    /// rate had fallen, or its cap was lifted): the session's other paths check with it.
-    pub fn wants_check(&self) -> bool {
+    /// rate had fallen, or its cap was lifted), if that ACK came in the interval of `now`
+    /// or the one before (a path gone quiet, idle or kept as a backup, does not keep the
+    /// session's other paths checking): they check with it.
+    pub fn wants_check(&self, now: Time) -> bool {
         self.wants
+            && self
+                .interval
+                .is_some_and(|last| last.saturating_add(1) >= interval_of(now))
     }
 
     /// Whether a check is under way (the window is held at the drain window).
@@ -324,4 +344,9 @@ impl DrainCheck {
     pub fn shared(&self) -> bool {
         self.shared
     }
+}
+
+/// The drain-check interval `now` falls in.
+fn interval_of(now: Time) -> u64 {
+    now.as_nanos() / DRAIN_CHECK_INTERVAL.as_nanos() as u64
 }

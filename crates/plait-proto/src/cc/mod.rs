@@ -43,7 +43,7 @@ pub use adaptive::Adaptive;
 pub use balia::Balia;
 pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
-pub use drain_check::{DRAIN_CHECK_INTERVAL, DRAIN_WINDOW_GAIN, DrainCheck};
+pub use drain_check::{DRAIN_CHECK_INTERVAL, DRAIN_WINDOW_GAIN, DrainCheck, ModelRates};
 pub use lia::Lia;
 pub use mhip::Mhip;
 pub use new_reno::NewReno;
@@ -218,7 +218,7 @@ pub trait CongestionController: Debug {
     fn on_persistent_congestion(&mut self, now: Time);
     /// Datagrams of the path were resolved: `resolved` acknowledged or declared lost (probes
     /// left out), `link_lost` of them lost while the path's queue was short (the link's own
-    /// losses, `path::SHALLOW_QUEUE`). Only [`Adaptive`] reads it; ignored by default.
+    /// losses, `cc::SHALLOW_QUEUE`). Only [`Adaptive`] reads it; ignored by default.
     fn on_link_sample(&mut self, _now: Time, _resolved: u32, _link_lost: u32) {}
     /// The congestion window, bytes, within [`MIN_WINDOW`]..=[`MAX_WINDOW`].
     fn window(&self) -> u64;
@@ -239,9 +239,9 @@ pub trait CongestionController: Debug {
         false
     }
     /// Whether the controller has a reason to check, at the session's next drain-check
-    /// boundary, whether the path's standing queue is its own ([`Adaptive`]'s drain
-    /// check): its model's rate fell, or its cap is lifted. `false` by default.
-    fn wants_drain_check(&self) -> bool {
+    /// boundary after `now`, whether the path's standing queue is its own ([`Adaptive`]'s
+    /// drain check): its model's rate fell, or its cap is lifted. `false` by default.
+    fn wants_drain_check(&self, _now: Time) -> bool {
         false
     }
 }
@@ -336,8 +336,8 @@ impl CongestionController for AnyController {
     fn acks_in_recovery(&self) -> bool {
         self.inner().acks_in_recovery()
     }
-    fn wants_drain_check(&self) -> bool {
-        self.inner().wants_drain_check()
+    fn wants_drain_check(&self, now: Time) -> bool {
+        self.inner().wants_drain_check(now)
     }
 }
 
@@ -403,10 +403,10 @@ impl PathCongestion {
         self.controller.name()
     }
 
-    /// Whether the controller wants a drain check at the next boundary
+    /// Whether the controller wants a drain check at the next boundary after `now`
     /// ([`CongestionController::wants_drain_check`]).
-    pub fn wants_drain_check(&self) -> bool {
-        self.controller.wants_drain_check()
+    pub fn wants_drain_check(&self, now: Time) -> bool {
+        self.controller.wants_drain_check(now)
     }
 
     /// Congestion events (window cuts) so far, and how many of them were undone.

@@ -56,7 +56,7 @@ pub struct PendingLoss {
     /// Declared on an ACK's arrival, not by the loss timer (a path gone silent finds its
     /// flight lost by timer, and that is an outage, not the link's loss).
     pub on_ack: bool,
-    /// The path's queue was short when it was declared (`path::SHALLOW_QUEUE`).
+    /// The path's queue was short when it was declared (`cc::SHALLOW_QUEUE`).
     pub shallow: bool,
 }
 

@@ -105,7 +105,7 @@ pub struct PathView {
     /// Smoothed fraction of this path's packets declared lost, 0..=1.
     pub loss_rate: f64,
     /// The same, counting only datagrams resolved while the path's measured queue was
-    /// short (under `path::SHALLOW_QUEUE`), and no probe sent before the path's first
+    /// short (under `cc::SHALLOW_QUEUE`), and no probe sent before the path's first
     /// answer: the loss the link causes by itself, not the drops of an overrun queue.
     pub shallow_loss_rate: f64,
     /// A backup path (`PathHints::backup`).

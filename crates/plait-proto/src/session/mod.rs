@@ -440,7 +440,7 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
         let mut changed = false;
-        let (coupled, n) = self.coupling_snapshot();
+        let (coupled, n) = self.coupling_snapshot(now);
         for slot in self.paths.iter_mut().flatten() {
             if slot.tx.next_timeout().is_none_or(|t| t > now) {
                 continue;
@@ -792,8 +792,8 @@ impl Session {
             .map(|rtt| rtt + Duration::from_millis(5))
     }
 
-    /// Every path's window and RTT, for coupled congestion controllers.
-    fn coupling_snapshot(&self) -> ([CoupledPath; MAX_PATHS], usize) {
+    /// Every path's window and RTT, for coupled congestion controllers, at `now`.
+    fn coupling_snapshot(&self, now: Time) -> ([CoupledPath; MAX_PATHS], usize) {
         let mut out = [CoupledPath {
             id: PathId(0),
             window: 0,
@@ -808,7 +808,7 @@ impl Session {
                 window: s.tx.congestion().window(),
                 srtt: s.tx.rtt().srtt(),
                 usable: s.tx.state().is_usable(),
-                wants_drain_check: s.tx.congestion().wants_drain_check(),
+                wants_drain_check: s.tx.congestion().wants_drain_check(now),
             };
             n += 1;
         }

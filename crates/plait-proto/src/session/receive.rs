@@ -366,7 +366,7 @@ impl Session {
         } else {
             crate::path::Feedback::AnyPath
         };
-        let (coupled, n) = self.coupling_snapshot();
+        let (coupled, n) = self.coupling_snapshot(now);
         let coupling = crate::cc::Coupling {
             this: ack.path(),
             paths: &coupled[..n],
