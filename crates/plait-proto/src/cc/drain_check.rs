@@ -19,16 +19,18 @@
 //! check: the rate has fallen under [`RATE_FALL`] of the highest it had since its queue
 //! was last found its own, as a competitor takes rate from the path and the cap's spiral
 //! more; or its cap is lifted) or if another path of the session wants one
-//! (`CoupledPath::wants_drain_check`): the instants are the same for all of a session's
+//! (`CoupledPath::wants_drain_check`: a usable path that had an ACK in this interval or
+//! the last): the instants are the same for all of a session's
 //! paths, so paths that share a bottleneck drain together and do not read each other's
-//! queue as a stranger's. A check holds the window at [`DRAIN_WINDOW_GAIN`] of the model's
-//! BDP plus half the model's ACK allowance (the peer holds up to the allowance, half on
+//! queue as a stranger's. A check holds the window (the caller fixes it when the check
+//! begins) at [`DRAIN_WINDOW_GAIN`] of the model's BDP at its rate now
+//! ([`ModelRates::now`]) plus half the model's ACK allowance (the peer holds up to the allowance, half on
 //! average, for its next ACK, and those bytes are not in the queue) for two smoothed round
 //! trips and one ACK delay, at most [`DRAIN_CHECK_MAX`]. It judges by the ACKs' delay
 //! samples (`Acked::queue_delay_seen`: the shortest queueing delay a datagram an ACK
 //! acknowledges met; the raw samples, as the smoothed delay lags a queue that just
 //! emptied by 16 datagrams, 90 ms at 2 Mbit/s; an ACK without one is no evidence either
-//! way), a delay under [`SHALLOW_QUEUE`] plus one datagram's time at the model's rate
+//! way), a delay under [`SHALLOW_QUEUE`] plus one datagram's time at the model's rate now
 //! being a short queue (the datagram in service when one arrives: at 1 Mbit/s it takes
 //! 11 ms, and checks judged by 10 ms alone read a lone 1 Mbit/s path's own drained queue
 //! as another flow's), at the first ACK with a sample at or after the deadline:
@@ -47,11 +49,18 @@
 //! would starve the path for a whole interval). An outage or a change of controller forgets
 //! the verdicts.
 //!
-//! Cost, alone: none at a steady rate; after a fall of the rate (a link that slows), for
-//! about two round trips an interval until a check finds the queue its own, the window
-//! is lowered to a level that still nearly fills the pipe if the model's rate and minimum
-//! RTT are right (on the test bed's T1 and T4, with a check every interval whatever the
-//! rate, stream mode lost 0.4-0.8 % of its goodput).
+//! Cost: none at a steady rate; for about two round trips an interval after a fall of the
+//! rate (a link that slows) until a check finds the queue its own, and on every path of
+//! the session while one of them has its cap lifted (a path sharing its bottleneck with a
+//! TCP flow keeps its siblings checking), the window is lowered to a level that still
+//! nearly fills the pipe if the model's rate and minimum RTT are right (on the test bed's
+//! T1 and T4, with a check every interval whatever the rate, stream mode lost 0.4-0.8 %
+//! of its goodput). The sync is best-effort: a path that wants a check but has no ACK
+//! within the slack leaves its siblings to check without it.
+//!
+//! Limit: a path whose round trip is over about 830 ms cannot be found "own": its first
+//! short sample comes a round trip into the check and the verdict needs half a round trip
+//! more, within [`DRAIN_CHECK_MAX`].
 //!
 //! Invariants: no clock or randomness (`now` comes from the caller); a check starts only
 //! when the caller gives the model's rate, that rate has fallen, the cap is lifted or a
@@ -99,7 +108,7 @@ pub const DRAIN_CHECK_MAX: Duration = Duration::from_millis(1_250);
 /// The queue-cap model's rates, bytes/s, once it has found the path's rate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelRates {
-    /// The best of ten rounds (`Bbr::bandwidth`, the cap's): its fall under [`RATE_FALL`]
+    /// The best of ten rounds (`Bbr::bandwidth`, the cap's): its fall under `RATE_FALL`
     /// of its highest is a reason to check.
     pub best: f64,
     /// The rate now (`Bbr::drain_rate`, the drain window's): a datagram's time at it is
