@@ -84,7 +84,7 @@
 //! clock, no randomness (`now` comes from the caller).
 
 use super::{
-    Acked, Bbr, BbrMode, CongestionController, Coupling, DRAIN_WINDOW_GAIN, DrainCheck, ModelRates,
+    Acked, Bbr, BbrMode, CongestionController, Coupling, DRAIN_WINDOW_GAIN, DrainCheck, ModelView,
     NewReno,
 };
 use crate::time::Time;
@@ -130,10 +130,6 @@ pub struct Adaptive {
     /// Whether the path's standing queue is its own, so the cap can shorten it
     /// (`drain_check.rs`).
     drain: DrainCheck,
-    /// The window a drain check under way holds, fixed when it began (the model's rates
-    /// move during the check, and a window that rose with them would refill the queue
-    /// being watched); `None` when no check runs.
-    drain_window: Option<u64>,
     /// Evidence for the other controller (never negative).
     evidence: f64,
     /// Switches so far (either way).
@@ -148,7 +144,6 @@ impl Adaptive {
             active: Active::NewReno(NewReno::new(mss)),
             model: Box::new(Bbr::new(mss)),
             drain: DrainCheck::new(mss),
-            drain_window: None,
             evidence: 0.0,
             switches: 0,
         }
@@ -195,7 +190,7 @@ impl Adaptive {
         self.evidence = 0.0;
         self.switches += 1;
         // The drain checks judged the other controller's queue.
-        self.reset_drain_check();
+        self.drain.reset();
         self.active = match &self.active {
             Active::NewReno(_) => Active::Bbr(Bbr::new(self.mss)),
             Active::Bbr(b) => {
@@ -239,16 +234,10 @@ impl Adaptive {
 
     /// The window while a drain check runs (`drain_check.rs`).
     fn drain_window(&self) -> Option<u64> {
-        if !self.drain.draining() || !matches!(self.active, Active::NewReno(_)) {
-            return None;
+        match self.active {
+            Active::NewReno(_) => self.drain.window(),
+            Active::Bbr(_) => None,
         }
-        self.drain_window
-    }
-
-    /// Forgets the drain checks' verdicts and any check under way.
-    fn reset_drain_check(&mut self) {
-        self.drain.reset();
-        self.drain_window = None;
     }
 }
 
@@ -270,9 +259,10 @@ impl CongestionController for Adaptive {
             }
             // A model past Startup has found the rate (whether it is in Drain, as under the
             // cap it stays while NewReno keeps more than a BDP in flight, or in ProbeBW).
-            let rates = (self.model.mode() != BbrMode::Startup).then(|| ModelRates {
-                best: self.model.bandwidth(),
-                now: self.model.drain_rate(),
+            let model = (self.model.mode() != BbrMode::Startup).then(|| ModelView {
+                best_rate: self.model.bandwidth(),
+                rate_now: self.model.drain_rate(),
+                drain_window: self.model.drained_window(DRAIN_WINDOW_GAIN).unwrap_or(0),
             });
             let sibling_wants = coupling
                 .paths
@@ -282,14 +272,9 @@ impl CongestionController for Adaptive {
                 now,
                 acked.srtt,
                 acked.queue_delay_seen,
-                rates,
+                model,
                 sibling_wants,
             );
-            self.drain_window = match (self.drain.draining(), self.drain_window) {
-                (false, _) => None,
-                (true, Some(held)) => Some(held),
-                (true, None) => self.model.drained_window(DRAIN_WINDOW_GAIN),
-            };
             self.apply_cap();
         }
     }
@@ -317,7 +302,7 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_persistent_congestion(now);
         // The path that comes back may not be the one that left (as in `Bbr`).
         self.model.on_persistent_congestion(now);
-        self.reset_drain_check();
+        self.drain.reset();
     }
     fn on_link_sample(&mut self, _now: Time, resolved: u32, link_lost: u32) {
         self.weigh(resolved, link_lost);

@@ -570,54 +570,63 @@ fn a_low_sample_after_a_gap_in_the_acks_does_not_set_the_drain_window() {
     assert_drain_window_at(&m, 1_250_000.0);
 }
 
-#[test]
-fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
-    use super::CoupledPath;
-    let mut c = Adaptive::new(MSS);
-    steady(&mut c, 1, 5_000, 1_250_000);
-    assert!(!c.wants_drain_check(at(4_999)));
-    let entry = |id, usable, wants_drain_check| CoupledPath {
+/// An entry of the session's paths as the coupled controllers see them.
+fn entry(id: u8, usable: bool, wants_drain_check: bool) -> super::CoupledPath {
+    super::CoupledPath {
         id: PathId(id),
         window: 60_000,
         srtt: Some(Duration::from_millis(20)),
         usable,
         wants_drain_check,
+    }
+}
+
+/// One ACK of [`steady`] (1 ms of `rate` bytes/s, a short queue) to path 0 of a session of
+/// `paths`.
+fn steady_ack_among(c: &mut Adaptive, t_ms: u64, rate: u64, paths: &[super::CoupledPath]) {
+    let coupling = Coupling {
+        this: PathId(0),
+        paths,
     };
-    let ack_with = |c: &mut Adaptive, t_ms: u64, paths: &[CoupledPath]| {
-        let coupling = Coupling {
-            this: PathId(0),
-            paths,
-        };
-        let acked = Acked {
-            bytes: 1_250,
-            srtt: Duration::from_millis(20),
-            min_rtt: Duration::from_millis(20),
-            bytes_in_flight: c.window(),
-            app_limited: false,
-            newest_sent: None,
-            standing_queue: false,
-            queue_delay_seen: Some(Duration::ZERO),
-        };
-        c.on_ack(at(t_ms), &acked, &coupling);
+    let acked = Acked {
+        bytes: rate / 1000,
+        srtt: Duration::from_millis(20),
+        min_rtt: Duration::from_millis(20),
+        bytes_in_flight: c.window(),
+        app_limited: false,
+        newest_sent: None,
+        standing_queue: false,
+        queue_delay_seen: Some(Duration::ZERO),
     };
+    c.on_ack(at(t_ms), &acked, &coupling);
+}
+
+#[test]
+fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 5_000, 1_250_000);
+    assert!(!c.wants_drain_check(at(4_999)));
     // Its own entry is no sibling; a sibling that cannot carry data is not asked.
-    ack_with(
+    steady_ack_among(
         &mut c,
         5_000,
+        1_250_000,
         &[entry(0, true, true), entry(1, true, false)],
     );
     assert!(!c.draining());
     steady(&mut c, 5_001, 10_000, 1_250_000);
-    ack_with(
+    steady_ack_among(
         &mut c,
         10_000,
+        1_250_000,
         &[entry(0, true, false), entry(1, false, true)],
     );
     assert!(!c.draining());
     steady(&mut c, 10_001, 15_000, 1_250_000);
-    ack_with(
+    steady_ack_among(
         &mut c,
         15_000,
+        1_250_000,
         &[entry(0, true, false), entry(1, true, true)],
     );
     assert!(c.draining());
@@ -626,22 +635,43 @@ fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
 
 #[test]
 fn the_drain_window_is_fixed_when_the_check_begins() {
-    // During the check the model's samples are held back (app-limited) and its rounds
-    // move on, so its rate now falls back to the best of ten rounds: 10 Mbit/s, where the
-    // check began at 8.
+    // 10 Mbit/s, then 8 for the last 200 ms before 5 s, when a sibling asks for a check:
+    // the best of ten rounds is still 10 Mbit/s, the last two rounds' 8, and the check
+    // holds 0.95 of the BDP at 8 plus half the allowance. During the check the model's
+    // samples are held back as app-limited (under its best, so not taken) while its rounds
+    // move on, so within two rounds its rate now is the best of ten again; the window
+    // stays.
     let mut c = Adaptive::new(MSS);
-    capped_then_slower(&mut c);
-    steady_ack(&mut c, 5_000, 1_000_000, true);
+    steady(&mut c, 1, 4_800, 1_250_000);
+    steady(&mut c, 4_800, 5_000, 1_000_000);
+    steady_ack_among(
+        &mut c,
+        5_000,
+        1_000_000,
+        &[entry(0, true, false), entry(1, true, true)],
+    );
     assert!(c.draining());
     let held = c.window();
-    steady_queue(&mut c, 5_001, 5_060, true);
+    let at_8_mbit = (DRAIN_WINDOW_GAIN * 20_000.0) as u64 + 11_200;
+    assert!(held.abs_diff(at_8_mbit) <= 2, "{held} against {at_8_mbit}");
+    steady(&mut c, 5_001, 5_060, 1_000_000);
     assert!(c.draining());
     assert_eq!(c.window(), held);
 }
 
 #[test]
+fn an_outage_ends_a_check_and_its_window() {
+    let mut c = Adaptive::new(MSS);
+    capped_then_slower(&mut c);
+    steady_ack(&mut c, 5_000, 1_000_000, true);
+    assert!(c.draining());
+    c.on_persistent_congestion(at(5_010));
+    assert!(!c.draining());
+}
+
+#[test]
 fn any_controller_passes_on_the_adaptive_wish_for_a_check() {
-    use super::{AnyController, CongestionKind, PathCongestion};
+    use super::{AnyController, CongestionKind};
     let mut any = AnyController::new(CongestionKind::Adaptive, MSS);
     let AnyController::Adaptive(c) = &mut any else {
         unreachable!()
@@ -649,5 +679,5 @@ fn any_controller_passes_on_the_adaptive_wish_for_a_check() {
     capped_then_slower(c);
     assert!(c.wants_drain_check(at(4_999)));
     assert!(any.wants_drain_check(at(4_999)));
-    assert!(!PathCongestion::new(CongestionKind::Adaptive, MSS).wants_drain_check(at(1)));
+    assert!(!AnyController::new(CongestionKind::NewReno, MSS).wants_drain_check(at(4_999)));
 }

@@ -16,24 +16,29 @@
 //! So at the first ACK within [`DRAIN_CHECK_SLACK`] after each multiple of
 //! [`DRAIN_CHECK_INTERVAL`] of the session's clock (none in the first interval a path
 //! sees), a path whose model has found the rate checks if it has a reason to (it "wants" a
-//! check: the rate has fallen under [`RATE_FALL`] of the highest it had since its queue
-//! was last found its own, as a competitor takes rate from the path and the cap's spiral
-//! more; or its cap is lifted) or if another path of the session wants one
-//! (`CoupledPath::wants_drain_check`: a usable path that had an ACK in this interval or
-//! the last): the instants are the same for all of a session's
+//! check: the model's best rate of ten rounds has fallen under [`RATE_FALL`] of the
+//! highest it had since the queue was last found the path's own, as a competitor takes
+//! rate from the path and the cap's spiral more; or its cap is lifted) or if another path
+//! of the session wants one (`CoupledPath::wants_drain_check`: a usable path that had an
+//! ACK in this interval or the last). The instants are the same for all of a session's
 //! paths, so paths that share a bottleneck drain together and do not read each other's
-//! queue as a stranger's. A check holds the window (the caller fixes it when the check
-//! begins) at [`DRAIN_WINDOW_GAIN`] of the model's BDP at its rate now
-//! ([`ModelRates::now`]) plus half the model's ACK allowance (the peer holds up to the allowance, half on
-//! average, for its next ACK, and those bytes are not in the queue) for two smoothed round
-//! trips and one ACK delay, at most [`DRAIN_CHECK_MAX`]. It judges by the ACKs' delay
-//! samples (`Acked::queue_delay_seen`: the shortest queueing delay a datagram an ACK
-//! acknowledges met; the raw samples, as the smoothed delay lags a queue that just
-//! emptied by 16 datagrams, 90 ms at 2 Mbit/s; an ACK without one is no evidence either
-//! way), a delay under [`SHALLOW_QUEUE`] plus one datagram's time at the model's rate now
-//! being a short queue (the datagram in service when one arrives: at 1 Mbit/s it takes
-//! 11 ms, and checks judged by 10 ms alone read a lone 1 Mbit/s path's own drained queue
-//! as another flow's), at the first ACK with a sample at or after the deadline:
+//! queue as a stranger's. A check holds the window the caller gives when it begins
+//! ([`ModelView::drain_window`]: [`DRAIN_WINDOW_GAIN`] of the model's BDP at its rate now,
+//! plus half its ACK allowance, as the peer holds up to the allowance, half on average,
+//! for its next ACK, and those bytes are not in the queue) for two smoothed round trips
+//! and one ACK delay, at most [`DRAIN_CHECK_MAX`]; held fixed, as the model's rates move
+//! during the check and a window that rose with them would refill the queue being
+//! watched. It judges by the ACKs' delay samples (`Acked::queue_delay_seen`: the shortest
+//! queueing delay a datagram an ACK acknowledges met; the raw samples, as the smoothed
+//! delay lags a queue that just emptied by 16 datagrams, 90 ms at 2 Mbit/s; an ACK
+//! without one is no evidence either way), a delay under [`SHALLOW_QUEUE`] plus one
+//! datagram's time at the model's rate now being a short queue (the datagram in service
+//! when one arrives: at 1 Mbit/s it takes 11 ms, and checks judged by 10 ms alone read a
+//! lone 1 Mbit/s path's own drained queue as another flow's; under a competitor the rate
+//! is the path's share, not the link's, so the bound is looser than the datagram in
+//! service needs: 15 ms at a 2.2 Mbit/s share of 10 Mbit/s, where a competitor's queue
+//! shorter than that reads as the path's own), at the first ACK with a sample at or after
+//! the deadline:
 //! - every sample of the last half round trip (the settle time, at most a quarter of
 //!   [`DRAIN_CHECK_MAX`]) showed a short queue: the queue was the path's own;
 //! - every sample of the last half round trip showed a longer queue: the queue belongs to
@@ -49,22 +54,26 @@
 //! would starve the path for a whole interval). An outage or a change of controller forgets
 //! the verdicts.
 //!
-//! Cost: none at a steady rate; for about two round trips an interval after a fall of the
-//! rate (a link that slows) until a check finds the queue its own, and on every path of
-//! the session while one of them has its cap lifted (a path sharing its bottleneck with a
-//! TCP flow keeps its siblings checking), the window is lowered to a level that still
-//! nearly fills the pipe if the model's rate and minimum RTT are right (on the test bed's
-//! T1 and T4, with a check every interval whatever the rate, stream mode lost 0.4-0.8 %
-//! of its goodput). The sync is best-effort: a path that wants a check but has no ACK
-//! within the slack leaves its siblings to check without it.
+//! Cost: for about two round trips an interval, the window is lowered to a level that
+//! still nearly fills the pipe if the model's rate and minimum RTT are right: after a fall
+//! of the path's rate (a link that slows) until a check finds the queue its own, and on
+//! every path of the session while one of them wants a check, however steady its own rate
+//! (a path sharing its bottleneck with a TCP flow keeps its siblings checking as long as
+//! the flow lasts). On the test bed's T1 and T4, a check every interval on every path cost
+//! stream mode 0.4-0.8 % of its goodput. The sync is best-effort: a path that wants a
+//! check but has no ACK within the slack leaves its siblings to check without it.
 //!
-//! Limit: a path whose round trip is over about 830 ms cannot be found "own": its first
-//! short sample comes a round trip into the check and the verdict needs half a round trip
-//! more, within [`DRAIN_CHECK_MAX`].
+//! Limit: a check sees its own effect from about a round trip after it begins, and a
+//! verdict needs the settle time after that, within the check's length; on a path whose
+//! SRTT is so long that this does not fit (over 937.5 ms, where the length is capped at
+//! [`DRAIN_CHECK_MAX`] and the settle time at a quarter of it) no check runs and the path
+//! wants none: its cap stays as the last verdict left it, lifted or not (lifted, the path
+//! runs as plain NewReno; in place, it may spiral against a competitor).
 //!
 //! Invariants: no clock or randomness (`now` comes from the caller); a check starts only
-//! when the caller gives the model's rate, that rate has fallen, the cap is lifted or a
-//! sibling path wants a check, at an ACK within the slack after a boundary,
+//! when the caller gives the model's view, the model's best rate has fallen, the cap is
+//! lifted or a sibling path wants a check, the SRTT leaves room for a verdict, at an ACK
+//! within the slack after a boundary,
 //! in an interval other than the last ACK's (once an interval while the clock runs
 //! forward); its deadline is at most [`DRAIN_CHECK_MAX`] after its start, and it ends at
 //! the first ACK with a delay sample at or after the deadline, or at the first ACK more
@@ -105,15 +114,17 @@ pub const RATE_FALL: f64 = 0.9;
 /// would otherwise hold the window low for most of every interval).
 pub const DRAIN_CHECK_MAX: Duration = Duration::from_millis(1_250);
 
-/// The queue-cap model's rates, bytes/s, once it has found the path's rate.
+/// What a check needs of the queue-cap model, once it has found the path's rate.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ModelRates {
-    /// The best of ten rounds (`Bbr::bandwidth`, the cap's): its fall under `RATE_FALL`
-    /// of its highest is a reason to check.
-    pub best: f64,
-    /// The rate now (`Bbr::drain_rate`, the drain window's): a datagram's time at it is
-    /// part of the short-queue bound.
-    pub now: f64,
+pub struct ModelView {
+    /// The best rate of ten rounds, bytes/s (`Bbr::bandwidth`, the cap's): its fall under
+    /// `RATE_FALL` of its highest is a reason to check.
+    pub best_rate: f64,
+    /// The rate now, bytes/s (`Bbr::drain_rate`): a datagram's time at it is part of the
+    /// short-queue bound.
+    pub rate_now: f64,
+    /// The window a check holds if one begins at this ACK, bytes (`Bbr::drained_window`).
+    pub drain_window: u64,
 }
 
 /// A drain check under way.
@@ -121,6 +132,8 @@ pub struct ModelRates {
 struct Probe {
     /// The ACK that started it: an earlier one (a clock gone back) ends it with no verdict.
     started: Time,
+    /// The window held while it runs, bytes.
+    window: u64,
     /// The first ACK with a delay sample at or after this ends the check.
     deadline: Time,
     /// How long the last samples must all have agreed when the check ends (half a round
@@ -240,8 +253,8 @@ impl DrainCheck {
         };
     }
 
-    /// One ACK while NewReno runs. `rates`: the model's, if it has found the rate (left
-    /// Startup; a check holds the window at a fraction of its BDP). `queue_delay`
+    /// One ACK while NewReno runs. `model`: the queue-cap model's view, if it has found the
+    /// rate (left Startup). `queue_delay`
     /// is the ACK's [`super::Acked::queue_delay_seen`] (`None`: no delay sample).
     /// `sibling_wants`: another path of the session wants a check
     /// ([`DrainCheck::wants_check`]), so this one checks with it.
@@ -250,7 +263,7 @@ impl DrainCheck {
         now: Time,
         srtt: Duration,
         queue_delay: Option<Duration>,
-        rates: Option<ModelRates>,
+        model: Option<ModelView>,
         sibling_wants: bool,
     ) {
         if let Some(probe) = &mut self.probe {
@@ -267,10 +280,11 @@ impl DrainCheck {
                 match verdict {
                     Some(Verdict::Own) => {
                         self.conclude(Verdict::Own);
-                        if let Some(rates) = rates {
-                            self.reference_rate = rates.best;
+                        if let Some(model) = model {
+                            self.reference_rate = model.best_rate;
                         }
-                        // The rate now is the reference: no reason left but a lifted cap.
+                        // The best rate now is the reference: no reason left but a lifted
+                        // cap.
                         self.wants = self.shared;
                     }
                     Some(Verdict::Shared) => self.conclude(Verdict::Shared),
@@ -283,29 +297,34 @@ impl DrainCheck {
         let first_in_interval = self.interval.is_some_and(|last| last != interval);
         self.interval = Some(interval);
         // A model without a rate has no drain window to hold: no check.
-        let Some(rates) = rates.filter(|r| r.best > 0.0) else {
+        let Some(model) = model.filter(|m| m.best_rate > 0.0) else {
             self.wants = false;
             return;
         };
-        let fallen = rates.best < RATE_FALL * self.reference_rate;
-        self.reference_rate = self.reference_rate.max(rates.best);
-        self.wants = fallen || self.shared;
+        let fallen = model.best_rate < RATE_FALL * self.reference_rate;
+        self.reference_rate = self.reference_rate.max(model.best_rate);
+        let length = srtt
+            .saturating_mul(2)
+            .saturating_add(ACK_DELAY_ALLOWANCE)
+            .min(DRAIN_CHECK_MAX);
+        let settle = (srtt / 2).min(DRAIN_CHECK_MAX / 4);
+        // The check sees its own effect from about a round trip in (module docs).
+        let room_for_a_verdict = srtt.saturating_add(settle) <= length;
+        self.wants = room_for_a_verdict && (fallen || self.shared);
         let since_boundary =
             Duration::from_nanos(now.as_nanos() % DRAIN_CHECK_INTERVAL.as_nanos() as u64);
-        if (self.wants || sibling_wants) && first_in_interval && since_boundary <= DRAIN_CHECK_SLACK
+        if (self.wants || (sibling_wants && room_for_a_verdict))
+            && first_in_interval
+            && since_boundary <= DRAIN_CHECK_SLACK
         {
-            let length = srtt
-                .saturating_mul(2)
-                .saturating_add(ACK_DELAY_ALLOWANCE)
-                .min(DRAIN_CHECK_MAX);
-            let settle = (srtt / 2).min(DRAIN_CHECK_MAX / 4);
             let mut probe = Probe {
                 started: now,
+                window: model.drain_window,
                 deadline: now.saturating_add(length),
                 settle,
                 // (A rate so low that a datagram's time overflows: any queue is short.)
                 short_below: SHALLOW_QUEUE.saturating_add(
-                    Duration::try_from_secs_f64(self.mss as f64 / rates.now)
+                    Duration::try_from_secs_f64(self.mss as f64 / model.rate_now)
                         .unwrap_or(Duration::MAX),
                 ),
                 max_gap: settle.saturating_add(ACK_DELAY_ALLOWANCE),
@@ -342,6 +361,11 @@ impl DrainCheck {
             && self
                 .interval
                 .is_some_and(|last| last.saturating_add(1) >= interval_of(now))
+    }
+
+    /// The window a check under way holds, bytes (`None`: no check runs).
+    pub fn window(&self) -> Option<u64> {
+        self.probe.map(|p| p.window)
     }
 
     /// Whether a check is under way (the window is held at the drain window).

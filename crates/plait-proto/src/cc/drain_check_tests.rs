@@ -2,25 +2,29 @@
 //! starts, what ends it, and which samples make a verdict.
 
 use super::drain_check::{DRAIN_CHECK_INTERVAL, DRAIN_CHECK_MAX};
-use super::{DrainCheck, ModelRates};
+use super::{DrainCheck, ModelView};
 use crate::time::Time;
 use std::time::Duration;
 
 const SRTT: Duration = Duration::from_millis(20);
-const HIGH: Option<ModelRates> = rate(1e6);
+const HIGH: Option<ModelView> = rate(1e6);
 /// Under `RATE_FALL` of `HIGH`.
-const LOW: Option<ModelRates> = rate(0.8e6);
+const LOW: Option<ModelView> = rate(0.8e6);
 const MSS: u64 = 1400;
 /// Queueing delays under and over the short-queue bound (10 ms and a datagram's time at
 /// the rate: 11.75 ms at `LOW`).
 const SHORT: Option<Duration> = Some(Duration::from_millis(3));
 const STANDING: Option<Duration> = Some(Duration::from_millis(40));
 
+/// The window a check holds in these tests.
+const DRAIN_WINDOW: u64 = 30_000;
+
 /// A model whose best rate of ten rounds and rate now are both `bytes_per_s`.
-const fn rate(bytes_per_s: f64) -> Option<ModelRates> {
-    Some(ModelRates {
-        best: bytes_per_s,
-        now: bytes_per_s,
+const fn rate(bytes_per_s: f64) -> Option<ModelView> {
+    Some(ModelView {
+        best_rate: bytes_per_s,
+        rate_now: bytes_per_s,
+        drain_window: DRAIN_WINDOW,
     })
 }
 
@@ -40,7 +44,7 @@ fn acks_at(
     from_ms: u64,
     until_ms: u64,
     sample: Option<Duration>,
-    rates: Option<ModelRates>,
+    rates: Option<ModelView>,
 ) {
     for t in from_ms..until_ms {
         d.on_ack(at(t), SRTT, sample, rates, false);
@@ -205,18 +209,22 @@ fn a_clock_gone_back_ends_the_check_with_no_verdict() {
 
 #[test]
 fn a_check_lasts_at_most_its_longest_whatever_the_round_trip() {
+    // At a 900 ms SRTT two round trips and an ACK delay are 1.825 s, half a round trip
+    // 450 ms: both over their caps (1.25 s, 312.5 ms).
+    let srtt = Duration::from_millis(900);
     let mut d = DrainCheck::new(MSS);
-    d.on_ack(at(1), Duration::MAX, SHORT, HIGH, false);
-    d.on_ack(at(5_000), Duration::MAX, SHORT, LOW, false);
+    d.on_ack(at(1), srtt, SHORT, HIGH, false);
+    d.on_ack(at(5_000), srtt, STANDING, LOW, false);
     let end = 5_000 + DRAIN_CHECK_MAX.as_millis() as u64;
     for t in (5_001..end).step_by(10) {
-        d.on_ack(at(t), Duration::MAX, SHORT, LOW, false);
+        let sample = if t < end - 400 { STANDING } else { SHORT };
+        d.on_ack(at(t), srtt, sample, LOW, false);
         assert!(d.draining(), "at {t} ms");
     }
-    d.on_ack(at(end), Duration::MAX, SHORT, LOW, false);
+    d.on_ack(at(end), srtt, SHORT, LOW, false);
     assert!(!d.draining());
-    // Its settle time is at most a quarter of it, so a queue short throughout is found
-    // the path's own (which leaves no reason to check).
+    // Its settle time is capped too, so a queue short for the check's last 400 ms is
+    // found the path's own (which leaves no reason to check).
     assert!(!d.shared() && !d.wants_check(at(end)));
 }
 
@@ -292,9 +300,10 @@ fn the_datagram_in_service_on_a_slow_path_is_no_standing_queue() {
     // The bound takes the rate now, not the best of ten rounds: right after the link fell
     // to 1 Mbit/s, 18 ms is still the datagram in service.
     let mut d = DrainCheck::new(MSS);
-    let fallen = Some(ModelRates {
-        best: 1_250_000.0,
-        now: 125_000.0,
+    let fallen = Some(ModelView {
+        best_rate: 1_250_000.0,
+        rate_now: 125_000.0,
+        drain_window: DRAIN_WINDOW,
     });
     d.on_ack(at(1), SRTT, delay, rate(1_250_000.0 / 0.8), false);
     d.on_ack(at(5_000), SRTT, delay, fallen, false);
@@ -311,4 +320,61 @@ fn a_rate_too_low_for_a_datagrams_time_to_count_reads_every_queue_as_short() {
     let huge = Some(Duration::from_secs(1 << 40));
     acks_at(&mut d, 5_001, 5_066, huge, rate(1e-300));
     assert!(!d.draining() && !d.shared());
+}
+
+#[test]
+fn the_fall_is_judged_on_the_best_rate_of_ten_rounds() {
+    // The rate now dips (a round or two of a slower link, or a recovery period) while the
+    // best of ten rounds holds: no reason to check.
+    let mut d = DrainCheck::new(MSS);
+    d.on_ack(at(1), SRTT, SHORT, HIGH, false);
+    let dipped = Some(ModelView {
+        best_rate: 1e6,
+        rate_now: 0.5e6,
+        drain_window: DRAIN_WINDOW,
+    });
+    d.on_ack(at(5_000), SRTT, SHORT, dipped, false);
+    assert!(!d.draining() && !d.wants_check(at(5_000)));
+}
+
+#[test]
+fn a_check_holds_the_window_given_when_it_began() {
+    let mut d = started();
+    assert_eq!(d.window(), Some(DRAIN_WINDOW));
+    let moved = Some(ModelView {
+        best_rate: 1e6,
+        rate_now: 1e6,
+        drain_window: 2 * DRAIN_WINDOW,
+    });
+    for t in 5_001..5_060 {
+        d.on_ack(at(t), SRTT, STANDING, moved, false);
+    }
+    assert_eq!(d.window(), Some(DRAIN_WINDOW));
+    d.reset();
+    assert_eq!(d.window(), None, "a reset ends the check");
+    let mut d = started();
+    acks(&mut d, 5_001, 5_066, SHORT);
+    assert_eq!(d.window(), None, "the check ended");
+}
+
+#[test]
+fn a_round_trip_too_long_for_a_verdict_starts_no_check() {
+    // The check lasts at most 1.25 s and sees its own effect about a round trip in; with
+    // the settle time (at most 312.5 ms) that leaves SRTTs up to 937.5 ms.
+    for (srtt_ms, checked) in [(937, true), (938, false), (5_000, false)] {
+        let srtt = Duration::from_millis(srtt_ms);
+        let mut d = DrainCheck::new(MSS);
+        d.on_ack(at(1), srtt, SHORT, HIGH, false);
+        d.on_ack(at(5_000), srtt, SHORT, LOW, false);
+        assert_eq!(d.draining(), checked, "SRTT {srtt_ms} ms");
+        assert_eq!(d.wants_check(at(5_000)), checked, "SRTT {srtt_ms} ms");
+        let mut d = DrainCheck::new(MSS);
+        d.on_ack(at(1), srtt, SHORT, HIGH, false);
+        d.on_ack(at(5_000), srtt, SHORT, HIGH, true);
+        assert_eq!(
+            d.draining(),
+            checked,
+            "a sibling's check, SRTT {srtt_ms} ms"
+        );
+    }
 }

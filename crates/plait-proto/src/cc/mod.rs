@@ -43,7 +43,7 @@ pub use adaptive::Adaptive;
 pub use balia::Balia;
 pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
-pub use drain_check::{DRAIN_CHECK_INTERVAL, DRAIN_WINDOW_GAIN, DrainCheck, ModelRates};
+pub use drain_check::{DRAIN_CHECK_INTERVAL, DRAIN_WINDOW_GAIN, DrainCheck, ModelView};
 pub use lia::Lia;
 pub use mhip::Mhip;
 pub use new_reno::NewReno;
@@ -181,9 +181,10 @@ pub struct CoupledPath {
     pub srtt: Option<Duration>,
     /// Whether data may be scheduled on it.
     pub usable: bool,
-    /// Its controller has a reason to check at the next boundary whether its standing
-    /// queue is its own ([`CongestionController::wants_drain_check`]): the session's other
-    /// paths check with it, so that paths which share a bottleneck drain together.
+    /// Its controller has a reason to check whether its standing queue is its own and had
+    /// an ACK in this drain-check interval or the last
+    /// ([`CongestionController::wants_drain_check`]): the session's other paths check with
+    /// it at the next boundary, so that paths which share a bottleneck drain together.
     pub wants_drain_check: bool,
 }
 
@@ -238,9 +239,11 @@ pub trait CongestionController: Debug {
     fn acks_in_recovery(&self) -> bool {
         false
     }
-    /// Whether the controller has a reason to check, at the session's next drain-check
-    /// boundary after `now`, whether the path's standing queue is its own ([`Adaptive`]'s
-    /// drain check): its model's rate fell, or its cap is lifted. `false` by default.
+    /// Whether the controller has a reason to check whether the path's standing queue is
+    /// its own ([`Adaptive`]'s drain check: its model's rate fell, or its cap is lifted)
+    /// and, as of `now`, had an ACK in this drain-check interval or the last (a path gone
+    /// quiet stops asking). Read by the session's other paths at their first ACK after a
+    /// boundary. `false` by default.
     fn wants_drain_check(&self, _now: Time) -> bool {
         false
     }
@@ -403,7 +406,7 @@ impl PathCongestion {
         self.controller.name()
     }
 
-    /// Whether the controller wants a drain check at the next boundary after `now`
+    /// Whether the controller wants a drain check, as of `now`
     /// ([`CongestionController::wants_drain_check`]).
     pub fn wants_drain_check(&self, now: Time) -> bool {
         self.controller.wants_drain_check(now)

@@ -181,3 +181,23 @@ fn newreno_halves_the_flight_not_a_window_it_did_not_use() {
     cc.on_ack(ms(101), &acked(0), 1, &alone(&mut buf, 75 * MSS));
     assert_eq!(cc.window(), 300 * MSS);
 }
+
+#[test]
+fn a_path_passes_on_its_controllers_wish_for_a_drain_check() {
+    // The default controller at 10 Mbit/s, then 8 from 3 s: its model's rate fell.
+    let mut buf = Vec::new();
+    let mut cc = PathCongestion::new(CongestionKind::Adaptive, MSS);
+    for t in 1..5_000 {
+        let bytes = if t < 3_000 { 1_250 } else { 1_000 };
+        let ack = Acked {
+            srtt: Duration::from_millis(20),
+            min_rtt: Duration::from_millis(20),
+            bytes_in_flight: cc.window(),
+            ..acked(bytes)
+        };
+        let window = cc.window();
+        cc.on_ack(ms(t), &ack, 0, &alone(&mut buf, window));
+    }
+    assert!(cc.wants_drain_check(ms(4_999)));
+    assert!(!PathCongestion::new(CongestionKind::Adaptive, MSS).wants_drain_check(ms(1)));
+}

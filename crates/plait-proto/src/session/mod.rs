@@ -792,7 +792,8 @@ impl Session {
             .map(|rtt| rtt + Duration::from_millis(5))
     }
 
-    /// Every path's window and RTT, for coupled congestion controllers, at `now`.
+    /// Every path's window, RTT, usability and wish for a drain check (as of `now`), for
+    /// the congestion controllers that read the session's other paths.
     fn coupling_snapshot(&self, now: Time) -> ([CoupledPath; MAX_PATHS], usize) {
         let mut out = [CoupledPath {
             id: PathId(0),
