@@ -604,32 +604,22 @@ fn steady_ack_among(c: &mut Adaptive, t_ms: u64, rate: u64, paths: &[super::Coup
 #[test]
 fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
     let mut c = Adaptive::new(MSS);
-    steady(&mut c, 1, 5_000, 1_250_000);
-    assert!(!c.wants_drain_check(at(4_999)));
     // Its own entry is no sibling; a sibling that cannot carry data is not asked.
-    steady_ack_among(
-        &mut c,
-        5_000,
-        1_250_000,
-        &[entry(0, true, true), entry(1, true, false)],
-    );
-    assert!(!c.draining());
-    steady(&mut c, 5_001, 10_000, 1_250_000);
-    steady_ack_among(
-        &mut c,
-        10_000,
-        1_250_000,
-        &[entry(0, true, false), entry(1, false, true)],
-    );
-    assert!(!c.draining());
-    steady(&mut c, 10_001, 15_000, 1_250_000);
-    steady_ack_among(
-        &mut c,
-        15_000,
-        1_250_000,
-        &[entry(0, true, false), entry(1, true, true)],
-    );
-    assert!(c.draining());
+    let boundaries = [
+        (5_000, [entry(0, true, true), entry(1, true, false)], false),
+        (
+            10_000,
+            [entry(0, true, false), entry(1, false, true)],
+            false,
+        ),
+        (15_000, [entry(0, true, false), entry(1, true, true)], true),
+    ];
+    for (boundary, paths, checks) in boundaries {
+        steady(&mut c, boundary - 4_999, boundary, 1_250_000);
+        assert!(!c.wants_drain_check(at(boundary - 1)), "its rate holds");
+        steady_ack_among(&mut c, boundary, 1_250_000, &paths);
+        assert_eq!(c.draining(), checks, "at {boundary} ms");
+    }
     assert!(!c.wants_drain_check(at(15_000)), "its own rate held");
 }
 
