@@ -689,3 +689,49 @@ fn a_dead_path_takes_only_its_own_acknowledgements_with_it() {
         "path 1 keeps its window: {smallest} against {window_before}"
     );
 }
+
+/// Path 0's window at 4.9 s and its smallest from then to 5.2 s, in a session of two
+/// 10 Mbit/s paths at 20 ms under the default controller carrying one stream; with
+/// `slow_path_1`, path 1's link slows to 5 Mbit/s at 3 s.
+fn path_0_window_around_the_5_s_boundary(slow_path_1: bool) -> (u64, u64) {
+    let paths = [link(10.0, 10, 0.0), link(10.0, 10, 0.0)];
+    let (a, b) = configs();
+    assert_eq!(a.congestion, CongestionKind::Adaptive);
+    let mut pair = Pair::new(a, b, &paths, &[], 7);
+    let mut apps = [App::default(), App::default()];
+    apps[0].open(0, &mut pair, 1, 1 << 40);
+    run(&mut pair, &mut apps, Time::from_millis(3_000));
+    if slow_path_1 {
+        pair.set_link(0, 1, |l| l.rate /= 2.0);
+    }
+    run(&mut pair, &mut apps, Time::from_millis(4_900));
+    let p0 = plait_proto::PathId(0);
+    let before = pair.a.path_congestion(p0).unwrap().window;
+    let mut smallest = before;
+    for t in 4_901..=5_200 {
+        run(&mut pair, &mut apps, Time::from_millis(t));
+        smallest = smallest.min(pair.a.path_congestion(p0).unwrap().window);
+    }
+    (before, smallest)
+}
+
+#[test]
+fn a_path_drains_with_a_sibling_whose_rate_fell() {
+    // Path 1's model finds its rate fallen and wants a drain check; at the session's 5 s
+    // boundary path 0, whose rate held, checks with it (docs/protocol.md#drain-check):
+    // its window drops from the queue cap (1.5 BDPs and the ACK allowance) to the drain
+    // window (0.95 BDP and half the allowance) for about two round trips.
+    let (before, smallest) = path_0_window_around_the_5_s_boundary(true);
+    eprintln!("with path 1 slowed: path 0's window {before} at 4.9 s, smallest {smallest}");
+    assert!(
+        smallest * 4 < before * 3,
+        "path 0 drains with its sibling: {smallest} against {before}"
+    );
+    // Without the slowdown nobody wants a check.
+    let (before, smallest) = path_0_window_around_the_5_s_boundary(false);
+    eprintln!("alone at a steady rate: path 0's window {before} at 4.9 s, smallest {smallest}");
+    assert!(
+        smallest * 4 >= before * 3,
+        "no check at a steady rate: {smallest} against {before}"
+    );
+}
