@@ -175,9 +175,22 @@ fn steady(c: &mut Adaptive, from_ms: u64, until_ms: u64, rate: u64) {
 
 /// One ACK of [`steady`] at `t_ms`, the path showing a standing queue or not.
 fn steady_ack(c: &mut Adaptive, t_ms: u64, rate: u64, standing_queue: bool) {
+    ack_among(c, t_ms, rate, standing_queue, &[]);
+}
+
+/// One ACK of 1 ms of `rate` bytes/s at a 20 ms minimum RTT, the sender keeping the window
+/// in flight and the path showing a standing queue (40 ms) or not, to path 0 of a session
+/// of `paths`.
+fn ack_among(
+    c: &mut Adaptive,
+    t_ms: u64,
+    rate: u64,
+    standing_queue: bool,
+    paths: &[super::CoupledPath],
+) {
     let coupling = Coupling {
         this: PathId(0),
-        paths: &[],
+        paths,
     };
     let acked = Acked {
         bytes: rate / 1000,
@@ -581,26 +594,6 @@ fn entry(id: u8, usable: bool, wants_drain_check: bool) -> super::CoupledPath {
     }
 }
 
-/// One ACK of [`steady`] (1 ms of `rate` bytes/s, a short queue) to path 0 of a session of
-/// `paths`.
-fn steady_ack_among(c: &mut Adaptive, t_ms: u64, rate: u64, paths: &[super::CoupledPath]) {
-    let coupling = Coupling {
-        this: PathId(0),
-        paths,
-    };
-    let acked = Acked {
-        bytes: rate / 1000,
-        srtt: Duration::from_millis(20),
-        min_rtt: Duration::from_millis(20),
-        bytes_in_flight: c.window(),
-        app_limited: false,
-        newest_sent: None,
-        standing_queue: false,
-        queue_delay_seen: Some(Duration::ZERO),
-    };
-    c.on_ack(at(t_ms), &acked, &coupling);
-}
-
 #[test]
 fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
     let mut c = Adaptive::new(MSS);
@@ -617,7 +610,7 @@ fn a_path_at_a_steady_rate_checks_when_a_usable_sibling_wants_a_check() {
     for (boundary, paths, checks) in boundaries {
         steady(&mut c, boundary - 4_999, boundary, 1_250_000);
         assert!(!c.wants_drain_check(at(boundary - 1)), "its rate holds");
-        steady_ack_among(&mut c, boundary, 1_250_000, &paths);
+        ack_among(&mut c, boundary, 1_250_000, false, &paths);
         assert_eq!(c.draining(), checks, "at {boundary} ms");
     }
     assert!(!c.wants_drain_check(at(15_000)), "its own rate held");
@@ -634,10 +627,11 @@ fn the_drain_window_is_fixed_when_the_check_begins() {
     let mut c = Adaptive::new(MSS);
     steady(&mut c, 1, 4_800, 1_250_000);
     steady(&mut c, 4_800, 5_000, 1_000_000);
-    steady_ack_among(
+    ack_among(
         &mut c,
         5_000,
         1_000_000,
+        false,
         &[entry(0, true, false), entry(1, true, true)],
     );
     assert!(c.draining());

@@ -178,24 +178,38 @@ impl Probe {
         });
     }
 
-    /// At an ACK at or after the deadline: the verdict, or `None` (no verdict yet: the
-    /// ACK had no sample) or `Some(None)` (the check ends without a verdict).
-    fn verdict(&self, now: Time, sampled: bool) -> Option<Option<Verdict>> {
+    /// What an ACK at `now` (`sampled`: it carried a delay sample) makes of the check.
+    fn outcome(&self, now: Time, sampled: bool) -> Outcome {
+        if now < self.deadline {
+            return Outcome::Wait;
+        }
         if now.saturating_since(self.deadline) > self.max_gap {
             // Too late: whatever the queue did since the last sample went unseen.
-            return Some(None);
+            return Outcome::Inconclusive;
         }
-        if !sampled {
-            return None;
+        match self.run {
+            _ if !sampled => Outcome::Wait,
+            Some(run) if now.saturating_since(run.since) >= self.settle => {
+                Outcome::Found(if run.short {
+                    Verdict::Own
+                } else {
+                    Verdict::Shared
+                })
+            }
+            _ => Outcome::Inconclusive,
         }
-        let run = self.run?;
-        let settled = now.saturating_since(run.since) >= self.settle;
-        Some(settled.then_some(if run.short {
-            Verdict::Own
-        } else {
-            Verdict::Shared
-        }))
     }
+}
+
+/// Where a check stands after an ACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// It goes on (before its deadline, or at an ACK without a sample after it).
+    Wait,
+    /// It ends with no verdict.
+    Inconclusive,
+    /// It ends with this verdict.
+    Found(Verdict),
 }
 
 /// What a check found.
@@ -273,22 +287,12 @@ impl DrainCheck {
                 return;
             }
             probe.add(now, queue_delay);
-            if now >= probe.deadline
-                && let Some(verdict) = probe.verdict(now, queue_delay.is_some())
-            {
-                self.probe = None;
-                match verdict {
-                    Some(Verdict::Own) => {
-                        self.conclude(Verdict::Own);
-                        if let Some(model) = model {
-                            self.reference_rate = model.best_rate;
-                        }
-                        // The best rate now is the reference: no reason left but a lifted
-                        // cap.
-                        self.wants = self.shared;
-                    }
-                    Some(Verdict::Shared) => self.conclude(Verdict::Shared),
-                    None => {}
+            match probe.outcome(now, queue_delay.is_some()) {
+                Outcome::Wait => {}
+                Outcome::Inconclusive => self.probe = None,
+                Outcome::Found(verdict) => {
+                    self.probe = None;
+                    self.conclude(verdict, model);
                 }
             }
             return;
@@ -336,14 +340,20 @@ impl DrainCheck {
     }
 
     /// Counts a check's verdict: one that finds other flows' queue lifts the cap, two in a
-    /// row that find the path's own bring it back (module docs).
-    fn conclude(&mut self, verdict: Verdict) {
+    /// row that find the path's own bring it back (module docs). "Own" also takes the
+    /// model's best rate now as the reference for the next fall, which leaves no reason
+    /// to check but a lifted cap.
+    fn conclude(&mut self, verdict: Verdict, model: Option<ModelView>) {
         match verdict {
             Verdict::Own => {
                 self.drained_in_a_row = self.drained_in_a_row.saturating_add(1);
                 if self.drained_in_a_row >= DRAINED_CHECKS_TO_CAP {
                     self.shared = false;
                 }
+                if let Some(model) = model {
+                    self.reference_rate = model.best_rate;
+                }
+                self.wants = self.shared;
             }
             Verdict::Shared => {
                 self.drained_in_a_row = 0;
