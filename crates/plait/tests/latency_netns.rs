@@ -19,7 +19,11 @@
 //! long drop-tail queues leave a margin between the two. One CI run failed at 175 ms
 //! (path 0's link 138 ms), likely a BBR model reading bunched ACKs as a faster bottleneck:
 //! stopping the receiving daemon for 40 ms every 300 ms did that, until the rate samples
-//! were bounded by the send rate (docs/protocol.md#delivery-rate). No throughput figure, no
+//! were bounded by the send rate (docs/protocol.md#delivery-rate). Another failed at 197 ms:
+//! in the start-up the probe took path 1, whose queue had been empty by the latest
+//! measure a round trip before (205 ms in one 100 ms window, 114 on path 0's link); the
+//! probe's path choice now counts the queue of the sender's own bytes in flight
+//! (docs/protocol.md#unordered, "Where a sparse packet goes"). No throughput figure, no
 //! wall-clock bound beyond the harness's kill switch.
 //!
 //! Invariant: its own namespace prefix (`plat`) and a temporary directory; a run that takes

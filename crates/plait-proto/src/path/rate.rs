@@ -182,6 +182,7 @@ impl PairRateEstimator {
 #[derive(Clone, Debug, Default)]
 pub struct DeliveryRateEstimator {
     rate: Option<f64>,
+    latest: Option<f64>,
     interval_start: Option<Time>,
     acked_in_interval: u64,
     packets_in_interval: u32,
@@ -204,6 +205,7 @@ impl DeliveryRateEstimator {
         if elapsed >= interval {
             if self.packets_in_interval >= MIN_PACKETS {
                 let sample = self.acked_in_interval as f64 / elapsed.as_secs_f64();
+                self.latest = Some(sample);
                 self.rate = Some(match self.rate {
                     None => sample,
                     Some(old) => old + (sample - old) / 8.0,
@@ -226,6 +228,11 @@ impl DeliveryRateEstimator {
     /// Current estimate, bytes per second.
     pub fn rate(&self) -> Option<f64> {
         self.rate
+    }
+
+    /// The latest sample, unfiltered, bytes per second.
+    pub fn latest(&self) -> Option<f64> {
+        self.latest
     }
 }
 

@@ -95,6 +95,10 @@ pub struct PathView {
     pub train_rate: Option<f64>,
     /// Delivery rate (Westwood-like, seed ETOM §IV-C), bytes per second.
     pub delivery_rate: Option<f64>,
+    /// The latest delivery-rate sample, unfiltered (bytes acknowledged over the last
+    /// interval of at least one smoothed RTT, bytes per second): it follows a rising rate
+    /// within a round trip, where `delivery_rate` takes several.
+    pub latest_delivery_rate: Option<f64>,
     /// Configured capacity hint, bytes per second (from config; `None` if not given).
     pub configured_rate: Option<f64>,
     /// Bytes sent on this path not yet acknowledged or declared lost.
@@ -142,6 +146,7 @@ impl PathView {
             pair_rate: None,
             train_rate: None,
             delivery_rate: None,
+            latest_delivery_rate: None,
             configured_rate: None,
             bytes_in_flight: 0,
             cwnd_room: None,

@@ -23,6 +23,7 @@ use crate::time::Time;
 mod blest;
 mod edpf;
 mod ikr;
+mod measured;
 mod mhip;
 mod min_rtt;
 mod mptcp_default;
@@ -41,6 +42,7 @@ mod tests;
 pub use blest::Blest;
 pub use edpf::Edpf;
 pub use ikr::Ikr;
+pub use measured::{earliest_by_measurement, measured_delivery, soonest_by_measurement};
 pub use mhip::Mhip;
 pub use min_rtt::MinRtt;
 pub use mptcp_default::MptcpDefault;
@@ -259,42 +261,6 @@ impl Scheduler for AnyScheduler {
     fn on_sent(&mut self, now: Time, path: PathId, pkt: &PacketMeta) {
         self.inner().on_sent(now, path, pkt)
     }
-}
-
-/// The usable path that delivers `pkt` soonest on an empty queue: base (queue-free)
-/// relative one-way delay plus its serialisation time, paths without a delay sample after
-/// those with one (ties: lowest id). The queue is left out on purpose: a slow path looks
-/// empty because schedulers give it little, and piling control datagrams onto it overloads
-/// it; serialisation time instead favours the paths where a small datagram costs least.
-pub fn earliest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
-    usable_min_by_key(paths, |p| {
-        let delay = p.base_owd.or(p.min_rtt.map(|s| s / 2));
-        let tx = p
-            .rate_estimate()
-            .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
-        (
-            delay.is_none(),
-            delay.unwrap_or(Duration::MAX).saturating_add(tx),
-        )
-    })
-}
-
-/// The usable path that delivers `pkt` soonest now by measurement: the latest relative
-/// one-way delay (its queue included; the base delay, or half the minimum RTT, without a
-/// sample) plus its serialisation time; ties: lowest id. For a packet that need not keep
-/// the global order (docs/protocol.md#unordered), where the bulk schedulers' spreading
-/// rules do not apply: it should simply arrive first.
-pub fn soonest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
-    usable_min_by_key(paths, |p| {
-        let delay = p.owd.or(p.base_owd).or(p.min_rtt.map(|s| s / 2));
-        let tx = p
-            .rate_estimate()
-            .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
-        (
-            delay.is_none(),
-            delay.unwrap_or(Duration::MAX).saturating_add(tx),
-        )
-    })
 }
 
 /// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).

@@ -6,7 +6,7 @@
 //! measured random loss (`shallow_loss_rate`) is within [`LOSS_SLACK`] of the lowest; of
 //! those, the ones that carried none of the block's packets when there are any (a symbol is
 //! worth most where its block's losses did not happen); of those, the one that delivers
-//! soonest by measurement (`sched::soonest_by_measurement`'s key). The packet scheduler is
+//! soonest by measurement (`sched::measured_delivery`). The packet scheduler is
 //! not asked (its state is built for the data it places) but hears of every symbol sent, as
 //! of every datagram. A symbol with no such path is dropped.
 //!
@@ -120,8 +120,7 @@ impl Session {
             candidates = carriers.iter().filter(good).copied().collect();
         }
         let len = self.on_link(crate::wire::HEADER_LEN + symbol.symbol.len() + 12);
-        // Soonest delivery by measurement (`sched::soonest_by_measurement`'s key: one-way
-        // delay, else half the minimum RTT, plus the serialisation time), plus how long the
+        // Soonest delivery by measurement (`sched::measured_delivery`), plus how long the
         // path's window and pacer hold a datagram: a symbol waits for a near path's pacer
         // rather than going at once on a path far behind it. Paths with no delay measure
         // come last; ties go to the lower id. Not the packet scheduler: its state (queue
@@ -129,10 +128,7 @@ impl Session {
         // `note_sent`.
         let mut chosen: Option<((bool, Duration), PathId, SendHold)> = None;
         for v in candidates {
-            let delay = v.owd.or(v.base_owd).or(v.min_rtt.map(|s| s / 2));
-            let tx = v
-                .rate_estimate()
-                .map_or(Duration::ZERO, |r| crate::sched::transmission_time(len, r));
+            let (unmeasured, delay) = crate::sched::measured_delivery(v, len);
             let hold = self.hold(now, v.id);
             // A full window waits for an ACK: the peer's ACK delay at most.
             let wait = match hold {
@@ -140,13 +136,7 @@ impl Session {
                 SendHold::Pacer(t) => t.saturating_since(now),
                 SendHold::Window => self.config.max_ack_delay,
             };
-            let key = (
-                delay.is_none(),
-                delay
-                    .unwrap_or(Duration::MAX)
-                    .saturating_add(tx)
-                    .saturating_add(wait),
-            );
+            let key = (unmeasured, delay.saturating_add(wait));
             if chosen
                 .as_ref()
                 .is_none_or(|(k, id, _)| key < *k || (key == *k && v.id < *id))

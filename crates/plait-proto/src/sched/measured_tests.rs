@@ -1,0 +1,144 @@
+//! Tests of path choice by measurement: the key [`measured_delivery`] and
+//! [`soonest_by_measurement`] over it.
+
+use std::time::Duration;
+
+use super::*;
+use crate::path::PathState;
+use crate::time::Time;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// An active path `i` with a base relative one-way delay, a latest one (queue included),
+/// and a minimum RTT of twice the base plus 20 ms.
+fn path(i: u8, base_ms: u64, owd_ms: u64) -> PathView {
+    PathView {
+        base_owd: Some(Duration::from_millis(base_ms)),
+        owd: Some(Duration::from_millis(owd_ms)),
+        min_rtt: Some(Duration::from_millis(2 * base_ms + 20)),
+        ..PathView::new(PathId(i), PathState::Active)
+    }
+}
+
+fn small() -> PacketMeta {
+    PacketMeta {
+        global_seq: 0,
+        len: 124,
+        arrival: Time::ZERO,
+        control: false,
+    }
+}
+
+#[test]
+fn the_key_is_the_latest_delay_plus_the_serialisation_at_the_measured_capacity() {
+    let mut p = path(0, 5, 12);
+    assert_eq!(measured_delivery(&p, 1000), (false, 12 * MS));
+    p.pair_rate = Some(1e6); // 1000 bytes take 1 ms
+    assert_eq!(measured_delivery(&p, 1000), (false, 13 * MS));
+    let unmeasured = PathView::new(PathId(1), PathState::Active);
+    assert_eq!(
+        measured_delivery(&unmeasured, 1000),
+        (true, Duration::MAX),
+        "no delay measure sorts last and saturates"
+    );
+}
+
+#[test]
+fn a_delivery_rate_alone_adds_no_serialisation_time() {
+    // A path that carried only keepalives has delivered 1 kB/s: 124 bytes "take" 124 ms
+    // at that rate, which is no measure of the path.
+    let quiet = PathView {
+        delivery_rate: Some(1000.0),
+        ..path(0, 0, 0)
+    };
+    let far = path(1, 20, 20);
+    assert_eq!(measured_delivery(&quiet, 124), (false, Duration::ZERO));
+    assert_eq!(
+        soonest_by_measurement(&[quiet, far], &small()),
+        Some(PathId(0))
+    );
+}
+
+#[test]
+fn own_bytes_beyond_the_pipe_count_before_the_measure_shows_them() {
+    // Path 0 measured empty a round trip ago, but 60 kB are in flight at 500 kB/s over a
+    // 20 ms minimum RTT: 120 ms to cross, so about 100 ms of queue now.
+    let busy = PathView {
+        bytes_in_flight: 60_000,
+        delivery_rate: Some(500_000.0),
+        ..path(0, 0, 0)
+    };
+    let far = path(1, 20, 25);
+    let (_, key) = measured_delivery(&busy, 124);
+    assert!(key >= 99 * MS && key <= 101 * MS, "{key:?}");
+    assert_eq!(
+        soonest_by_measurement(&[busy.clone(), far.clone()], &small()),
+        Some(PathId(1))
+    );
+    let drained = PathView {
+        bytes_in_flight: 5_000,
+        ..busy
+    };
+    assert_eq!(
+        soonest_by_measurement(&[drained, far], &small()),
+        Some(PathId(0)),
+        "in flight under one pipe: no queue of its own"
+    );
+}
+
+#[test]
+fn the_measured_queue_and_the_own_queue_are_not_added() {
+    // 30 ms measured, 10 ms of own queue by Little's law: the larger, once.
+    let p = PathView {
+        bytes_in_flight: 30_000,
+        delivery_rate: Some(1_000_000.0),
+        ..path(0, 0, 30)
+    };
+    assert_eq!(measured_delivery(&p, 0), (false, 30 * MS));
+    // 30 ms measured, 50 ms of own queue: 50.
+    let q = PathView {
+        bytes_in_flight: 70_000,
+        ..p
+    };
+    assert_eq!(measured_delivery(&q, 0), (false, 50 * MS));
+}
+
+#[test]
+fn the_latest_delivery_sample_lifts_a_lagging_filter() {
+    // The filter still says 100 kB/s (a start-up), the last round trip delivered 1 MB/s:
+    // 40 kB in flight are 20 ms of queue, not 380.
+    let p = PathView {
+        bytes_in_flight: 40_000,
+        delivery_rate: Some(100_000.0),
+        latest_delivery_rate: Some(1_000_000.0),
+        ..path(0, 0, 0)
+    };
+    assert_eq!(measured_delivery(&p, 0), (false, 20 * MS));
+    let only_latest = PathView {
+        delivery_rate: None,
+        ..p.clone()
+    };
+    assert_eq!(measured_delivery(&only_latest, 0), (false, 20 * MS));
+}
+
+#[test]
+fn absurd_estimates_saturate_and_never_panic() {
+    for rate in [
+        0.0,
+        -1.0,
+        f64::NAN,
+        f64::INFINITY,
+        1e-300,
+        f64::MIN_POSITIVE,
+    ] {
+        let p = PathView {
+            bytes_in_flight: u64::MAX,
+            delivery_rate: Some(rate),
+            latest_delivery_rate: Some(rate),
+            pair_rate: Some(rate),
+            ..path(0, 0, 0)
+        };
+        let (unmeasured, _) = measured_delivery(&p, usize::MAX);
+        assert!(!unmeasured);
+    }
+}
