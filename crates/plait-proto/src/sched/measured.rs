@@ -36,8 +36,39 @@ pub fn earliest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<P
 /// ([`measured_delivery`]; ties: lowest id). For a packet that need not keep the global
 /// order (docs/protocol.md#unordered), where the bulk schedulers' spreading rules do not
 /// apply: it should simply arrive first.
-pub fn soonest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
-    usable_min_by_key(paths, |p| measured_delivery(p, pkt.len))
+pub fn soonest_by_measurement(
+    paths: &[PathView],
+    pkt: &PacketMeta,
+    ack_hold: AckHold,
+) -> Option<PathId> {
+    usable_min_by_key(paths, |p| measured_delivery(p, pkt.len, ack_hold))
+}
+
+/// How long the peer may hold an acknowledgement (docs/protocol.md#ack-policy): until
+/// `ack_every` more datagrams have come, at most `max_ack_delay`. Bytes it holds are in
+/// flight without being in the path; both ends run the same engine settings, so the
+/// sender's own stand for the peer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckHold {
+    /// `ack_every` full datagrams, bytes.
+    pub bytes: u64,
+    /// `max_ack_delay`.
+    pub max_delay: Duration,
+}
+
+impl AckHold {
+    /// The hold of a peer with `config`'s ACK policy.
+    pub fn of(config: &crate::config::Config) -> AckHold {
+        AckHold {
+            bytes: u64::from(config.ack_every).saturating_mul(config.max_datagram_size as u64),
+            max_delay: config.max_ack_delay,
+        }
+    }
+
+    /// Bytes a path delivering `rate` bytes/s may have waiting for an acknowledgement.
+    fn bytes_at(self, rate: f64) -> f64 {
+        (rate * self.max_delay.as_secs_f64()).min(self.bytes as f64)
+    }
 }
 
 /// How soon a `len`-byte datagram handed to `path` now arrives by measurement, as a sort
@@ -50,11 +81,11 @@ pub fn soonest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<Pa
 ///
 /// The queue counted is the larger of two estimates (docs/protocol.md#unordered): the
 /// measured one (`owd - base_owd`, whoever filled it), a round trip old, and the queue of
-/// this sender's own bytes now, by Little's law: what is in flight takes
-/// `bytes_in_flight / delivery rate` to cross, of which the minimum RTT is the path
-/// itself. A path whose sending just rose (a start-up) shows its queue at once that way,
+/// this sender's own bytes now, by Little's law: what is in flight, less what the peer may
+/// hold unacknowledged (`ack_hold`), takes `bytes / delivery rate` to cross, of which the
+/// minimum RTT is the path itself. A path whose sending just rose (a start-up) shows its queue at once that way,
 /// where the measured one would lag it by a round trip; in a steady state both agree.
-pub fn measured_delivery(path: &PathView, len: usize) -> (bool, Duration) {
+pub fn measured_delivery(path: &PathView, len: usize, ack_hold: AckHold) -> (bool, Duration) {
     // The latest measure, its queue included.
     let latest = path.owd.or(path.base_owd).or(path.min_rtt.map(|s| s / 2));
     let measured_queue = match (path.owd, path.base_owd) {
@@ -62,7 +93,7 @@ pub fn measured_delivery(path: &PathView, len: usize) -> (bool, Duration) {
         _ => Duration::ZERO,
     };
     // Our own queue beyond what the measure shows.
-    let unseen_queue = own_queue(path).saturating_sub(measured_queue);
+    let unseen_queue = own_queue(path, ack_hold).saturating_sub(measured_queue);
     let tx = path
         .measured_capacity()
         .map_or(Duration::ZERO, |r| transmission_time(len, r));
@@ -76,10 +107,11 @@ pub fn measured_delivery(path: &PathView, len: usize) -> (bool, Duration) {
 }
 
 /// The queueing delay this sender's bytes in flight on `path` make by Little's law:
-/// `bytes_in_flight / rate - min_rtt`, at the larger of the filtered and the latest
+/// `(bytes_in_flight - held) / rate - min_rtt`, where `held` is what the peer may hold
+/// unacknowledged at that rate, and the rate is the larger of the filtered and the latest
 /// delivery rate (the filter lags a rising rate by several round trips, and a low rate
 /// reads as a long queue); zero without a delivery rate or a minimum RTT.
-fn own_queue(path: &PathView) -> Duration {
+fn own_queue(path: &PathView, ack_hold: AckHold) -> Duration {
     let valid = |r: &f64| r.is_finite() && *r > 0.0;
     let rate = match (
         path.delivery_rate.filter(valid),
@@ -90,8 +122,8 @@ fn own_queue(path: &PathView) -> Duration {
     };
     match (rate, path.min_rtt) {
         (Some(rate), Some(min_rtt)) => {
-            crate::time::secs_f64_saturating(path.bytes_in_flight as f64 / rate)
-                .saturating_sub(min_rtt)
+            let in_path = (path.bytes_in_flight as f64 - ack_hold.bytes_at(rate)).max(0.0);
+            crate::time::secs_f64_saturating(in_path / rate).saturating_sub(min_rtt)
         }
         _ => Duration::ZERO,
     }

@@ -20,6 +20,20 @@ fn path(i: u8, base_ms: u64, owd_ms: u64) -> PathView {
     }
 }
 
+/// A peer that acknowledges at once.
+const NO_HOLD: AckHold = AckHold {
+    bytes: 0,
+    max_delay: Duration::ZERO,
+};
+
+fn measured_delivery_now(path: &PathView, len: usize) -> (bool, Duration) {
+    measured_delivery(path, len, NO_HOLD)
+}
+
+fn soonest(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
+    soonest_by_measurement(paths, pkt, NO_HOLD)
+}
+
 fn small() -> PacketMeta {
     PacketMeta {
         global_seq: 0,
@@ -32,12 +46,12 @@ fn small() -> PacketMeta {
 #[test]
 fn the_key_is_the_latest_delay_plus_the_serialisation_at_the_measured_capacity() {
     let mut p = path(0, 5, 12);
-    assert_eq!(measured_delivery(&p, 1000), (false, 12 * MS));
+    assert_eq!(measured_delivery_now(&p, 1000), (false, 12 * MS));
     p.pair_rate = Some(1e6); // 1000 bytes take 1 ms
-    assert_eq!(measured_delivery(&p, 1000), (false, 13 * MS));
+    assert_eq!(measured_delivery_now(&p, 1000), (false, 13 * MS));
     let unmeasured = PathView::new(PathId(1), PathState::Active);
     assert_eq!(
-        measured_delivery(&unmeasured, 1000),
+        measured_delivery_now(&unmeasured, 1000),
         (true, Duration::MAX),
         "no delay measure sorts last and saturates"
     );
@@ -52,11 +66,8 @@ fn a_delivery_rate_alone_adds_no_serialisation_time() {
         ..path(0, 0, 0)
     };
     let far = path(1, 20, 20);
-    assert_eq!(measured_delivery(&quiet, 124), (false, Duration::ZERO));
-    assert_eq!(
-        soonest_by_measurement(&[quiet, far], &small()),
-        Some(PathId(0))
-    );
+    assert_eq!(measured_delivery_now(&quiet, 124), (false, Duration::ZERO));
+    assert_eq!(soonest(&[quiet, far], &small()), Some(PathId(0)));
 }
 
 #[test]
@@ -69,10 +80,10 @@ fn own_bytes_beyond_the_pipe_count_before_the_measure_shows_them() {
         ..path(0, 0, 0)
     };
     let far = path(1, 20, 25);
-    let (_, key) = measured_delivery(&busy, 124);
+    let (_, key) = measured_delivery_now(&busy, 124);
     assert!(key >= 99 * MS && key <= 101 * MS, "{key:?}");
     assert_eq!(
-        soonest_by_measurement(&[busy.clone(), far.clone()], &small()),
+        soonest(&[busy.clone(), far.clone()], &small()),
         Some(PathId(1))
     );
     let drained = PathView {
@@ -80,7 +91,7 @@ fn own_bytes_beyond_the_pipe_count_before_the_measure_shows_them() {
         ..busy
     };
     assert_eq!(
-        soonest_by_measurement(&[drained, far], &small()),
+        soonest(&[drained, far], &small()),
         Some(PathId(0)),
         "in flight under one pipe: no queue of its own"
     );
@@ -94,13 +105,13 @@ fn the_measured_queue_and_the_own_queue_are_not_added() {
         delivery_rate: Some(1_000_000.0),
         ..path(0, 0, 30)
     };
-    assert_eq!(measured_delivery(&p, 0), (false, 30 * MS));
+    assert_eq!(measured_delivery_now(&p, 0), (false, 30 * MS));
     // 30 ms measured, 50 ms of own queue: 50.
     let q = PathView {
         bytes_in_flight: 70_000,
         ..p
     };
-    assert_eq!(measured_delivery(&q, 0), (false, 50 * MS));
+    assert_eq!(measured_delivery_now(&q, 0), (false, 50 * MS));
 }
 
 #[test]
@@ -113,12 +124,12 @@ fn the_latest_delivery_sample_lifts_a_lagging_filter() {
         latest_delivery_rate: Some(1_000_000.0),
         ..path(0, 0, 0)
     };
-    assert_eq!(measured_delivery(&p, 0), (false, 20 * MS));
+    assert_eq!(measured_delivery_now(&p, 0), (false, 20 * MS));
     let only_latest = PathView {
         delivery_rate: None,
         ..p.clone()
     };
-    assert_eq!(measured_delivery(&only_latest, 0), (false, 20 * MS));
+    assert_eq!(measured_delivery_now(&only_latest, 0), (false, 20 * MS));
 }
 
 #[test]
@@ -138,7 +149,41 @@ fn absurd_estimates_saturate_and_never_panic() {
             pair_rate: Some(rate),
             ..path(0, 0, 0)
         };
-        let (unmeasured, _) = measured_delivery(&p, usize::MAX);
+        let (unmeasured, _) = measured_delivery_now(&p, usize::MAX);
         assert!(!unmeasured);
     }
+}
+
+#[test]
+fn bytes_the_peer_may_hold_unacknowledged_are_no_queue() {
+    // 45 kB in flight at 1 MB/s over 20 ms: 25 ms of queue if acknowledged at once; a peer
+    // that holds its ACK up to 25 ms (16 datagrams of 1500 bytes are 24 ms at this rate)
+    // holds 24 kB of it, which leaves 1 ms.
+    let p = PathView {
+        bytes_in_flight: 45_000,
+        delivery_rate: Some(1_000_000.0),
+        ..path(0, 0, 0)
+    };
+    assert_eq!(measured_delivery_now(&p, 0), (false, 25 * MS));
+    let peer = AckHold {
+        bytes: 16 * 1500,
+        max_delay: 25 * MS,
+    };
+    assert_eq!(measured_delivery(&p, 0, peer), (false, MS));
+    // At 100 kB/s the delay bounds the hold: 2.5 kB of 5.5 are held, 3 kB take 30 ms.
+    let slow = PathView {
+        bytes_in_flight: 5_500,
+        delivery_rate: Some(100_000.0),
+        ..path(0, 0, 0)
+    };
+    let (_, key) = measured_delivery(&slow, 0, peer);
+    assert!(key.abs_diff(10 * MS) < Duration::from_micros(1), "{key:?}");
+    let config = crate::config::Config::default();
+    assert_eq!(
+        AckHold::of(&config),
+        AckHold {
+            bytes: u64::from(config.ack_every) * config.max_datagram_size as u64,
+            max_delay: config.max_ack_delay,
+        }
+    );
 }

@@ -128,7 +128,8 @@ impl Session {
         // `note_sent`.
         let mut chosen: Option<((bool, Duration), PathId, SendHold)> = None;
         for v in candidates {
-            let (unmeasured, delay) = crate::sched::measured_delivery(v, len);
+            let (unmeasured, delay) =
+                crate::sched::measured_delivery(v, len, crate::sched::AckHold::of(&self.config));
             let hold = self.hold(now, v.id);
             // A full window waits for an ACK: the peer's ACK delay at most.
             let wait = match hold {

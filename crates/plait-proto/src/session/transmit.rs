@@ -351,12 +351,18 @@ impl Session {
                     .map(|v| v.id)
                     .collect(),
             ),
-            FlowAction::LowestDelay => crate::sched::soonest_by_measurement(&self.views, &meta)
-                .map_or(Selection::Wait(None), Selection::Send),
-            FlowAction::Stripe if unordered => {
-                crate::sched::soonest_by_measurement(&self.views, &meta)
-                    .map_or(Selection::Wait(None), Selection::Send)
-            }
+            FlowAction::LowestDelay => crate::sched::soonest_by_measurement(
+                &self.views,
+                &meta,
+                crate::sched::AckHold::of(&self.config),
+            )
+            .map_or(Selection::Wait(None), Selection::Send),
+            FlowAction::Stripe if unordered => crate::sched::soonest_by_measurement(
+                &self.views,
+                &meta,
+                crate::sched::AckHold::of(&self.config),
+            )
+            .map_or(Selection::Wait(None), Selection::Send),
             FlowAction::Stripe => self.scheduler.select(now, &self.views, &meta),
         };
         // docs/protocol.md#overflow: a scheduler that spills may pick an overflow path.
