@@ -215,21 +215,21 @@ fn a_standing_queue_ends_the_models_start_up_and_lowers_the_cap_at_once() {
     // in Startup the cap is 2/ln 2 BDPs plus the allowance: 94 534 B.
     let high = (HIGH_GAIN * 25_000.0 + 22_400.0) as u64;
     let mut c = Adaptive::new(MSS);
-    steady(&mut c, 1, 25, 1_250_000);
+    steady(&mut c, 1, 50, 1_250_000);
     assert_eq!(c.queue_cap(), Some(high));
     let mut twin = c.clone();
-    steady_ack(&mut twin, 25, 1_250_000, false);
+    steady_ack(&mut twin, 50, 1_250_000, false);
     assert_eq!(
         twin.queue_cap(),
         Some(high),
         "no queue: still Startup's gain"
     );
     // The path shows a standing queue: the pipe is full, the cap is the steady one.
-    steady_ack(&mut c, 25, 1_250_000, true);
+    steady_ack(&mut c, 50, 1_250_000, true);
     assert_eq!(c.queue_cap(), Some(59_900));
     // NewReno is still in slow start: the next ACK grows the window by its bytes.
     let before = c.window();
-    steady_ack(&mut c, 26, 1_250_000, true);
+    steady_ack(&mut c, 51, 1_250_000, true);
     assert_eq!(c.window(), (before + 1_250).min(59_900));
 }
 

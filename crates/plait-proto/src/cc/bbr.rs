@@ -23,9 +23,9 @@
 //!   (draft §4.1.1.3, draft-cheng-iccrg-delivery-rate-estimation). The trait passes no
 //!   per-packet state, only the bytes each ACK frame acknowledged, so the controller counts
 //!   acknowledged bytes itself and keeps snapshots of that count at past ACKs (at most
-//!   [`SNAPSHOTS`], one per RTprop/16 at most). Each ACK samples `bytes / max(ack interval,
-//!   send interval)` since the newest snapshot at least `max(RTprop, 1 ms)` old: a window
-//!   sliding with the ACKs, so one of them lines up with the 1.25 phase's datagrams
+//!   [`SNAPSHOTS`], one per span/16 at most). Each ACK samples `bytes / max(ack interval,
+//!   send interval)` since the newest snapshot at least one span old, the span being
+//!   `max(RTprop, 1 ms)` plus 25 ms (below): a window sliding with the ACKs, so one of them lines up with the 1.25 phase's datagrams
 //!   (disjoint intervals straddle it and read about 1.0, so the probe finds no capacity
 //!   that came back). The send interval is between the send times of the newest datagrams
 //!   acknowledged by then (a running maximum of [`Acked::newest_sent`]). The ACK interval alone
@@ -33,8 +33,12 @@
 //!   ACKs in a burst, makes the bytes of the stall arrive in one window, and the max filter
 //!   would keep that rate for ten rounds with a window as many times too large; the send
 //!   interval bounds the sample by the rate the data left at. A window spans at least one
-//!   RTprop, so in Startup a sample averages a rate that is still doubling (the estimate
-//!   lags by about half a round).
+//!   RTprop plus the ACK-aggregation allowance's delay (`ack_aggregation`, the peer's
+//!   25 ms ACK delay): the peer acknowledges every 16 datagrams, so where that takes longer
+//!   than RTprop (8 Mbit/s at 20 ms: an ACK every 24 ms) a window of one RTprop held a
+//!   single ACK interval, its samples carried that interval's jitter and the max filter
+//!   kept their high end (docs/protocol.md#delivery-rate). In Startup a sample averages a
+//!   rate that is still doubling (the estimate lags by about half a round or more).
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -143,8 +147,8 @@ const FULL_BW_ROUNDS: u32 = 3;
 const MIN_PIPE_DATAGRAMS: u64 = ACK_EVERY_DATAGRAMS + 1;
 /// Shortest delivery-rate interval (so a zero min RTT cannot make one empty).
 const MIN_INTERVAL: Duration = Duration::from_millis(1);
-/// Most snapshots of the delivery count kept: taken at most one per RTprop/16, so those of
-/// the last RTprop and the one before them fit.
+/// Most snapshots of the delivery count kept: taken at most one per span/16 (span: RTprop
+/// plus the ACK delay, module docs), so those of the last span and the one before fit.
 pub const SNAPSHOTS: usize = 32;
 
 /// Which state the controller is in (draft §4.3).
@@ -330,15 +334,20 @@ impl Bbr {
         true
     }
 
-    /// Samples the delivery rate since the newest snapshot at least one RTprop old (if any)
-    /// and feeds it to the filter (an app-limited one only if it does not lower it); then
-    /// takes a snapshot of this ACK if the last is at least RTprop/16 old.
+    /// Samples the delivery rate since the newest snapshot at least one span (RTprop plus
+    /// the ACK delay) old, if any, and feeds it to the filter (an app-limited one only if it
+    /// does not lower it); then takes a snapshot of this ACK if the last is at least
+    /// span/16 old.
     fn update_bw(&mut self, now: Time, acked: &Acked) {
         if acked.app_limited {
             self.app_limited_acks = self.app_limited_acks.wrapping_add(1);
         }
         self.newest_sent = self.newest_sent.max(acked.newest_sent);
-        let span = self.min_rtt.max(MIN_INTERVAL);
+        // Module docs, **Delivery-rate samples**: at least one ACK interval besides RTprop.
+        let span = self
+            .min_rtt
+            .max(MIN_INTERVAL)
+            .saturating_add(self.ack_aggregation);
         let reference = self
             .snapshots
             .iter()

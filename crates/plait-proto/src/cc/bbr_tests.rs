@@ -300,12 +300,13 @@ fn persistent_congestion_restarts_from_the_minimum_window() {
     // The first ACK after opens a fresh interval: no sample, the window stays minimal.
     ack(&mut cc, 2000, 2_400, 0);
     assert_eq!((cc.window(), cc.pacing_rate()), (2_400, None));
-    // 2 400 B in 0.1 s = 24 000 B/s (the old 1 000 000 is gone). Target
-    // 2.885390 × 24 000 × 0.1 = 6 924.9; Startup: min(2 400 + 2 400, 6 924.9) = 4 800.
-    ack(&mut cc, 2100, 2_400, 0);
-    assert_close(cc.bandwidth(), 24_000.0);
+    // A window spans RTprop plus the ACK delay, 125 ms: 2 400 B in 0.125 s = 19 200 B/s
+    // (the old 1 000 000 is gone). Target 2.885390 × 19 200 × 0.1 = 5 539.9 plus the
+    // aggregation allowance; Startup: min(2 400 + 2 400, that) = 4 800.
+    ack(&mut cc, 2125, 2_400, 0);
+    assert_close(cc.bandwidth(), 19_200.0);
     assert_eq!(cc.window(), 4_800);
-    assert_rate(&cc, HIGH_GAIN * 24_000.0);
+    assert_rate(&cc, HIGH_GAIN * 19_200.0);
 }
 
 #[test]
