@@ -25,7 +25,7 @@
 //!   acknowledged bytes itself and keeps snapshots of that count at past ACKs (at most
 //!   [`SNAPSHOTS`], one per span/16 at most). Each ACK samples `bytes / max(ack interval,
 //!   send interval)` since the newest snapshot at least one span old, the span being
-//!   `max(RTprop, 1 ms)` plus 25 ms (below): a window sliding with the ACKs, so one of them lines up with the 1.25 phase's datagrams
+//!   `max(RTprop, 1 ms)` plus one ACK interval (below): a window sliding with the ACKs, so one of them lines up with the 1.25 phase's datagrams
 //!   (disjoint intervals straddle it and read about 1.0, so the probe finds no capacity
 //!   that came back). The send interval is between the send times of the newest datagrams
 //!   acknowledged by then (a running maximum of [`Acked::newest_sent`]). The ACK interval alone
@@ -33,12 +33,15 @@
 //!   ACKs in a burst, makes the bytes of the stall arrive in one window, and the max filter
 //!   would keep that rate for ten rounds with a window as many times too large; the send
 //!   interval bounds the sample by the rate the data left at. A window spans at least one
-//!   RTprop plus the ACK-aggregation allowance's delay (`ack_aggregation`, the peer's
-//!   25 ms ACK delay): the peer acknowledges every 16 datagrams, so where that takes longer
-//!   than RTprop (8 Mbit/s at 20 ms: an ACK every 24 ms) a window of one RTprop held a
-//!   single ACK interval, its samples carried that interval's jitter and the max filter
-//!   kept their high end (docs/protocol.md#delivery-rate). In Startup a sample averages a
-//!   rate that is still doubling (the estimate lags by about half a round or more).
+//!   RTprop plus one ACK interval at the current estimate ([`AckHold::interval_at`]:
+//!   16 datagrams at BtlBw, at most the allowance's 25 ms; the whole 25 ms before a
+//!   sample): where 16 datagrams take longer than RTprop (8 Mbit/s at 20 ms: an ACK every
+//!   24 ms) a window of one RTprop held a single ACK interval, its samples carried that
+//!   interval's jitter and the max filter kept their high end
+//!   (docs/protocol.md#delivery-rate); on fast paths the interval is short (1.9 ms at
+//!   100 Mbit/s), so ProbeBW's one-RTprop probe is still seen nearly whole. In Startup a
+//!   sample averages a rate that is still doubling over the whole span: the estimate lags,
+//!   the more so the shorter RTprop is against the ACK interval.
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -112,7 +115,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::aimd::{clamp_window, sane_mss};
-use super::{Acked, CongestionController, Coupling, INITIAL_WINDOW_DATAGRAMS, min_window};
+use super::{AckHold, Acked, CongestionController, Coupling, INITIAL_WINDOW_DATAGRAMS, min_window};
 use crate::time::Time;
 
 /// Startup's pacing and cwnd gain, 2/ln 2 (draft §4.3.2.1 `BBRHighGain`).
@@ -218,7 +221,9 @@ impl MaxFilter {
 /// See the module docs.
 #[derive(Clone, Debug)]
 pub struct Bbr {
-    ack_aggregation: Duration,
+    /// The peer's ACK hold this controller allows for (`ack_every` datagrams of `mss`, at
+    /// most the aggregation allowance's delay).
+    ack_hold: AckHold,
     mss: u64,
     mode: BbrMode,
     window: f64,
@@ -268,7 +273,10 @@ impl Bbr {
     pub fn with_ack_aggregation(mss: u64, allowance: Duration) -> Bbr {
         let mss = sane_mss(mss);
         Bbr {
-            ack_aggregation: allowance,
+            ack_hold: AckHold {
+                bytes: ACK_EVERY_DATAGRAMS.saturating_mul(mss),
+                max_delay: allowance,
+            },
             mss,
             mode: BbrMode::Startup,
             window: clamp_window((INITIAL_WINDOW_DATAGRAMS * mss) as f64, mss),
@@ -343,11 +351,11 @@ impl Bbr {
             self.app_limited_acks = self.app_limited_acks.wrapping_add(1);
         }
         self.newest_sent = self.newest_sent.max(acked.newest_sent);
-        // Module docs, **Delivery-rate samples**: at least one ACK interval besides RTprop.
+        // Module docs, **Delivery-rate samples**: one ACK interval besides RTprop.
         let span = self
             .min_rtt
             .max(MIN_INTERVAL)
-            .saturating_add(self.ack_aggregation);
+            .saturating_add(self.ack_hold.interval_at(self.bw.get()));
         let reference = self
             .snapshots
             .iter()
@@ -428,8 +436,7 @@ impl Bbr {
 
     /// The ACK-aggregation allowance: `min(BtlBw × ack delay, ack_every datagrams)`.
     fn aggregation(&self) -> f64 {
-        (self.bw.get() * self.ack_aggregation.as_secs_f64())
-            .min((ACK_EVERY_DATAGRAMS * self.mss) as f64)
+        self.ack_hold.bytes_at(self.bw.get())
     }
 
     /// The rate a drain check builds on, bytes/s: the best of the last two rounds where
@@ -530,7 +537,7 @@ impl CongestionController for Bbr {
         *self = Bbr {
             window: min_window(self.mss) as f64,
             min_rtt: self.min_rtt,
-            ..Bbr::new(self.mss)
+            ..Bbr::with_ack_aggregation(self.mss, self.ack_hold.max_delay)
         };
     }
 

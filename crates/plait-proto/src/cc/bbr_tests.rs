@@ -1,9 +1,11 @@
 //! Scripted ACK sequences through [`Bbr`], every number worked by hand. Common figures:
 //! MSS 1200 B; min RTT (RTprop) 100 ms; HIGH_GAIN = 2/ln 2 = 2.885390; DRAIN_GAIN =
-//! 1/2.885390 = 0.346574. Unless a test says otherwise an ACK reports 0 bytes in flight, so
-//! every ACK ends a round (a round ends once the bytes in flight at its start are
-//! acknowledged), and ACKs come one RTprop apart, so every ACK after the first closes a
-//! delivery-rate interval: sample = bytes of the ACK / 0.1 s.
+//! 1/2.885390 = 0.346574. Unless a test says otherwise the controller allows no ACK
+//! aggregation (`with_ack_aggregation(MSS, 0)`, so a delivery-rate window spans RTprop
+//! alone), an ACK reports 0 bytes in flight, so every ACK ends a round (a round ends once
+//! the bytes in flight at its start are acknowledged), and ACKs come one RTprop apart, so
+//! every ACK after the first closes a delivery-rate interval: sample = bytes of the ACK /
+//! 0.1 s.
 
 use std::time::Duration;
 
@@ -197,6 +199,33 @@ fn a_probe_phase_between_sample_boundaries_is_still_seen() {
 }
 
 #[test]
+fn a_probe_lasting_one_rtprop_is_seen_through_one_ack_interval() {
+    // The engine's controller (`Bbr::new`: the peer acknowledges after 16 datagrams of
+    // 1 200 B or 25 ms): at 1 MB/s one ACK interval is 19.2 ms, so a window spans at least
+    // 119.2 ms. One ACK every 10 ms for the data sent 100 ms before it, sent at 1.25 MB/s
+    // from 1050 to 1150 ms, else at 1 MB/s: the best window (120 ms, the ACKs' grid) holds
+    // the whole probe and 20 ms at 1 MB/s, (125 000 + 20 000) / 0.12 = 1 208 333 B/s
+    // (disjoint windows of one RTprop: at most 1.125 MB/s; a window of RTprop plus the whole
+    // 25 ms delay: 1.2 MB/s, and less on shorter paths).
+    let mut cc = Bbr::new(MSS);
+    let rate = |sent: u64| match sent {
+        1050..1150 => 1_250_000,
+        _ => 1_000_000,
+    };
+    let mut best: f64 = 0.0;
+    for t in (110..=1400).step_by(10) {
+        let sent = t - 100;
+        let a = Acked {
+            newest_sent: Some(ms(sent)),
+            ..acked(rate(sent - 10) / 100, 100_000, false)
+        };
+        cc.on_ack(ms(t), &a, &none());
+        best = best.max(cc.bandwidth());
+    }
+    assert_close(best, 145_000.0 / 0.12);
+}
+
+#[test]
 fn startup_does_not_exit_on_app_limited_rounds() {
     let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     // 240 000 B/s at 200 ms (full_bw 240 000), then a plateau of app-limited rounds at
@@ -300,13 +329,13 @@ fn persistent_congestion_restarts_from_the_minimum_window() {
     // The first ACK after opens a fresh interval: no sample, the window stays minimal.
     ack(&mut cc, 2000, 2_400, 0);
     assert_eq!((cc.window(), cc.pacing_rate()), (2_400, None));
-    // A window spans RTprop plus the ACK delay, 125 ms: 2 400 B in 0.125 s = 19 200 B/s
-    // (the old 1 000 000 is gone). Target 2.885390 × 19 200 × 0.1 = 5 539.9 plus the
-    // aggregation allowance; Startup: min(2 400 + 2 400, that) = 4 800.
-    ack(&mut cc, 2125, 2_400, 0);
-    assert_close(cc.bandwidth(), 19_200.0);
+    // 2 400 B in 0.1 s = 24 000 B/s (the old 1 000 000 is gone; the restart kept the zero
+    // aggregation allowance, so a window spans RTprop alone). Target
+    // 2.885390 × 24 000 × 0.1 = 6 924.9; Startup: min(2 400 + 2 400, 6 924.9) = 4 800.
+    ack(&mut cc, 2100, 2_400, 0);
+    assert_close(cc.bandwidth(), 24_000.0);
     assert_eq!(cc.window(), 4_800);
-    assert_rate(&cc, HIGH_GAIN * 19_200.0);
+    assert_rate(&cc, HIGH_GAIN * 24_000.0);
 }
 
 #[test]

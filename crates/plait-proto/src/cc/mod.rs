@@ -25,6 +25,7 @@
 //!   from every acknowledged byte: [`CongestionController::acks_in_recovery`]);
 //! - controllers read no clock and hold no randomness; same inputs, same windows.
 
+mod ack_hold;
 mod adaptive;
 mod aimd;
 mod balia;
@@ -39,6 +40,7 @@ mod pacer;
 use std::fmt::Debug;
 use std::time::Duration;
 
+pub use ack_hold::AckHold;
 pub use adaptive::Adaptive;
 pub use balia::Balia;
 pub use bbr::{Bbr, BbrMode};

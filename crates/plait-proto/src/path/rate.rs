@@ -217,9 +217,10 @@ impl DeliveryRateEstimator {
         }
     }
 
-    /// Ends the current interval without a sample (the path went idle or down: an idle gap
-    /// is not a rate).
+    /// Ends the current interval without a sample and forgets the latest one (the path went
+    /// idle or down: an idle gap is not a rate, and the rate before it may not hold after).
     pub fn restart(&mut self) {
+        self.latest = None;
         self.interval_start = None;
         self.acked_in_interval = 0;
         self.packets_in_interval = 0;
@@ -343,6 +344,28 @@ mod tests {
             "tiny first datagram"
         );
         assert_eq!(e.rate(), None);
+    }
+
+    #[test]
+    fn the_latest_sample_is_unfiltered_and_a_restart_forgets_it() {
+        let mut e = DeliveryRateEstimator::default();
+        let srtt = Some(Duration::from_millis(100));
+        // 1 MB/s, then 2 MB/s: ten ACKs of 10 kB, then of 20 kB, 10 ms apart.
+        for i in 0..=10 {
+            e.on_ack(Time::ZERO + Duration::from_millis(10 * i), 10_000, srtt);
+        }
+        let first = e.latest().expect("a sample");
+        assert_eq!(e.rate(), Some(first));
+        for i in 11..=20 {
+            e.on_ack(Time::ZERO + Duration::from_millis(10 * i), 20_000, srtt);
+        }
+        let latest = e.latest().expect("a sample");
+        assert!((latest - 2_000_000.0).abs() < 1.0, "{latest}");
+        let filtered = e.rate().expect("a rate");
+        assert!(filtered < latest, "the filter lags: {filtered}");
+        e.restart();
+        assert_eq!(e.latest(), None);
+        assert_eq!(e.rate(), Some(filtered), "the filter keeps its estimate");
     }
 
     #[test]

@@ -96,8 +96,9 @@ pub struct PathView {
     /// Delivery rate (Westwood-like, seed ETOM §IV-C), bytes per second.
     pub delivery_rate: Option<f64>,
     /// The latest delivery-rate sample, unfiltered (bytes acknowledged over the last
-    /// interval of at least one smoothed RTT, bytes per second): it follows a rising rate
-    /// within a round trip, where `delivery_rate` takes several.
+    /// interval of at least one smoothed RTT and 20 ms, bytes per second; forgotten when
+    /// the path goes idle or down): it follows a rising rate within a round trip, where
+    /// `delivery_rate` takes several.
     pub latest_delivery_rate: Option<f64>,
     /// Configured capacity hint, bytes per second (from config; `None` if not given).
     pub configured_rate: Option<f64>,

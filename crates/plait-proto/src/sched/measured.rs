@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use super::{PacketMeta, transmission_time, usable_min_by_key};
+use crate::cc::AckHold;
 use crate::ids::PathId;
 use crate::path::PathView;
 
@@ -18,12 +19,13 @@ use crate::path::PathView;
 /// relative one-way delay plus its serialisation time, paths without a delay sample after
 /// those with one (ties: lowest id). The queue is left out on purpose: a slow path looks
 /// empty because schedulers give it little, and piling control datagrams onto it overloads
-/// it; serialisation time instead favours the paths where a small datagram costs least.
+/// it; serialisation time (at the measured capacity, as in [`measured_delivery`]) instead
+/// favours the paths where a small datagram costs least.
 pub fn earliest_by_measurement(paths: &[PathView], pkt: &PacketMeta) -> Option<PathId> {
     usable_min_by_key(paths, |p| {
         let delay = p.base_owd.or(p.min_rtt.map(|s| s / 2));
         let tx = p
-            .rate_estimate()
+            .measured_capacity()
             .map_or(Duration::ZERO, |r| transmission_time(pkt.len, r));
         (
             delay.is_none(),
@@ -42,33 +44,6 @@ pub fn soonest_by_measurement(
     ack_hold: AckHold,
 ) -> Option<PathId> {
     usable_min_by_key(paths, |p| measured_delivery(p, pkt.len, ack_hold))
-}
-
-/// How long the peer may hold an acknowledgement (docs/protocol.md#ack-policy): until
-/// `ack_every` more datagrams have come, at most `max_ack_delay`. Bytes it holds are in
-/// flight without being in the path; both ends run the same engine settings, so the
-/// sender's own stand for the peer's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AckHold {
-    /// `ack_every` full datagrams, bytes.
-    pub bytes: u64,
-    /// `max_ack_delay`.
-    pub max_delay: Duration,
-}
-
-impl AckHold {
-    /// The hold of a peer with `config`'s ACK policy.
-    pub fn of(config: &crate::config::Config) -> AckHold {
-        AckHold {
-            bytes: u64::from(config.ack_every).saturating_mul(config.max_datagram_size as u64),
-            max_delay: config.max_ack_delay,
-        }
-    }
-
-    /// Bytes a path delivering `rate` bytes/s may have waiting for an acknowledgement.
-    fn bytes_at(self, rate: f64) -> f64 {
-        (rate * self.max_delay.as_secs_f64()).min(self.bytes as f64)
-    }
 }
 
 /// How soon a `len`-byte datagram handed to `path` now arrives by measurement, as a sort

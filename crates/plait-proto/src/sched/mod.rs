@@ -42,7 +42,7 @@ mod tests;
 pub use blest::Blest;
 pub use edpf::Edpf;
 pub use ikr::Ikr;
-pub use measured::{AckHold, earliest_by_measurement, measured_delivery, soonest_by_measurement};
+pub use measured::{earliest_by_measurement, measured_delivery, soonest_by_measurement};
 pub use mhip::Mhip;
 pub use min_rtt::MinRtt;
 pub use mptcp_default::MptcpDefault;

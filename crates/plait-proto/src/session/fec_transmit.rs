@@ -129,7 +129,7 @@ impl Session {
         let mut chosen: Option<((bool, Duration), PathId, SendHold)> = None;
         for v in candidates {
             let (unmeasured, delay) =
-                crate::sched::measured_delivery(v, len, crate::sched::AckHold::of(&self.config));
+                crate::sched::measured_delivery(v, len, crate::cc::AckHold::of(&self.config));
             let hold = self.hold(now, v.id);
             // A full window waits for an ACK: the peer's ACK delay at most.
             let wait = match hold {

@@ -343,6 +343,11 @@ impl Session {
         } else {
             None
         };
+        let soonest = || {
+            let hold = crate::cc::AckHold::of(&self.config);
+            crate::sched::soonest_by_measurement(&self.views, &meta, hold)
+                .map_or(Selection::Wait(None), Selection::Send)
+        };
         let selection = match action {
             FlowAction::Duplicate => Selection::Duplicate(
                 self.views
@@ -351,18 +356,8 @@ impl Session {
                     .map(|v| v.id)
                     .collect(),
             ),
-            FlowAction::LowestDelay => crate::sched::soonest_by_measurement(
-                &self.views,
-                &meta,
-                crate::sched::AckHold::of(&self.config),
-            )
-            .map_or(Selection::Wait(None), Selection::Send),
-            FlowAction::Stripe if unordered => crate::sched::soonest_by_measurement(
-                &self.views,
-                &meta,
-                crate::sched::AckHold::of(&self.config),
-            )
-            .map_or(Selection::Wait(None), Selection::Send),
+            FlowAction::LowestDelay => soonest(),
+            FlowAction::Stripe if unordered => soonest(),
             FlowAction::Stripe => self.scheduler.select(now, &self.views, &meta),
         };
         // docs/protocol.md#overflow: a scheduler that spills may pick an overflow path.
