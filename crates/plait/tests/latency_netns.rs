@@ -24,10 +24,11 @@
 //! measure a round trip before (205 ms in one 100 ms window, 114 on path 0's link); the
 //! probe's path choice now counts the queue of the sender's own bytes in flight
 //! (docs/protocol.md#unordered, "Where a sparse packet goes"), and BBR's delivery-rate
-//! window spans the peer's ACK delay, which ended a Startup estimate up to twice the link's
-//! (docs/protocol.md#delivery-rate). With both, beside two busy loops: p99 53-83 ms in nine
-//! runs, the largest 100 ms window at most 123 ms (before: 60-112 and 192). No throughput
-//! figure, no wall-clock bound beyond the harness's kill switch.
+//! window spans one ACK interval besides RTprop, which ended a Startup estimate up to twice
+//! the link's (docs/protocol.md#delivery-rate). With both, beside two busy loops: p99
+//! 60-79 ms in nine runs, the largest 100 ms window at most 109 ms (nine alternating runs
+//! of the build before them: 66-120 and 221). No throughput figure, no wall-clock bound
+//! beyond the harness's kill switch.
 //!
 //! Invariant: its own namespace prefix (`plat`) and a temporary directory; a run that takes
 //! too long is killed (its namespaces are then removed by its drop guards or the next run's
