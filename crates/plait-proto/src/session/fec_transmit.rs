@@ -126,10 +126,10 @@ impl Session {
         // come last; ties go to the lower id. Not the packet scheduler: its state (queue
         // models, anchors) is built for the data it places; it hears of symbols in
         // `note_sent`.
+        let ack_hold = crate::cc::AckHold::of(&self.config);
         let mut chosen: Option<((bool, Duration), PathId, SendHold)> = None;
         for v in candidates {
-            let (unmeasured, delay) =
-                crate::sched::measured_delivery(v, len, crate::cc::AckHold::of(&self.config));
+            let (unmeasured, delay) = crate::sched::measured_delivery(v, len, ack_hold);
             let hold = self.hold(now, v.id);
             // A full window waits for an ACK: the peer's ACK delay at most.
             let wait = match hold {
