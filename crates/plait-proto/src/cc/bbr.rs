@@ -42,6 +42,19 @@
 //!   100 Mbit/s), so ProbeBW's one-RTprop probe is still seen nearly whole. In Startup a
 //!   sample averages a rate that is still doubling over the whole span: the estimate lags,
 //!   the more so the shorter RTprop is against the ACK interval.
+//! - **Startup's end.** Besides the growth test (three rounds without 25 % growth), Startup
+//!   ends as soon as an ACK reports a standing queue ([`Acked::standing_queue`]: the
+//!   path's smoothed one-way delay 10 ms or more over its base), as a delay rise ends slow
+//!   start in HyStart++ (RFC 9406). The growth test skips application-limited rounds, and
+//!   in packet mode a path is often fed less than its window (the scheduler spreads one
+//!   inner flow over the paths), so Startup went on for seconds while its 2/ln 2 window
+//!   grew to 2.9 BDPs: on T1's 100 ms path, whose drop-tail queue holds one BDP, that
+//!   overflowed the link 2.7 s into the transfer (4-13 datagrams lost in a burst, which
+//!   the end hosts' TCP then read as congestion; docs/protocol.md#startup-queue). Only
+//!   with at least one BDP of its own in flight: with less, the sender cannot have made
+//!   the queue (other flows', or jitter), and Startup goes on. A queue of other flows met
+//!   with a BDP in flight still ends it early: ProbeBW's 1.25 phases then find the rest of
+//!   the rate, a quarter more per eight rounds at most.
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -483,13 +496,10 @@ impl Bbr {
     }
 
     /// The path shows a standing queue (`Acked::standing_queue`): a Startup with a
-    /// bandwidth sample ends (to Drain), as the pipe is full. Only [`super::Adaptive`]'s
-    /// queue-cap model calls it (BBR v1 itself leaves Startup on its growth test alone):
-    /// Startup's gain of 2/ln 2 lets the cap reach 2.9 BDPs before three rounds without
-    /// growth end it, a queue of nearly two BDPs (a probe at 50-70 ms, idle 20, on the test
-    /// bed's 20 ms paths in their first half second); the queue shows the pipe full rounds
-    /// earlier.
-    pub fn on_standing_queue(&mut self) {
+    /// bandwidth sample ends (to Drain), as the pipe is full (module docs, **Startup's
+    /// end**). [`CongestionController::on_ack`] calls it after every ACK that reports one,
+    /// so it holds for BBR sending and for [`super::Adaptive`]'s queue-cap model alike.
+    fn on_standing_queue(&mut self) {
         if self.mode == BbrMode::Startup && self.bw.get() > 0.0 {
             self.mode = BbrMode::Drain;
         }
@@ -523,6 +533,11 @@ impl CongestionController for Bbr {
             self.phase_start = now;
         }
         self.set_window(acked);
+        // After the window, so that the ACK that shows the queue is judged as before it
+        // (Drain's target takes over from the next ACK). Module docs, **Startup's end**.
+        if acked.standing_queue && acked.bytes_in_flight as f64 >= self.bdp() {
+            self.on_standing_queue();
+        }
     }
 
     fn on_congestion_event(&mut self, _now: Time, _coupling: &Coupling<'_>) {

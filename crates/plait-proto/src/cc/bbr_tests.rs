@@ -246,6 +246,47 @@ fn startup_does_not_exit_on_app_limited_rounds() {
 }
 
 #[test]
+fn a_standing_queue_ends_startup_even_in_app_limited_rounds() {
+    // The same app-limited plateau as above, where the growth test never fires: an ACK
+    // that reports a standing queue (smoothed one-way delay 10 ms or more over the base)
+    // with at least a BDP (24 000 B) in flight shows the pipe full, so Startup ends there
+    // (to Drain: 50 000 B in flight > BDP), and the window target takes Drain's gain from
+    // the next ACK on.
+    let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
+    ack(&mut cc, 100, 12_000, 0);
+    ack(&mut cc, 200, 24_000, 0);
+    for t in [300, 400, 500] {
+        cc.on_ack(ms(t), &acked(24_000, 50_000, true), &none());
+    }
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    // A queue met with less than a BDP in flight is not this sender's: still Startup.
+    let others = Acked {
+        standing_queue: true,
+        ..acked(24_000, 23_999, true)
+    };
+    cc.on_ack(ms(600), &others, &none());
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    let queued = Acked {
+        standing_queue: true,
+        ..acked(24_000, 50_000, true)
+    };
+    cc.on_ack(ms(700), &queued, &none());
+    assert_eq!(cc.mode(), BbrMode::Drain);
+    assert_rate(&cc, DRAIN_GAIN * 240_000.0);
+    // Before any bandwidth sample a queue says nothing about the rate: still Startup.
+    let mut fresh = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
+    fresh.on_ack(
+        ms(100),
+        &Acked {
+            standing_queue: true,
+            ..acked(12_000, 0, false)
+        },
+        &none(),
+    );
+    assert_eq!(fresh.mode(), BbrMode::Startup);
+}
+
+#[test]
 fn probe_bw_cycles_the_pacing_gain_one_min_rtt_per_phase() {
     let mut cc = to_probe_bw();
     // Phase 0 began at 900 ms. 950 ms: 50 ms in, stays. 1000 ms: exactly RTprop in, stays
