@@ -37,6 +37,7 @@ pub use rate::{
 };
 pub use rtt::{Feedback, Return, RttEstimator};
 pub use sent::{SendHistory, SentLog, SentPacket};
+pub(crate) use view::is_rate;
 pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
 use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion, SHALLOW_QUEUE};
@@ -950,11 +951,7 @@ impl Path {
     /// Table I the probes of a slow path that was down for a while raised EDPF's duplicate
     /// ACKs from 4 to 87 a run.
     fn probe_cost_floor(&self) -> Duration {
-        let rate = self
-            .pair
-            .rate()
-            .or(self.hints.rate)
-            .filter(|r| r.is_finite() && *r > 0.0);
+        let rate = self.pair.rate().or(self.hints.rate).filter(is_rate);
         rate.map_or(Duration::ZERO, |r| {
             Duration::from_secs_f64(2.0 * PROBE_LINK_BYTES / (PROBE_SHARE * r))
         })

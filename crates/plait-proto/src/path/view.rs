@@ -193,13 +193,12 @@ impl PathView {
     /// ACK-compressed delivery samples from inflating a sound estimate); else the configured
     /// hint; else the delivery rate, which alone measures only what the path was given.
     pub fn rate_estimate(&self) -> Option<f64> {
-        let valid = |r: &f64| r.is_finite() && *r > 0.0;
-        let pair = self.pair_rate.filter(valid);
-        let delivery = self.delivery_rate.filter(valid);
+        let pair = self.pair_rate.filter(is_rate);
+        let delivery = self.delivery_rate.filter(is_rate);
         match (pair, delivery) {
             (Some(p), Some(d)) => Some(if d > p * STALE_PAIR_MARGIN { d } else { p }),
             (Some(p), None) => Some(p),
-            (None, _) => self.configured_rate.filter(valid).or(delivery),
+            (None, _) => self.configured_rate.filter(is_rate).or(delivery),
         }
     }
 
@@ -209,14 +208,20 @@ impl PathView {
     /// carried little (acknowledgements, keepalives) has delivered little, whatever it
     /// could carry, and pacing a burst at that rate would hold it for seconds.
     pub fn measured_capacity(&self) -> Option<f64> {
-        let valid = |r: &f64| r.is_finite() && *r > 0.0;
         let capacity = self
             .pair_rate
-            .filter(valid)
-            .or(self.train_rate.filter(valid))
-            .or(self.configured_rate.filter(valid))?;
-        Some(capacity.max(self.delivery_rate.filter(valid).unwrap_or(0.0)))
+            .filter(is_rate)
+            .or(self.train_rate.filter(is_rate))
+            .or(self.configured_rate.filter(is_rate))?;
+        Some(capacity.max(self.delivery_rate.filter(is_rate).unwrap_or(0.0)))
     }
+}
+
+/// A rate (bytes per second) that can be divided by: finite and positive. The views'
+/// rates come from peer-driven measurements, so zero, NaN and infinity are filtered out
+/// wherever one is used.
+pub(crate) fn is_rate(r: &f64) -> bool {
+    r.is_finite() && *r > 0.0
 }
 
 #[cfg(test)]

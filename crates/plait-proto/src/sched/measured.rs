@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::{PacketMeta, transmission_time, usable_min_by_key};
 use crate::cc::AckHold;
 use crate::ids::PathId;
-use crate::path::PathView;
+use crate::path::{PathView, is_rate};
 
 /// The usable path that delivers `pkt` soonest on an empty queue: base (queue-free)
 /// relative one-way delay plus its serialisation time, paths without a delay sample after
@@ -87,10 +87,9 @@ pub fn measured_delivery(path: &PathView, len: usize, ack_hold: AckHold) -> (boo
 /// delivery rate (the filter lags a rising rate by several round trips, and a low rate
 /// reads as a long queue); zero without a delivery rate or a minimum RTT.
 fn own_queue(path: &PathView, ack_hold: AckHold) -> Duration {
-    let valid = |r: &f64| r.is_finite() && *r > 0.0;
     let rate = match (
-        path.delivery_rate.filter(valid),
-        path.latest_delivery_rate.filter(valid),
+        path.delivery_rate.filter(is_rate),
+        path.latest_delivery_rate.filter(is_rate),
     ) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

@@ -58,6 +58,7 @@ use std::time::Duration;
 use super::{Edpf, PacketMeta, Scheduler, Selection};
 use crate::ids::PathId;
 use crate::path::PathView;
+use crate::path::is_rate;
 use crate::time::Time;
 
 #[cfg(test)]
@@ -81,7 +82,7 @@ pub fn refresh_interval(view: &PathView) -> Duration {
 
 /// Whether the path has a usable packet-pair rate (the start phase waits for one).
 fn has_pair_rate(view: &PathView) -> bool {
-    view.pair_rate.is_some_and(|r| r.is_finite() && r > 0.0)
+    view.pair_rate.as_ref().is_some_and(is_rate)
 }
 
 /// Packet-pair EDPF scheduler (see the module docs).

@@ -109,6 +109,7 @@ use std::time::Duration;
 use super::{PacketMeta, PerPath, Scheduler, Selection, usable_min_by_key};
 use crate::ids::PathId;
 use crate::path::PathView;
+use crate::path::is_rate;
 use crate::time::{Time, secs_f64_saturating};
 
 #[cfg(test)]
@@ -140,7 +141,7 @@ pub struct Swtc {
 /// `B_i`: the delivery rate (Westwood, as the seed), else [`PathView::rate_estimate`].
 fn bandwidth(view: &PathView) -> Option<f64> {
     view.delivery_rate
-        .filter(|r| r.is_finite() && *r > 0.0)
+        .filter(is_rate)
         .or_else(|| view.rate_estimate())
 }
 
