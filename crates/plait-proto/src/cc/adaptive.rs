@@ -51,7 +51,7 @@
 //! plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
 //! goal being 30), and 2/ln 2 BDPs while the model is still finding it: until its
 //! Startup sees three rounds without growth or the path shows a standing queue
-//! (`cc/bbr.rs`, **Startup's end**), whichever comes first. NewReno stays in slow start
+//! ([`Bbr::on_standing_queue`], whatever is in flight), whichever comes first. NewReno stays in slow start
 //! then: the cap, not a cut, holds the window (a probe's start-up spike of 50-70 ms,
 //! idle 20, on T1's and T4's 20 ms path is what the standing queue ends). The model
 //! misses the ACKs NewReno does not take (datagrams sent before a recovery period began):
@@ -254,6 +254,9 @@ impl CongestionController for Adaptive {
                 ..*acked
             };
             self.model.on_ack(now, &sample, coupling);
+            if acked.standing_queue {
+                self.model.on_standing_queue();
+            }
             // A model past Startup has found the rate (whether it is in Drain, as under the
             // cap it stays while NewReno keeps more than a BDP in flight, or in ProbeBW).
             let model = (self.model.mode() != BbrMode::Startup).then(|| ModelView {

@@ -49,12 +49,18 @@
 //!   in packet mode a path is often fed less than its window (the scheduler spreads one
 //!   inner flow over the paths), so Startup went on for seconds while its 2/ln 2 window
 //!   grew to 2.9 BDPs: on T1's 100 ms path, whose drop-tail queue holds one BDP, that
-//!   overflowed the link 2.7 s into the transfer (4-13 datagrams lost in a burst, which
-//!   the end hosts' TCP then read as congestion; docs/protocol.md#startup-queue). Only
-//!   with at least one BDP of its own in flight: with less, the sender cannot have made
-//!   the queue (other flows', or jitter), and Startup goes on. A queue of other flows met
-//!   with a BDP in flight still ends it early: ProbeBW's 1.25 phases then find the rest of
-//!   the rate, a quarter more per eight rounds at most.
+//!   overflowed the link 2.7 s into the transfer (3-16 datagrams lost in a burst, which
+//!   the end hosts' TCP then read as congestion; one run in eight since, as Startup's
+//!   pacing fills the queue within a round; docs/protocol.md#startup-queue). Only
+//!   with at least [`OWN_QUEUE_FLIGHT`] (2) BDPs in flight, so that at least one BDP of
+//!   the queue is the sender's own: in Startup the estimate lags the rate (it doubles
+//!   each round), a window of 2.9 times the lagging BDP is normal, and with the bound at
+//!   one BDP a 4 Mbit/s path left Startup at 2.8 Mbit/s on the 10 ms queue its own
+//!   doubling made in one round (the FEC test `with_packet_pacing_repair_symbols_...`
+//!   then lost 40 packets with FEC, 3 before; at two BDPs it left at 3.8 and lost 10).
+//!   A queue of other flows met with that much in flight still ends Startup early:
+//!   ProbeBW's 1.25 phases then find the rest of the rate, a quarter more per eight
+//!   rounds at most.
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -137,6 +143,9 @@ pub const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 pub const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
 /// ProbeBW's cwnd gain (draft §4.3.4.2).
 pub const CWND_GAIN: f64 = 2.0;
+/// Startup ends on a standing queue once this many BDPs are in flight: at least one BDP
+/// of the queue is then the sender's own (module docs, **Startup's end**).
+pub const OWN_QUEUE_FLIGHT: f64 = 2.0;
 /// Window room for ACK aggregation: the peer holds an ACK up to its `max_ack_delay`
 /// (25 ms by default, docs/protocol.md#ack-policy) and RTT samples leave that delay out, so
 /// on a path whose RTT is shorter than it, `2 × BDP` cannot cover the bytes sent while an
@@ -496,10 +505,15 @@ impl Bbr {
     }
 
     /// The path shows a standing queue (`Acked::standing_queue`): a Startup with a
-    /// bandwidth sample ends (to Drain), as the pipe is full (module docs, **Startup's
-    /// end**). [`CongestionController::on_ack`] calls it after every ACK that reports one,
-    /// so it holds for BBR sending and for [`super::Adaptive`]'s queue-cap model alike.
-    fn on_standing_queue(&mut self) {
+    /// bandwidth sample ends (to Drain), as the pipe is full. BBR sending calls it itself
+    /// when at least [`OWN_QUEUE_FLIGHT`] BDPs are in flight (module docs, **Startup's
+    /// end**); [`super::Adaptive`]'s queue-cap model calls it on any standing queue: the
+    /// model only bounds NewReno's window, and Startup's gain of 2/ln 2 lets that bound
+    /// reach 2.9 BDPs before three rounds without growth end it, a queue of nearly two BDPs
+    /// (a probe at 50-70 ms, idle 20, on the test bed's 20 ms paths in their first half
+    /// second), while a model that left Startup early lowers only the bound, not the rate
+    /// NewReno finds beneath it.
+    pub fn on_standing_queue(&mut self) {
         if self.mode == BbrMode::Startup && self.bw.get() > 0.0 {
             self.mode = BbrMode::Drain;
         }
@@ -535,7 +549,7 @@ impl CongestionController for Bbr {
         self.set_window(acked);
         // After the window, so that the ACK that shows the queue is judged as before it
         // (Drain's target takes over from the next ACK). Module docs, **Startup's end**.
-        if acked.standing_queue && acked.bytes_in_flight as f64 >= self.bdp() {
+        if acked.standing_queue && acked.bytes_in_flight as f64 >= OWN_QUEUE_FLIGHT * self.bdp() {
             self.on_standing_queue();
         }
     }

@@ -249,9 +249,9 @@ fn startup_does_not_exit_on_app_limited_rounds() {
 fn a_standing_queue_ends_startup_even_in_app_limited_rounds() {
     // The same app-limited plateau as above, where the growth test never fires: an ACK
     // that reports a standing queue (smoothed one-way delay 10 ms or more over the base)
-    // with at least a BDP (24 000 B) in flight shows the pipe full, so Startup ends there
-    // (to Drain: 50 000 B in flight > BDP), and the window target takes Drain's gain from
-    // the next ACK on.
+    // with at least two BDPs (2 × 24 000 B) in flight, so that one BDP of the queue is this
+    // sender's, shows the pipe full: Startup ends there (to Drain: 50 000 B in flight >
+    // BDP), and the window target takes Drain's gain from the next ACK on.
     let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     ack(&mut cc, 100, 12_000, 0);
     ack(&mut cc, 200, 24_000, 0);
@@ -259,10 +259,11 @@ fn a_standing_queue_ends_startup_even_in_app_limited_rounds() {
         cc.on_ack(ms(t), &acked(24_000, 50_000, true), &none());
     }
     assert_eq!(cc.mode(), BbrMode::Startup);
-    // A queue met with less than a BDP in flight is not this sender's: still Startup.
+    // A queue met with less than two BDPs in flight may be other flows' or Startup's
+    // own doubling: still Startup.
     let others = Acked {
         standing_queue: true,
-        ..acked(24_000, 23_999, true)
+        ..acked(24_000, 47_999, true)
     };
     cc.on_ack(ms(600), &others, &none());
     assert_eq!(cc.mode(), BbrMode::Startup);
