@@ -5,8 +5,9 @@
 //! few percent of datagrams by itself it holds a window of about `1.22 / √p` datagrams
 //! (Mathis et al. 1997): 3.9 at 10 %, whatever the path's capacity (the simulator's and the
 //! test bed's T3, where such a path carried 2 % of the bytes). BBR's model ignores random
-//! loss (`bbr.rs`), but it keeps a share of a shared bottleneck no loss-based flow would
-//! yield (`scenarios/shared-bottleneck.toml`), so it is no default for every path. This
+//! loss (`bbr.rs`), but at a bottleneck it shares with loss-based flows its share is less
+//! predictable (`scenarios/shared-bottleneck.toml`: 1.08 ± 0.26 of a TCP flow's, NewReno's
+//! spread is under half that), so it is no default for every path. This
 //! controller runs NewReno and switches one path to BBR only while that path shows the
 //! link's own losses: datagrams declared lost while the path's queue was short
 //! (`cc::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
@@ -247,10 +248,13 @@ impl CongestionController for Adaptive {
         if let Active::NewReno(_) = self.active {
             // What a drain check delivers may be held under the path's rate on purpose:
             // like an application-limited sample, it may raise the model's rate, never
-            // lower it.
+            // lower it. The model leaves Startup on the smoothed queue alone (just below,
+            // whatever is in flight), not on BBR sending's raw-sample rule (`bbr.rs`,
+            // **Startup's end**), so it gets no raw queue delay.
             let draining = self.drain.draining();
             let sample = Acked {
                 app_limited: acked.app_limited || draining,
+                queue_delay_seen: None,
                 ..*acked
             };
             self.model.on_ack(now, &sample, coupling);

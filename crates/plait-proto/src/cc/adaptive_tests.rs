@@ -225,8 +225,29 @@ fn a_standing_queue_ends_the_models_start_up_and_lowers_the_cap_at_once() {
         "no queue: still Startup's gain"
     );
     // The path shows a standing queue: the pipe is full, the cap is the steady one.
+    let mut light = c.clone();
     steady_ack(&mut c, 50, 1_250_000, true);
     assert_eq!(c.queue_cap(), Some(59_900));
+    // Whatever is in flight: with less than the two BDPs (50 000 B) that BBR sending
+    // wants before a queue ends its Startup (`cc/bbr.rs`, **Startup's end**), the model
+    // still leaves Startup on it.
+    let acked = Acked {
+        bytes: 1_250,
+        srtt: Duration::from_millis(20),
+        min_rtt: Duration::from_millis(20),
+        bytes_in_flight: 40_000,
+        app_limited: false,
+        newest_sent: None,
+        standing_queue: true,
+        queue_delay_seen: Some(Duration::from_millis(40)),
+    };
+    let paths = [];
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &paths,
+    };
+    light.on_ack(at(50), &acked, &coupling);
+    assert_eq!(light.queue_cap(), Some(59_900));
     // NewReno is still in slow start: the next ACK grows the window by its bytes.
     let before = c.window();
     steady_ack(&mut c, 51, 1_250_000, true);

@@ -11,7 +11,8 @@
 //!
 //! States (draft §4.3): **Startup** paces at 2/ln 2 ≈ 2.885 × BtlBw (the smallest gain
 //! that doubles the delivery rate each round, draft §4.3.2.1) until the estimate grew less
-//! than 25 % in three rounds (the pipe is full, draft §4.3.2.2); **Drain** paces at
+//! than 25 % in three rounds (the pipe is full, draft §4.3.2.2) or a standing queue shows
+//! it full (below, **Startup's end**); **Drain** paces at
 //! ln 2 / 2 (the inverse) until the bytes in flight fall to one BDP (draft §4.3.3);
 //! **ProbeBW** cycles the pacing gain through 1.25, 0.75 and six phases of 1, each one
 //! `RTprop` long (draft §4.3.4): the 1.25 phase probes for more bandwidth, the 0.75 phase
@@ -43,24 +44,33 @@
 //!   sample averages a rate that is still doubling over the whole span: the estimate lags,
 //!   the more so the shorter RTprop is against the ACK interval.
 //! - **Startup's end.** Besides the growth test (three rounds without 25 % growth), Startup
-//!   ends as soon as an ACK reports a standing queue ([`Acked::standing_queue`]: the
-//!   path's smoothed one-way delay 10 ms or more over its base), as a delay rise ends slow
-//!   start in HyStart++ (RFC 9406). The growth test skips application-limited rounds, and
-//!   in packet mode a path is often fed less than its window (the scheduler spreads one
-//!   inner flow over the paths), so Startup went on for seconds while its 2/ln 2 window
-//!   grew to 2.9 BDPs: on T1's 100 ms path, whose drop-tail queue holds one BDP, that
-//!   overflowed the link 2.7 s into the transfer (3-16 datagrams lost in a burst, which
-//!   the end hosts' TCP then read as congestion; one run in eight since, as Startup's
-//!   pacing fills the queue within a round; docs/protocol.md#startup-queue). Only
-//!   with at least [`OWN_QUEUE_FLIGHT`] (2) BDPs in flight, so that at least one BDP of
-//!   the queue is the sender's own: in Startup the estimate lags the rate (it doubles
-//!   each round), a window of 2.9 times the lagging BDP is normal, and with the bound at
-//!   one BDP a 4 Mbit/s path left Startup at 2.8 Mbit/s on the 10 ms queue its own
-//!   doubling made in one round (the FEC test `with_packet_pacing_repair_symbols_...`
-//!   then lost 40 packets with FEC, 3 before; at two BDPs it left at 3.8 and lost 10).
+//!   ends as soon as an ACK shows a queue while at least [`OWN_QUEUE_FLIGHT`] (2) BDPs are
+//!   in flight, as a delay rise ends slow start in HyStart++ (RFC 9406). Why: the growth
+//!   test skips application-limited rounds, and in packet mode a path is often fed less
+//!   than its window (the scheduler spreads one inner flow over the paths), so Startup went
+//!   on for seconds while its 2/ln 2 window grew to 2.9 BDPs: on T1's 100 ms path, whose
+//!   drop-tail queue holds one BDP, that overflowed the link 2.7 s into the transfer (3-16
+//!   datagrams lost in a burst, which the end hosts' TCP then read as congestion; 2 runs in
+//!   24 since, as Startup's pacing fills the queue within a round;
+//!   docs/protocol.md#startup-queue).
+//!   - *A queue*: every datagram the ACK acknowledges met at least
+//!     [`super::SHALLOW_QUEUE`] (10 ms) over the path's base one-way delay
+//!     ([`Acked::queue_delay_seen`], the shortest of the ACK's raw samples, so jitter of a
+//!     few datagrams does not count). Not the smoothed delay ([`Acked::standing_queue`]):
+//!     after an outage BBR restarts from the minimum window with a tiny first BDP, and an
+//!     average still holding the queue from before the outage would end the new Startup
+//!     at once.
+//!   - *Two BDPs*: one estimated BDP beyond the estimated pipe, of which the peer's ACK
+//!     hold (up to 16 datagrams, 1.25 BDPs on a 20 ms path) may be part, so on short paths
+//!     less of the queue is surely the sender's. In Startup the estimate lags the rate (it
+//!     doubles each round) and a window of 2.9 times the lagging BDP is normal: with the
+//!     bound at one BDP a 4 Mbit/s path left Startup at 2.8 Mbit/s on the 10 ms queue its
+//!     own doubling made in one round (the FEC test `with_packet_pacing_repair_symbols_...`
+//!     then lost 40 packets with FEC, 3 before; now 6).
+//!
 //!   A queue of other flows met with that much in flight still ends Startup early:
-//!   ProbeBW's 1.25 phases then find the rest of the rate, a quarter more per eight
-//!   rounds at most.
+//!   ProbeBW's 1.25 phases then find the rest of the rate, a quarter more per eight rounds
+//!   at most.
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -143,8 +153,8 @@ pub const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 pub const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
 /// ProbeBW's cwnd gain (draft §4.3.4.2).
 pub const CWND_GAIN: f64 = 2.0;
-/// Startup ends on a standing queue once this many BDPs are in flight: at least one BDP
-/// of the queue is then the sender's own (module docs, **Startup's end**).
+/// Startup ends on a queue once this many BDPs are in flight: one estimated BDP beyond the
+/// estimated pipe (module docs, **Startup's end**).
 pub const OWN_QUEUE_FLIGHT: f64 = 2.0;
 /// Window room for ACK aggregation: the peer holds an ACK up to its `max_ack_delay`
 /// (25 ms by default, docs/protocol.md#ack-policy) and RTT samples leave that delay out, so
@@ -504,10 +514,11 @@ impl Bbr {
         Some(self.target(gain) as u64)
     }
 
-    /// The path shows a standing queue (`Acked::standing_queue`): a Startup with a
-    /// bandwidth sample ends (to Drain), as the pipe is full. BBR sending calls it itself
-    /// when at least [`OWN_QUEUE_FLIGHT`] BDPs are in flight (module docs, **Startup's
-    /// end**); [`super::Adaptive`]'s queue-cap model calls it on any standing queue: the
+    /// The path shows a queue: a Startup with a bandwidth sample ends (to Drain), as the
+    /// pipe is full. BBR sending calls it itself when an ACK's datagrams all met a queue
+    /// and at least [`OWN_QUEUE_FLIGHT`] BDPs are in flight (module docs, **Startup's
+    /// end**); [`super::Adaptive`]'s queue-cap model calls it on any standing queue
+    /// (`Acked::standing_queue`, the smoothed delay), whatever is in flight: the
     /// model only bounds NewReno's window, and Startup's gain of 2/ln 2 lets that bound
     /// reach 2.9 BDPs before three rounds without growth end it, a queue of nearly two BDPs
     /// (a probe at 50-70 ms, idle 20, on the test bed's 20 ms paths in their first half
@@ -548,8 +559,12 @@ impl CongestionController for Bbr {
         }
         self.set_window(acked);
         // After the window, so that the ACK that shows the queue is judged as before it
-        // (Drain's target takes over from the next ACK). Module docs, **Startup's end**.
-        if acked.standing_queue && acked.bytes_in_flight as f64 >= OWN_QUEUE_FLIGHT * self.bdp() {
+        // (Drain's pacing gain applies at once; its window gain is Startup's). Module
+        // docs, **Startup's end**.
+        let queue_now = acked
+            .queue_delay_seen
+            .is_some_and(|q| q >= super::SHALLOW_QUEUE);
+        if queue_now && acked.bytes_in_flight as f64 >= OWN_QUEUE_FLIGHT * self.bdp() {
             self.on_standing_queue();
         }
     }

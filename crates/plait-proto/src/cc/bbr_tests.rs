@@ -246,12 +246,12 @@ fn startup_does_not_exit_on_app_limited_rounds() {
 }
 
 #[test]
-fn a_standing_queue_ends_startup_even_in_app_limited_rounds() {
+fn a_queue_ends_startup_even_in_app_limited_rounds() {
     // The same app-limited plateau as above, where the growth test never fires: an ACK
-    // that reports a standing queue (smoothed one-way delay 10 ms or more over the base)
-    // with at least two BDPs (2 × 24 000 B) in flight, so that one BDP of the queue is this
-    // sender's, shows the pipe full: Startup ends there (to Drain: 50 000 B in flight >
-    // BDP), and the window target takes Drain's gain from the next ACK on.
+    // whose datagrams all met 10 ms or more of queue over the base one-way delay, with at
+    // least two BDPs (2 × 24 000 B) in flight, shows the pipe full: Startup ends
+    // there (to Drain: 48 000 B in flight > BDP), and the pacing rate takes Drain's gain
+    // at once (Drain's window gain is Startup's).
     let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
     ack(&mut cc, 100, 12_000, 0);
     ack(&mut cc, 200, 24_000, 0);
@@ -262,14 +262,24 @@ fn a_standing_queue_ends_startup_even_in_app_limited_rounds() {
     // A queue met with less than two BDPs in flight may be other flows' or Startup's
     // own doubling: still Startup.
     let others = Acked {
-        standing_queue: true,
+        queue_delay_seen: Some(Duration::from_millis(10)),
         ..acked(24_000, 47_999, true)
     };
     cc.on_ack(ms(600), &others, &none());
     assert_eq!(cc.mode(), BbrMode::Startup);
-    let queued = Acked {
+    // Nor is a smoothed delay that still holds a queue the ACK's own datagrams did not
+    // meet (after an outage the average lags the emptied queue).
+    let stale = Acked {
         standing_queue: true,
-        ..acked(24_000, 50_000, true)
+        queue_delay_seen: Some(Duration::from_millis(9)),
+        ..acked(24_000, 48_000, true)
+    };
+    let mut twin = cc.clone();
+    twin.on_ack(ms(700), &stale, &none());
+    assert_eq!(twin.mode(), BbrMode::Startup);
+    let queued = Acked {
+        queue_delay_seen: Some(Duration::from_millis(10)),
+        ..acked(24_000, 48_000, true)
     };
     cc.on_ack(ms(700), &queued, &none());
     assert_eq!(cc.mode(), BbrMode::Drain);
@@ -279,7 +289,7 @@ fn a_standing_queue_ends_startup_even_in_app_limited_rounds() {
     fresh.on_ack(
         ms(100),
         &Acked {
-            standing_queue: true,
+            queue_delay_seen: Some(Duration::from_millis(50)),
             ..acked(12_000, 0, false)
         },
         &none(),

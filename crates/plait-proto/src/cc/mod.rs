@@ -152,13 +152,14 @@ pub struct Acked {
     pub newest_sent: Option<Time>,
     /// The path's one-way delay shows a standing queue: its smoothed delay is at least
     /// [`SHALLOW_QUEUE`] above its base (`false` before any delay sample). The
-    /// [`Adaptive`] controller's queue-cap model ends its Startup on it.
+    /// [`Adaptive`] controller's queue-cap model ends its Startup on it (BBR sending judges
+    /// by `queue_delay_seen` instead, `bbr.rs`).
     pub standing_queue: bool,
     /// The shortest queueing delay (one-way delay over the path's base) that a datagram
     /// this ACK acknowledges met; `None` when the ACK carries no delay sample (or the path
     /// has no base yet). Unlike `standing_queue` it is not smoothed, so it shows a queue
     /// that just emptied at once, and as the shortest of the ACK's samples it passes over
-    /// jitter. [`Adaptive`]'s drain check judges by it.
+    /// jitter. [`Adaptive`]'s drain check judges by it, and BBR's Startup ends on it.
     pub queue_delay_seen: Option<Duration>,
 }
 
