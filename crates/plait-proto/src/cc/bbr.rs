@@ -49,9 +49,9 @@
 //!   test skips application-limited rounds, and in packet mode a path is often fed less
 //!   than its window (the scheduler spreads one inner flow over the paths), so Startup went
 //!   on for seconds while its 2/ln 2 window grew to 2.9 BDPs: on T1's 100 ms path, whose
-//!   drop-tail queue holds one BDP, that overflowed the link 2.7 s into the transfer (3-16
-//!   datagrams lost in a burst, which the end hosts' TCP then read as congestion; 2 runs in
-//!   24 since, as Startup's pacing fills the queue within a round;
+//!   drop-tail queue holds one BDP, that overflowed the link 2.7 s into the transfer (1-16
+//!   datagrams lost in a burst in 10 of 11 runs, which the end hosts' TCP then read as
+//!   congestion; 3 runs in 28 since, as Startup's pacing fills the queue within a round;
 //!   docs/protocol.md#startup-queue).
 //!   - *A queue*: every datagram the ACK acknowledges met at least
 //!     [`super::SHALLOW_QUEUE`] (10 ms) over the path's base one-way delay
