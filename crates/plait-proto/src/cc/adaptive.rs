@@ -5,9 +5,10 @@
 //! few percent of datagrams by itself it holds a window of about `1.22 / √p` datagrams
 //! (Mathis et al. 1997): 3.9 at 10 %, whatever the path's capacity (the simulator's and the
 //! test bed's T3, where such a path carried 2 % of the bytes). BBR's model ignores random
-//! loss (`bbr.rs`), but at a bottleneck it shares with loss-based flows its share is less
-//! predictable (`scenarios/shared-bottleneck.toml`: 1.08 ± 0.26 of a TCP flow's, NewReno's
-//! spread is under half that), so it is no default for every path. This
+//! loss (`bbr.rs`), but at a bottleneck it shares with loss-based flows its share varies
+//! more from run to run (`scenarios/shared-bottleneck.toml`: 1.12 ± 0.34 times a TCP
+//! flow's over five seeds, a relative spread three times NewReno's 2.45 ± 0.24), so it is
+//! no default for every path. This
 //! controller runs NewReno and switches one path to BBR only while that path shows the
 //! link's own losses: datagrams declared lost while the path's queue was short
 //! (`cc::SHALLOW_QUEUE`, the same split the `plait` scheduler prices), reported through
