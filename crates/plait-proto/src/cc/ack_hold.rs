@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use super::is_rate;
 use crate::config::Config;
 
 /// The peer's ACK hold (module docs).
@@ -35,7 +36,7 @@ impl AckHold {
     /// Bytes a path delivering `rate` bytes/s may have waiting for an acknowledgement:
     /// `min(rate × max_delay, bytes)`.
     pub fn bytes_at(self, rate: f64) -> f64 {
-        if rate.is_finite() && rate > 0.0 {
+        if is_rate(&rate) {
             (rate * self.max_delay.as_secs_f64()).min(self.bytes as f64)
         } else {
             0.0
@@ -45,7 +46,7 @@ impl AckHold {
     /// How long one ACK interval lasts on a path delivering `rate` bytes/s:
     /// `min(max_delay, bytes / rate)`; `max_delay` without a rate.
     pub fn interval_at(self, rate: f64) -> Duration {
-        if rate.is_finite() && rate > 0.0 {
+        if is_rate(&rate) {
             crate::time::secs_f64_saturating(self.bytes as f64 / rate).min(self.max_delay)
         } else {
             self.max_delay

@@ -163,6 +163,13 @@ pub struct Acked {
     pub queue_delay_seen: Option<Duration>,
 }
 
+/// A rate (bytes per second) that can be divided by: finite and positive. Rates come from
+/// peer-driven measurements, so zero, NaN and infinity are filtered out wherever one is
+/// used (here, in the paths' views and in the schedulers, which sit above this module).
+pub(crate) fn is_rate(r: &f64) -> bool {
+    r.is_finite() && *r > 0.0
+}
+
 /// A queueing delay under this is no standing queue. A loss found while the path's
 /// measured queueing delay (smoothed one-way delay over the 5 min base) is below it counts
 /// towards the shallow-queue loss rate (`path`): a drop-tail queue does not drop packets

@@ -37,9 +37,9 @@ pub use rate::{
 };
 pub use rtt::{Feedback, Return, RttEstimator};
 pub use sent::{SendHistory, SentLog, SentPacket};
-pub(crate) use view::is_rate;
 pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
+use crate::cc::is_rate;
 use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion, SHALLOW_QUEUE};
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
 use crate::time::Time;

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::cc::is_rate;
 use crate::ids::PathId;
 
 /// What the user configured about a path, if anything (config file, scenario).
@@ -215,13 +216,6 @@ impl PathView {
             .or(self.configured_rate.filter(is_rate))?;
         Some(capacity.max(self.delivery_rate.filter(is_rate).unwrap_or(0.0)))
     }
-}
-
-/// A rate (bytes per second) that can be divided by: finite and positive. The views'
-/// rates come from peer-driven measurements, so zero, NaN and infinity are filtered out
-/// wherever one is used.
-pub(crate) fn is_rate(r: &f64) -> bool {
-    r.is_finite() && *r > 0.0
 }
 
 #[cfg(test)]

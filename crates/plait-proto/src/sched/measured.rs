@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use super::{PacketMeta, transmission_time, usable_min_by_key};
-use crate::cc::AckHold;
+use crate::cc::{AckHold, is_rate};
 use crate::ids::PathId;
-use crate::path::{PathView, is_rate};
+use crate::path::PathView;
 
 /// The usable path that delivers `pkt` soonest on an empty queue: base (queue-free)
 /// relative one-way delay plus its serialisation time, paths without a delay sample after

@@ -265,7 +265,7 @@ impl Scheduler for AnyScheduler {
 
 /// Serialization time of `len` bytes at `rate` bytes per second (`L/B` in seed PET-BMP eq. 1).
 pub fn transmission_time(len: usize, rate: f64) -> Duration {
-    if crate::path::is_rate(&rate) {
+    if crate::cc::is_rate(&rate) {
         // A tiny rate gives more seconds than a Duration holds: saturate, never panic.
         crate::time::secs_f64_saturating(len as f64 / rate)
     } else {

@@ -56,9 +56,9 @@
 use std::time::Duration;
 
 use super::{Edpf, PacketMeta, Scheduler, Selection};
+use crate::cc::is_rate;
 use crate::ids::PathId;
 use crate::path::PathView;
-use crate::path::is_rate;
 use crate::time::Time;
 
 #[cfg(test)]

@@ -107,9 +107,9 @@
 use std::time::Duration;
 
 use super::{PacketMeta, PerPath, Scheduler, Selection, usable_min_by_key};
+use crate::cc::is_rate;
 use crate::ids::PathId;
 use crate::path::PathView;
-use crate::path::is_rate;
 use crate::time::{Time, secs_f64_saturating};
 
 #[cfg(test)]
