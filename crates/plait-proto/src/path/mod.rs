@@ -39,8 +39,7 @@ pub use rtt::{Feedback, Return, RttEstimator};
 pub use sent::{SendHistory, SentLog, SentPacket};
 pub use view::{MAX_PRIORITY, PathHints, PathState, PathView};
 
-use crate::cc::is_rate;
-use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion, SHALLOW_QUEUE};
+use crate::cc::{Acked, CongestionKind, Coupling, PathCongestion, SHALLOW_QUEUE, is_rate};
 use crate::ids::{GlobalSeq, PathId, PathSeq, expand_seq};
 use crate::time::Time;
 
