@@ -967,14 +967,14 @@ Reading the bullets above with the tables below:
   on a path whose own link loses datagrams), whatever the endpoints' `--cc`: their TCP
   never meets an emulated link. Without the cap NewReno kept the links' 100 ms queues
   full and the probe's RTT p99 was 96-98 ms above idle on every topology. On T5 the cap
-  lags the rate events: the model's bandwidth filter keeps the best rate of the last ten
-  rounds, so when path 0 falls from 20 to 5 Mbit/s the cap still lets 1.5 BDPs at 20
-  Mbit/s (about 97 KB) into the link, 155 ms at 5 Mbit/s, until ten rounds of the slower
-  samples have passed (about 1.5 s); BBR's own filter behaves the same way. Taking the
-  cap's rate from the last ten minimum RTTs of time instead (so that it follows the drop
-  within 200 ms) gave a p99 of 164 and 116 ms against 176 and 166 in runs side by side,
-  and was not kept: what is in flight when the rate quarters takes 155 ms to drain
-  whatever the cap does next, and a p99 over a 20 s run counts any 200 ms.
+  follows a rate fall on the queue it makes (docs/protocol.md#rate-drop): when path 0
+  falls from 20 to 5 Mbit/s, what is in flight (1.5 BDPs at 20 Mbit/s, about 97 KB,
+  155 ms at 5 Mbit/s) drains within about two of the probe's 100 ms windows, where the
+  model's ten-round bandwidth filter alone kept the cap at the old rate for about 1.5 s.
+  For the rest of the slow spell the cap's queue is half a BDP plus the ACK allowance,
+  which at 5 Mbit/s is the peer's whole 25 ms ACK delay, so the probe sits about 30 ms
+  above idle for a quarter of the run; with the fall's own spike (about 1 % of the
+  probes) that puts the p99 just over 30 ms above idle.
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
   sender's bytes into the relay's sockets and the engine stream ahead of the paths (the
   engine now accepts at most 8 times the paths' congestion windows, docs/protocol.md#adaptive-send-buffer;

@@ -60,7 +60,8 @@
 //! its bandwidth filter holds the best sample of the last ten rounds, so a recovery
 //! period does not lower it.
 //!
-//! A cut leaves at least the model's BDP (never more than the window used before it):
+//! A cut leaves at least the model's BDP (never more than NewReno's own window before it,
+//! a drain check's included):
 //! under the cap the standing queue is about half a BDP, so halving the flight would leave
 //! 0.75 BDP and the link idle part of every round until avoidance regrew it, a datagram a
 //! round (on T1's 100 ms path after the start's overflow: 6-7 of its 10 Mbit/s for 1.5 s).
@@ -70,6 +71,17 @@
 //! the cap only ever lowers the window. A false standing-queue signal (a base delay read
 //! too high) ends the model's Startup early, and growth is then held to about 1.5× a round
 //! (the cap's arithmetic, not measured). Measured: docs/protocol.md#queue-cap.
+//!
+//! **A rate drop.** Ten rounds of the old rate would let 1.5 BDPs at that rate into a link
+//! that just slowed, and rounds lengthen as its queue grows (about 1.5 s of a probe 130-160
+//! ms above idle on the test bed's T5). So an ACK whose datagrams all met more queue than
+//! the cap can make at its rate, by more than `SHALLOW_QUEUE`, moves the cap to the latest
+//! delivery-rate sample until the samples reach BtlBw again ([`Bbr::on_queue_over_cap`];
+//! not during a drain check, nor once the checks lifted the cap). BtlBw itself keeps its
+//! ten rounds, so a cut's floor stays the old BDP (NewReno's own window, which a lower cap
+//! does not shrink, bounds it), and when the link speeds up again the cap regrows with the
+//! samples, up to that window, instead of NewReno a datagram a round
+//! (docs/protocol.md#rate-drop).
 //!
 //! The cap is for a queue the path makes itself. Where another flow keeps the bottleneck's
 //! queue standing, the model (whose round trip is the path's minimum) reads the longer
@@ -262,6 +274,15 @@ impl CongestionController for Adaptive {
             if acked.standing_queue {
                 self.model.on_standing_queue();
             }
+            // A queue longer than the cap can make: the path's rate fell
+            // (`Bbr::on_queue_over_cap`). Not during a drain check, whose window the check
+            // fixed, nor once the checks found the queue other flows' (no cap then).
+            if let Some(queue) = acked.queue_delay_seen
+                && !draining
+                && !self.drain.shared()
+            {
+                self.model.on_queue_over_cap(queue, QUEUE_CAP_GAIN);
+            }
             // A model past Startup has found the rate (whether it is in Drain, as under the
             // cap it stays while NewReno keeps more than a BDP in flight, or in ProbeBW).
             let model = (self.model.mode() != BbrMode::Startup).then(|| ModelView {
@@ -287,14 +308,23 @@ impl CongestionController for Adaptive {
         self.inner_mut().on_flight_at_loss(flight);
     }
     fn on_congestion_event(&mut self, now: Time, coupling: &Coupling<'_>) {
-        // The window used, a drain check's included.
-        let used = self.window();
+        // What NewReno had: its own window, a drain check's included, not the cap. A cap at
+        // BtlBw is above the BDP, so only one lowered by a rate fall (`Bbr::cap_rate`) could
+        // be the lesser, and a floor at that would leave NewReno to regrow a datagram a
+        // round when the rate comes back (docs/protocol.md#rate-drop).
+        let had = match &self.active {
+            Active::NewReno(c) => {
+                let own = c.own_window();
+                Some(self.drain_window().map_or(own, |drain| own.min(drain)))
+            }
+            Active::Bbr(_) => None,
+        };
         self.inner_mut().on_congestion_event(now, coupling);
-        // At least the model's BDP after the cut (module docs), never more than was used.
-        if let Active::NewReno(c) = &mut self.active
+        // At least the model's BDP after the cut (module docs), never more than NewReno had.
+        if let (Active::NewReno(c), Some(had)) = (&mut self.active, had)
             && self.model.bandwidth() > 0.0
         {
-            c.keep_at_least((self.model.bdp() as u64).min(used));
+            c.keep_at_least((self.model.bdp() as u64).min(had));
         }
     }
     fn on_spurious_congestion(&mut self, now: Time) {

@@ -686,3 +686,58 @@ fn any_controller_passes_on_the_adaptive_wish_for_a_check() {
     assert!(any.wants_drain_check(at(4_999)));
     assert!(!AnyController::new(CongestionKind::NewReno, MSS).wants_drain_check(at(4_999)));
 }
+
+/// One ACK at `t_ms` of 1 ms of `rate` bytes/s at a 20 ms minimum RTT, the datagrams having
+/// met `queue`, the window in flight.
+fn ack_queued(c: &mut Adaptive, t_ms: u64, rate: u64, queue: Duration) {
+    let acked = Acked {
+        bytes: rate / 1000,
+        srtt: Duration::from_millis(20) + queue,
+        min_rtt: Duration::from_millis(20),
+        bytes_in_flight: c.window(),
+        app_limited: false,
+        newest_sent: None,
+        standing_queue: !queue.is_zero(),
+        queue_delay_seen: Some(queue),
+    };
+    let coupling = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    c.on_ack(at(t_ms), &acked, &coupling);
+}
+
+#[test]
+fn a_rate_fall_lowers_the_cap_at_once_and_a_cut_keeps_the_bdp_of_btlbw() {
+    // 40 Mbit/s at 20 ms: BDP 100 000 B, cap 150 000 + 22 400 B.
+    let mut c = Adaptive::new(MSS);
+    steady(&mut c, 1, 3_000, 5_000_000);
+    assert_eq!(c.queue_cap(), Some(172_400));
+    // The link falls to 4 Mbit/s and the flight meets 200 ms of queue. Once the
+    // delivery-rate samples (a window of 20 ms plus one ACK interval) hold only the new
+    // rate, the cap is built on it: 1.5 × 10 000 + 500 000 × 25 ms = 27 500 B.
+    for t in 3_000..3_060 {
+        ack_queued(&mut c, t, 500_000, Duration::from_millis(200));
+    }
+    assert_eq!(c.queue_cap(), Some(27_500));
+    assert_eq!(c.window(), 27_500);
+    // The losses of the flight that met the fall. Half of it is 60 000 B, but the cut
+    // keeps the BDP at BtlBw, the best rate of ten rounds (100 000 B), not the fallen
+    // cap's: under the cap the window used stays 27 500 B.
+    c.on_flight_at_loss(120_000);
+    c.on_congestion_event(
+        at(3_060),
+        &Coupling {
+            this: PathId(0),
+            paths: &[],
+        },
+    );
+    assert_eq!(c.window(), 27_500);
+    // The rate comes back: the cap follows the samples up, and the window used is NewReno's
+    // own again, the floor plus what avoidance added (240 ACKs of 5 000 B, a datagram per
+    // window acknowledged: 11). A floor at the fallen cap, and a cap that shrank the own
+    // window to twice it, would have left 27 500 B to regrow a datagram a round.
+    steady(&mut c, 3_060, 3_300, 5_000_000);
+    assert_eq!(c.queue_cap(), Some(172_400));
+    assert_eq!(c.window(), 100_000 + 11 * MSS);
+}

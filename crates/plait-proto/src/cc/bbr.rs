@@ -71,6 +71,10 @@
 //!   A queue of other flows met with that much in flight still ends Startup early:
 //!   ProbeBW's 1.25 phases then find the rest of the rate, a quarter more per eight rounds
 //!   at most.
+//! - **A fallen rate, for the queue cap only.** [`Bbr::on_queue_over_cap`] moves the rate
+//!   [`Bbr::queue_cap`] builds on to the latest sample when a queue longer than the cap can
+//!   make shows the link slowed, until the samples reach BtlBw again. BBR v1 has no such
+//!   rule, and BBR sending does not call it: its window and pacing keep BtlBw.
 //! - **Application-limited samples.** BBR marks a sample app-limited when its packet was
 //!   sent in an app-limited period; here a sample is app-limited if any ACK in its window was
 //!   ([`Acked::app_limited`]: the path's "less than half the window was in flight" mark).
@@ -260,6 +264,12 @@ pub struct Bbr {
     mode: BbrMode,
     window: f64,
     bw: MaxFilter,
+    /// The latest delivery-rate sample the filter took, bytes/s (0 before one).
+    latest_sample: f64,
+    /// The rate the path fell to, bytes/s, while it is under the filter's best: set by
+    /// [`Bbr::on_queue_over_cap`], raised by every sample the filter takes after, cleared
+    /// once it reaches the best. The queue cap builds on it ([`Bbr::cap_rate`]).
+    fallen_rate: Option<f64>,
     /// RTprop: the last [`Acked::min_rtt`].
     min_rtt: Duration,
     /// Bytes acknowledged so far (saturating).
@@ -313,6 +323,8 @@ impl Bbr {
             mode: BbrMode::Startup,
             window: clamp_window((INITIAL_WINDOW_DATAGRAMS * mss) as f64, mss),
             bw: MaxFilter::default(),
+            latest_sample: 0.0,
+            fallen_rate: None,
             min_rtt: Duration::ZERO,
             delivered: 0,
             round: 0,
@@ -407,6 +419,7 @@ impl Bbr {
             let app_limited = self.app_limited_acks != from.app_limited_acks;
             if !app_limited || sample >= self.bw.get() {
                 self.bw.insert(self.round, sample);
+                self.took_sample(sample);
             }
         }
         let due = self
@@ -424,6 +437,19 @@ impl Bbr {
                 app_limited_acks: self.app_limited_acks,
             });
         }
+    }
+
+    /// Keeps the latest sample and raises the fallen rate with it (see `fallen_rate`).
+    fn took_sample(&mut self, sample: f64) {
+        if !super::is_rate(&sample) {
+            return;
+        }
+        self.latest_sample = sample;
+        let best = self.bw.get();
+        self.fallen_rate = self
+            .fallen_rate
+            .map(|fallen| fallen.max(sample))
+            .filter(|&fallen| fallen < best);
     }
 
     /// Startup's exit test, once per round on a non-app-limited ACK (draft §4.3.2.2).
@@ -459,9 +485,15 @@ impl Bbr {
     /// `gain × BDP` plus the ACK-aggregation allowance, at least [`MIN_PIPE_DATAGRAMS`],
     /// within the window bounds (call only with a bandwidth estimate).
     fn target(&self, gain: f64) -> f64 {
+        self.target_at(gain, self.bw.get())
+    }
+
+    /// [`Bbr::target`] at `rate` (bytes/s) instead of BtlBw.
+    fn target_at(&self, gain: f64, rate: f64) -> f64 {
         let floor = (MIN_PIPE_DATAGRAMS * self.mss) as f64;
+        let bdp = rate * self.min_rtt.as_secs_f64();
         clamp_window(
-            (gain * self.bdp() + self.aggregation()).max(floor),
+            (gain * bdp + self.ack_hold.bytes_at(rate)).max(floor),
             self.mss,
         )
     }
@@ -501,8 +533,9 @@ impl Bbr {
     /// window target with Startup's gain while the model is still finding the bandwidth (so
     /// a doubling window is not held back by an estimate that lags it by half a round),
     /// `gain` after; like the window, never under `ack_every` + 1 datagrams (module docs,
-    /// **Window**); `None` before a bandwidth sample. The [`super::Adaptive`] controller
-    /// caps NewReno by it.
+    /// **Window**); `None` before a bandwidth sample. The rate is [`Bbr::cap_rate`]: BtlBw
+    /// unless the rate fell ([`Bbr::on_queue_over_cap`]). The [`super::Adaptive`]
+    /// controller caps NewReno by it.
     pub fn queue_cap(&self, gain: f64) -> Option<u64> {
         if self.bw.get() <= 0.0 {
             return None;
@@ -511,7 +544,47 @@ impl Bbr {
             BbrMode::Startup => HIGH_GAIN,
             BbrMode::Drain | BbrMode::ProbeBw { .. } => gain,
         };
-        Some(self.target(gain) as u64)
+        Some(self.target_at(gain, self.cap_rate()) as u64)
+    }
+
+    /// The rate [`Bbr::queue_cap`] builds on, bytes/s: the rate the path fell to while
+    /// [`Bbr::on_queue_over_cap`] has one, else BtlBw (0 before a sample).
+    pub fn cap_rate(&self) -> f64 {
+        let best = self.bw.get();
+        self.fallen_rate.map_or(best, |fallen| fallen.min(best))
+    }
+
+    /// The path's rate fell: a datagram met `queue` (an ACK's shortest sample,
+    /// [`Acked::queue_delay_seen`]) longer than a sender held at [`Bbr::queue_cap`]`(gain)`
+    /// can make at [`Bbr::cap_rate`] (the cap's bytes beyond the pipe, in time at that
+    /// rate), by more than [`super::SHALLOW_QUEUE`]; then the cap builds on the latest
+    /// sample, if lower, until the samples reach BtlBw again (outside Startup, whose
+    /// estimate only lags). BtlBw itself, and so the window, the drain rate and the floor
+    /// a cut keeps, forget a higher rate only after [`BW_FILTER_ROUNDS`] rounds, which
+    /// lengthen as the queue grows: about 1.5 s on the test bed's T5, whose 20 ms path falls
+    /// from 20 to 5 Mbit/s with 1.5 BDPs in flight, 155 ms of queue at the new rate. A
+    /// queue means the link is busy, so a sample taken behind it is the link's rate, or
+    /// this sender's share where other flows keep the queue ([`super::Adaptive`]'s drain
+    /// check lifts the cap there). BBR v1 has no such rule; [`super::Adaptive`]'s queue-cap
+    /// model calls it (docs/protocol.md#rate-drop).
+    pub fn on_queue_over_cap(&mut self, queue: Duration, gain: f64) {
+        let rate = self.cap_rate();
+        let latest = self.latest_sample;
+        if self.mode == BbrMode::Startup
+            || !super::is_rate(&rate)
+            || !super::is_rate(&latest)
+            || latest >= rate
+        {
+            return;
+        }
+        let Some(cap) = self.queue_cap(gain) else {
+            return;
+        };
+        let beyond_pipe = (cap as f64 / rate - self.min_rtt.as_secs_f64()).max(0.0);
+        let allowed = Duration::try_from_secs_f64(beyond_pipe).unwrap_or(Duration::MAX);
+        if queue > allowed.saturating_add(super::SHALLOW_QUEUE) {
+            self.fallen_rate = Some(latest);
+        }
     }
 
     /// The path shows a queue: a Startup with a bandwidth sample ends (to Drain), as the

@@ -504,3 +504,50 @@ fn the_engine_s_window_leaves_room_for_delayed_acks() {
         assert!(matches!(engine.mode(), BbrMode::ProbeBw { .. }));
     }
 }
+
+/// The queue cap follows a rate fall at once (`Bbr::on_queue_over_cap`); BtlBw, and with
+/// it the window, only after ten rounds.
+#[test]
+fn a_queue_beyond_the_cap_lowers_the_cap_rate_until_samples_reach_btlbw_again() {
+    let mut cc = to_probe_bw();
+    // At 1 MB/s and RTprop 100 ms the cap at gain 1.5 is 150 000 B: 50 ms of queue beyond
+    // the pipe, so a queue counts from 50 + 10 ms.
+    assert_eq!(cc.queue_cap(1.5), Some(150_000));
+    // 1001 ms: 102 000 B in 0.101 s, 1 009 901 B/s, the new best. A queue while the
+    // samples hold the best rate is other flows': nothing changes.
+    let best = 102_000.0 / 0.101;
+    ack(&mut cc, 1001, 102_000, 0);
+    cc.on_queue_over_cap(Duration::from_secs(1), 1.5);
+    assert_close(cc.cap_rate(), best);
+    // 1.5 × 100 990.1 = 151 485 B: still 50 ms beyond the pipe at that rate.
+    assert_eq!(cc.queue_cap(1.5), Some(151_485));
+    // 1102 ms: the link fell to a quarter: 25 000 B in 0.101 s, 247 524.75 B/s.
+    ack(&mut cc, 1102, 25_000, 0);
+    cc.on_queue_over_cap(Duration::from_millis(59), 1.5);
+    assert_close(cc.cap_rate(), best);
+    cc.on_queue_over_cap(Duration::from_millis(61), 1.5);
+    assert_close(cc.cap_rate(), 25_000.0 / 0.101);
+    // 1.5 × 247 524.75 × 0.1 = 37 128.7; BtlBw and the window (2 BDPs) stay.
+    assert_eq!(cc.queue_cap(1.5), Some(37_128));
+    assert_close(cc.bandwidth(), best);
+    assert_eq!(cc.window(), 201_980);
+    // Later samples raise the fallen rate (50 000 B in 0.101 s), and one that reaches
+    // BtlBw ends it.
+    ack(&mut cc, 1203, 50_000, 0);
+    assert_close(cc.cap_rate(), 50_000.0 / 0.101);
+    ack(&mut cc, 1304, 102_000, 0);
+    assert_close(cc.cap_rate(), best);
+    assert_eq!(cc.queue_cap(1.5), Some(151_485));
+}
+
+#[test]
+fn a_queue_in_startup_is_no_rate_fall() {
+    // Startup's estimate lags a doubling rate: a lower sample there is noise, not a fall.
+    let mut cc = Bbr::with_ack_aggregation(MSS, Duration::ZERO);
+    ack(&mut cc, 100, 12_000, 0);
+    ack(&mut cc, 200, 24_000, 0);
+    ack(&mut cc, 300, 6_000, 0);
+    assert_eq!(cc.mode(), BbrMode::Startup);
+    cc.on_queue_over_cap(Duration::from_secs(1), 1.5);
+    assert_close(cc.cap_rate(), 240_000.0);
+}

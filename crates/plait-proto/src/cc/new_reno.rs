@@ -7,9 +7,10 @@
 //! found (RFC 5681 eq. 4's FlightSize), so a window slow start grew past what was used is
 //! no cushion.
 //!
-//! Invariant: the own window stays within [`min_window`]`(mss)..=`[`MAX_WINDOW`], and
-//! each [`NewReno::limit`] brings it within twice the cap it sets; the window used is the
-//! smaller of the own window and the cap, never under the minimum window.
+//! Invariant: the own window stays within [`min_window`]`(mss)..=`[`MAX_WINDOW`]; under a
+//! cap ([`NewReno::limit`]) it grows to at most twice the cap, and [`NewReno::unlimit`]
+//! brings it within twice the last cap; the window used is the smaller of the own window
+//! and the cap, never under the minimum window.
 
 use super::{
     Acked, CongestionController, Coupling, INITIAL_WINDOW_DATAGRAMS, MAX_WINDOW, min_window,
@@ -63,17 +64,21 @@ impl NewReno {
     /// Bounds the window used to `cap` bytes (never below the minimum window). NewReno's
     /// own window, threshold and slow start are kept, so the window grows again as soon as
     /// the cap does, and a cut halves the flight at the loss (RFC 5681's FlightSize), not
-    /// a window the cap lowered after those datagrams left. The own window is kept within
-    /// twice the cap, what slow start reaches in a round.
+    /// a window the cap lowered after those datagrams left. Under the cap the own window
+    /// grows to at most twice it, what slow start reaches in a round; a lower cap does not
+    /// shrink it: the cap follows a model's rate, which falls with the link's and comes
+    /// back with it (docs/protocol.md#rate-drop), while the own window is what losses
+    /// taught, and halving it on a cap's fall would leave it to regrow a datagram a round.
     pub fn limit(&mut self, cap: u64) {
-        let cap = cap.max(min_window(self.mss));
-        self.cap = Some(cap);
-        self.window = self.window.min(cap.saturating_mul(2));
+        self.cap = Some(cap.max(min_window(self.mss)));
     }
 
-    /// Lifts the bound [`NewReno::limit`] set: the own window is the window used again.
+    /// Lifts the bound [`NewReno::limit`] set: the own window, within twice the last cap
+    /// (what slow start would reach in a round from it), is the window used again.
     pub fn unlimit(&mut self) {
-        self.cap = None;
+        if let Some(cap) = self.cap.take() {
+            self.window = self.window.min(cap.saturating_mul(2));
+        }
     }
 
     /// After a cut: the own window and threshold are at least `floor` bytes (within the
@@ -82,6 +87,11 @@ impl NewReno {
         let floor = floor.clamp(min_window(self.mss), MAX_WINDOW);
         self.window = self.window.max(floor);
         self.ssthresh = self.ssthresh.max(floor);
+    }
+
+    /// The own window, bytes: the window used but for the cap ([`NewReno::limit`]).
+    pub fn own_window(&self) -> u64 {
+        self.window
     }
 
     /// The slow-start threshold (`u64::MAX` until the first congestion event).
@@ -95,6 +105,7 @@ impl CongestionController for NewReno {
         if acked.app_limited {
             return;
         }
+        let before = self.window;
         if self.window < self.ssthresh {
             self.window = self.window.saturating_add(acked.bytes);
         } else {
@@ -104,7 +115,11 @@ impl CongestionController for NewReno {
                 self.window = self.window.saturating_add(self.mss);
             }
         }
-        self.window = self.window.min(MAX_WINDOW);
+        // Under a cap, growth stops at twice it; a window already above stays (`limit`).
+        let bound = self
+            .cap
+            .map_or(MAX_WINDOW, |cap| cap.saturating_mul(2).max(before));
+        self.window = self.window.min(bound).min(MAX_WINDOW);
     }
 
     fn on_flight_at_loss(&mut self, flight: u64) {

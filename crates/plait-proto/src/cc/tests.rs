@@ -78,13 +78,43 @@ fn a_capped_newreno_halves_the_flight_at_the_loss_not_the_window_the_cap_lowered
     cc.on_congestion_event(ms(20), &none);
     assert_eq!(cc.ssthresh(), 45 * MSS);
     assert_eq!(cc.window(), 45 * MSS);
-    // Each cap keeps the own window within twice it (`adaptive` sets one at every ACK).
+    // A lower cap bounds the window used but does not shrink the own window (`adaptive`
+    // sets one at every ACK), and under it the own window does not grow: it is already
+    // past twice the cap. In avoidance a window of ACKs would have added a datagram.
     cc.limit(10 * MSS);
-    assert_eq!(cc.window(), 10 * MSS);
+    assert_eq!((cc.window(), cc.own_window()), (10 * MSS, 45 * MSS));
     cc.on_ack(ms(30), &acked(100 * MSS), &none);
-    cc.limit(10 * MSS);
+    assert_eq!(cc.own_window(), 45 * MSS);
+    // The cap comes back: the own window is the window used, and grows again.
     cc.limit(100 * MSS);
-    assert_eq!(cc.window(), 20 * MSS);
+    assert_eq!(cc.window(), 45 * MSS);
+    cc.on_ack(ms(40), &acked(45 * MSS), &none);
+    assert_eq!(cc.window(), 46 * MSS);
+    // Lifting a cap leaves the own window within twice the last one.
+    cc.limit(10 * MSS);
+    cc.unlimit();
+    assert_eq!((cc.window(), cc.own_window()), (20 * MSS, 20 * MSS));
+}
+
+#[test]
+fn under_a_cap_slow_start_grows_the_own_window_to_twice_the_cap() {
+    let mut cc = NewReno::new(MSS);
+    let none = Coupling {
+        this: PathId(0),
+        paths: &[],
+    };
+    cc.limit(15 * MSS);
+    assert_eq!(cc.window(), 10 * MSS, "the initial window, under the cap");
+    // Slow start: 10 + 30 datagrams, held at twice the cap.
+    cc.on_ack(ms(10), &acked(30 * MSS), &none);
+    assert_eq!((cc.window(), cc.own_window()), (15 * MSS, 30 * MSS));
+    cc.on_ack(ms(20), &acked(30 * MSS), &none);
+    assert_eq!(cc.own_window(), 30 * MSS);
+    // Uncapped, the own window is the window used and slow start goes on.
+    cc.unlimit();
+    assert_eq!(cc.window(), 30 * MSS);
+    cc.on_ack(ms(30), &acked(30 * MSS), &none);
+    assert_eq!(cc.window(), 60 * MSS);
 }
 
 #[test]
