@@ -58,7 +58,8 @@
 //! idle 20, on T1's and T4's 20 ms path is what the standing queue ends). The model
 //! misses the ACKs NewReno does not take (datagrams sent before a recovery period began):
 //! its bandwidth filter holds the best sample of the last ten rounds, so a recovery
-//! period does not lower it.
+//! period does not lower it, and the rule for a rate drop (below) waits two smoothed RTTs
+//! after a cut.
 //!
 //! A cut leaves at least the model's BDP (never more than NewReno's own window before it,
 //! a drain check's included):
@@ -77,7 +78,8 @@
 //! ms above idle on the test bed's T5). So an ACK whose datagrams all met more queue than
 //! the cap can make at its rate, by more than `SHALLOW_QUEUE`, moves the cap to the latest
 //! delivery-rate sample until the samples reach BtlBw again ([`Bbr::on_queue_over_cap`];
-//! not during a drain check, nor once the checks lifted the cap). BtlBw itself keeps its
+//! not during a drain check, nor once the checks lifted the cap, nor within two smoothed
+//! RTTs of a cut, whose recovery withholds ACKs from the model's samples). BtlBw itself keeps its
 //! ten rounds, so a cut's floor stays the old BDP (NewReno's own window, which a lower cap
 //! does not shrink, bounds it), and when the link speeds up again the cap regrows with the
 //! samples, up to that window, instead of NewReno a datagram a round
@@ -130,7 +132,8 @@ pub const QUEUE_CAP_GAIN: f64 = 1.5;
 #[derive(Clone, Debug)]
 enum Active {
     NewReno(NewReno),
-    Bbr(Bbr),
+    /// Boxed: a BBR is several times a NewReno's size.
+    Bbr(Box<Bbr>),
 }
 
 /// See the module docs.
@@ -148,6 +151,10 @@ pub struct Adaptive {
     evidence: f64,
     /// Switches so far (either way).
     switches: u64,
+    /// When the last congestion event came: for two smoothed RTTs after it the model's
+    /// samples miss the ACKs NewReno withholds in recovery, so they undercount the rate and
+    /// are no measure of a rate drop.
+    cut_at: Option<Time>,
 }
 
 impl Adaptive {
@@ -160,6 +167,7 @@ impl Adaptive {
             drain: DrainCheck::new(mss),
             evidence: 0.0,
             switches: 0,
+            cut_at: None,
         }
     }
 
@@ -176,14 +184,14 @@ impl Adaptive {
     fn inner(&self) -> &dyn CongestionController {
         match &self.active {
             Active::NewReno(c) => c,
-            Active::Bbr(c) => c,
+            Active::Bbr(c) => c.as_ref(),
         }
     }
 
     fn inner_mut(&mut self) -> &mut dyn CongestionController {
         match &mut self.active {
             Active::NewReno(c) => c,
-            Active::Bbr(c) => c,
+            Active::Bbr(c) => c.as_mut(),
         }
     }
 
@@ -206,10 +214,10 @@ impl Adaptive {
         // The drain checks judged the other controller's queue.
         self.drain.reset();
         self.active = match &self.active {
-            Active::NewReno(_) => Active::Bbr(Bbr::new(self.mss)),
+            Active::NewReno(_) => Active::Bbr(Box::new(Bbr::new(self.mss))),
             Active::Bbr(b) => {
                 // The BBR that ran is the freshest model of the path.
-                *self.model = b.clone();
+                self.model = b.clone();
                 Active::NewReno(NewReno::in_avoidance(self.mss, b.window()))
             }
         };
@@ -276,10 +284,15 @@ impl CongestionController for Adaptive {
             }
             // A queue longer than the cap can make: the path's rate fell
             // (`Bbr::on_queue_over_cap`). Not during a drain check, whose window the check
-            // fixed, nor once the checks found the queue other flows' (no cap then).
+            // fixed, nor once the checks found the queue other flows' (no cap then), nor
+            // just after a cut (`cut_at`).
+            let after_cut = self
+                .cut_at
+                .is_some_and(|cut| now.saturating_since(cut) < acked.srtt.saturating_mul(2));
             if let Some(queue) = acked.queue_delay_seen
                 && !draining
                 && !self.drain.shared()
+                && !after_cut
             {
                 self.model.on_queue_over_cap(queue, QUEUE_CAP_GAIN);
             }
@@ -320,6 +333,7 @@ impl CongestionController for Adaptive {
             Active::Bbr(_) => None,
         };
         self.inner_mut().on_congestion_event(now, coupling);
+        self.cut_at = Some(now);
         // At least the model's BDP after the cut (module docs), never more than NewReno had.
         if let (Active::NewReno(c), Some(had)) = (&mut self.active, had)
             && self.model.bandwidth() > 0.0

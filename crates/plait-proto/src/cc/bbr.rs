@@ -140,9 +140,10 @@
 //! Invariants: the window is within [`min_window`]`(mss)..=`[`MAX_WINDOW`] after every
 //! method (every write goes through [`clamp_window`]); the bandwidth estimate and the
 //! pacing rate are finite and non-negative, and the pacing rate is `None` unless the
-//! estimate is positive; an elapsed time divided by is at least 1 ms; at most
-//! [`SNAPSHOTS`] snapshots are kept; time comes only from `now` (elapsed times saturate at
-//! zero when it goes backwards).
+//! estimate is positive; [`Bbr::cap_rate`] is finite, non-negative and at most the
+//! estimate; an elapsed time divided by is at least 1 ms; at most [`SNAPSHOTS`] snapshots
+//! are kept; time comes only from `now` (elapsed times saturate at zero when it goes
+//! backwards).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -266,9 +267,10 @@ pub struct Bbr {
     bw: MaxFilter,
     /// The latest delivery-rate sample the filter took, bytes/s (0 before one).
     latest_sample: f64,
-    /// The rate the path fell to, bytes/s, while it is under the filter's best: set by
-    /// [`Bbr::on_queue_over_cap`], raised by every sample the filter takes after, cleared
-    /// once it reaches the best. The queue cap builds on it ([`Bbr::cap_rate`]).
+    /// The rate the path fell to, bytes/s: set by [`Bbr::on_queue_over_cap`] below BtlBw,
+    /// raised by every later sample (application-limited ones too: each is a rate the
+    /// path carried), cleared once it reaches BtlBw. The queue cap builds on the lesser of
+    /// it and BtlBw ([`Bbr::cap_rate`]).
     fallen_rate: Option<f64>,
     /// RTprop: the last [`Acked::min_rtt`].
     min_rtt: Duration,
@@ -419,8 +421,12 @@ impl Bbr {
             let app_limited = self.app_limited_acks != from.app_limited_acks;
             if !app_limited || sample >= self.bw.get() {
                 self.bw.insert(self.round, sample);
-                self.took_sample(sample);
+                if super::is_rate(&sample) {
+                    self.latest_sample = sample;
+                }
             }
+            // Any sample, an application-limited one too, is a rate the path carried.
+            self.raise_fallen_rate(sample);
         }
         let due = self
             .snapshots
@@ -439,12 +445,12 @@ impl Bbr {
         }
     }
 
-    /// Keeps the latest sample and raises the fallen rate with it (see `fallen_rate`).
-    fn took_sample(&mut self, sample: f64) {
+    /// Raises the fallen rate to `sample` if higher, and ends it once it reaches BtlBw
+    /// (see `fallen_rate`).
+    fn raise_fallen_rate(&mut self, sample: f64) {
         if !super::is_rate(&sample) {
             return;
         }
-        self.latest_sample = sample;
         let best = self.bw.get();
         self.fallen_rate = self
             .fallen_rate

@@ -531,10 +531,12 @@ fn a_queue_beyond_the_cap_lowers_the_cap_rate_until_samples_reach_btlbw_again() 
     assert_eq!(cc.queue_cap(1.5), Some(37_128));
     assert_close(cc.bandwidth(), best);
     assert_eq!(cc.window(), 201_980);
-    // Later samples raise the fallen rate (50 000 B in 0.101 s), and one that reaches
-    // BtlBw ends it.
-    ack(&mut cc, 1203, 50_000, 0);
+    // Later samples raise the fallen rate, an application-limited one too (50 000 B in
+    // 0.101 s; it does not enter the filter, but the path carried it), and one that
+    // reaches BtlBw ends it.
+    cc.on_ack(ms(1203), &acked(50_000, 0, true), &none());
     assert_close(cc.cap_rate(), 50_000.0 / 0.101);
+    assert_close(cc.bandwidth(), best);
     ack(&mut cc, 1304, 102_000, 0);
     assert_close(cc.cap_rate(), best);
     assert_eq!(cc.queue_cap(1.5), Some(151_485));

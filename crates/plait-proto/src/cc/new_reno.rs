@@ -151,8 +151,8 @@ impl CongestionController for NewReno {
 
     fn on_persistent_congestion(&mut self, _now: Time) {
         self.before_cut = None;
-        // Half the window used (the own one may be up to twice a cap); the path that comes
-        // back gets no cap until its owner sets a new one.
+        // Half the window used (the own one may be far above a cap that fell); the path
+        // that comes back gets no cap until its owner sets a new one.
         self.ssthresh = (CongestionController::window(self) / 2).max(min_window(self.mss));
         self.cap = None;
         self.window = min_window(self.mss);
