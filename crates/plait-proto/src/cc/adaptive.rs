@@ -79,10 +79,10 @@
 //! the cap can make at its rate, by more than `SHALLOW_QUEUE`, moves the cap to the latest
 //! delivery-rate sample until the samples reach BtlBw again ([`Bbr::on_queue_over_cap`];
 //! not during a drain check, nor once the checks lifted the cap, nor within two smoothed
-//! RTTs of a cut, whose recovery withholds ACKs from the model's samples). BtlBw itself keeps its
-//! ten rounds, so a cut's floor stays the old BDP (NewReno's own window, which a lower cap
-//! does not shrink, bounds it), and when the link speeds up again the cap regrows with the
-//! samples, up to that window, instead of NewReno a datagram a round
+//! RTTs of a cut, whose recovery withholds ACKs from the model's samples). BtlBw itself
+//! keeps its ten rounds, so a cut's floor stays the old BDP (NewReno's own window, which a
+//! lower cap does not shrink, bounds it), and when the link speeds up again the cap
+//! regrows with the samples, up to that window, instead of NewReno a datagram a round
 //! (docs/protocol.md#rate-drop).
 //!
 //! The cap is for a queue the path makes itself. Where another flow keeps the bottleneck's
