@@ -566,7 +566,7 @@ impl Bbr {
     /// rate), by more than [`super::SHALLOW_QUEUE`]; then the cap builds on the latest
     /// sample, if lower, until the samples reach BtlBw again (outside Startup, whose
     /// estimate only lags). BtlBw itself, and so the window, the drain rate and the floor
-    /// a cut keeps, forget a higher rate only after [`BW_FILTER_ROUNDS`] rounds, which
+    /// a cut keeps, forget a higher rate only after `BW_FILTER_ROUNDS` (10) rounds, which
     /// lengthen as the queue grows: about 1.5 s on the test bed's T5, whose 20 ms path falls
     /// from 20 to 5 Mbit/s with 1.5 BDPs in flight, 155 ms of queue at the new rate. A
     /// queue means the link is busy, so a sample taken behind it is the link's rate, or
