@@ -514,7 +514,7 @@ fn a_queue_beyond_the_cap_lowers_the_cap_rate_until_samples_reach_btlbw_again() 
     // the pipe, so a queue counts from 50 + 10 ms.
     assert_eq!(cc.queue_cap(1.5), Some(150_000));
     // 1001 ms: 102 000 B in 0.101 s, 1 009 901 B/s, the new best. A queue while the
-    // samples hold the best rate is other flows': nothing changes.
+    // latest sample is the best rate shows no fall: nothing changes.
     let best = 102_000.0 / 0.101;
     ack(&mut cc, 1001, 102_000, 0);
     cc.on_queue_over_cap(Duration::from_secs(1), 1.5);
