@@ -49,7 +49,9 @@
 //! waited 96-98 ms more than idle on the test bed's 100 ms queues. So while NewReno runs, a
 //! BBR model of the path ([`Bbr`], fed the same ACKs, never sending) bounds its window by
 //! [`Bbr::queue_cap`]: [`QUEUE_CAP_GAIN`] (1.5) BDPs plus BBR's ACK-aggregation allowance
-//! once the model has found the bandwidth, so the standing queue stays near half a BDP
+//! (what the peer may hold unacknowledged; less while the cap holds, as the session then
+//! asks for prompt ACKs: [`CongestionController::wants_prompt_acks`],
+//! docs/protocol.md#ack-soon) once the model has found the bandwidth, so the standing queue stays near half a BDP
 //! plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
 //! goal being 30), and 2/ln 2 BDPs while the model is still finding it: until its
 //! Startup sees three rounds without growth or the path shows a standing queue
@@ -155,6 +157,8 @@ pub struct Adaptive {
     /// samples miss the ACKs NewReno withholds in recovery, so they undercount the rate and
     /// are no measure of a rate drop.
     cut_at: Option<Time>,
+    /// Whether the datagrams sent ask for prompt ACKs (the model's ACK hold follows).
+    prompt_acks: bool,
 }
 
 impl Adaptive {
@@ -168,6 +172,7 @@ impl Adaptive {
             evidence: 0.0,
             switches: 0,
             cut_at: None,
+            prompt_acks: false,
         }
     }
 
@@ -216,8 +221,10 @@ impl Adaptive {
         self.active = match &self.active {
             Active::NewReno(_) => Active::Bbr(Box::new(Bbr::new(self.mss))),
             Active::Bbr(b) => {
-                // The BBR that ran is the freshest model of the path.
+                // The BBR that ran is the freshest model of the path (with the ACK hold the
+                // datagrams ask for).
                 self.model = b.clone();
+                self.model.set_prompt_acks(self.prompt_acks);
                 Active::NewReno(NewReno::in_avoidance(self.mss, b.window()))
             }
         };
@@ -376,5 +383,20 @@ impl CongestionController for Adaptive {
     }
     fn wants_drain_check(&self, now: Time) -> bool {
         matches!(self.active, Active::NewReno(_)) && self.drain.wants_check(now)
+    }
+    /// While the queue cap holds NewReno: the cap allows for the peer's ACK hold, and a
+    /// prompter hold is a shorter queue (docs/protocol.md#ack-soon).
+    fn wants_prompt_acks(&self) -> bool {
+        self.queue_cap().is_some()
+    }
+    fn prompt_acks(&self) -> bool {
+        self.prompt_acks
+    }
+    fn set_prompt_acks(&mut self, prompt: bool) {
+        if self.prompt_acks != prompt {
+            self.prompt_acks = prompt;
+            self.model.set_prompt_acks(prompt);
+            self.apply_cap();
+        }
     }
 }

@@ -300,6 +300,36 @@ fn newreno_is_held_to_one_and_a_half_bdps_plus_the_ack_allowance() {
 }
 
 #[test]
+fn prompt_acks_are_wanted_while_the_cap_holds_and_shrink_its_allowance() {
+    // 10 Mbit/s at 20 ms, capped at 1.5 × 25 000 + 22 400 = 59 900 B (above).
+    let mut c = Adaptive::new(MSS);
+    assert!(!c.wants_prompt_acks(), "no cap before a bandwidth sample");
+    steady(&mut c, 1, 3_000, 1_250_000);
+    assert!(c.wants_prompt_acks());
+    // Asked to be prompt, the peer holds at most 5 ms (6 250 B) once four datagrams
+    // (5 600 B) came: the cap's allowance shrinks to that (docs/protocol.md#ack-soon).
+    c.set_prompt_acks(true);
+    assert_eq!(c.queue_cap(), Some(37_500 + 6_250));
+    assert_eq!(c.window(), 43_750);
+    c.set_prompt_acks(false);
+    assert_eq!(c.queue_cap(), Some(59_900));
+    // Once the drain checks lift the cap, the queue is other flows': nothing to ask.
+    let mut c = Adaptive::new(MSS);
+    capped_then_slower(&mut c);
+    steady_ack(&mut c, 5_000, 1_000_000, true);
+    steady_queue(&mut c, 5_001, 5_066, true);
+    assert_eq!(c.queue_cap(), None);
+    assert!(!c.wants_prompt_acks());
+    // Nor under BBR, whose window is its own bound.
+    let mut lossy = Adaptive::new(MSS);
+    steady(&mut lossy, 1, 3_000, 1_250_000);
+    assert!(lossy.wants_prompt_acks());
+    assert!(feed(&mut lossy, 4, 25, 1));
+    assert!(lossy.is_bbr());
+    assert!(!lossy.wants_prompt_acks());
+}
+
+#[test]
 fn a_loss_still_halves_the_capped_window_and_the_cap_follows_the_rate() {
     let mut c = Adaptive::new(MSS);
     steady(&mut c, 1, 3_000, 1_250_000);

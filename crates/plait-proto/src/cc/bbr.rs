@@ -35,8 +35,8 @@
 //!   would keep that rate for ten rounds with a window as many times too large; the send
 //!   interval bounds the sample by the rate the data left at. A window spans at least one
 //!   RTprop plus one ACK interval at the current estimate ([`AckHold::interval_at`]:
-//!   16 datagrams at BtlBw, at most the allowance's 25 ms; the whole 25 ms before a
-//!   sample): where 16 datagrams take longer than RTprop (8 Mbit/s at 20 ms: an ACK every
+//!   16 datagrams at BtlBw, at most the allowance's 25 ms, less where the datagrams ask
+//!   for prompt ACKs, docs/protocol.md#ack-soon; the whole 25 ms before a sample): where 16 datagrams take longer than RTprop (8 Mbit/s at 20 ms: an ACK every
 //!   24 ms) a window of one RTprop held a single ACK interval, its samples carried that
 //!   interval's jitter and the max filter kept their high end
 //!   (docs/protocol.md#delivery-rate); on fast paths the interval is short (1.9 ms at
@@ -259,7 +259,8 @@ impl MaxFilter {
 #[derive(Clone, Debug)]
 pub struct Bbr {
     /// The peer's ACK hold this controller allows for (`ack_every` datagrams of `mss`, at
-    /// most the aggregation allowance's delay).
+    /// most the aggregation allowance's delay; prompter once the datagrams sent ask for it,
+    /// [`CongestionController::set_prompt_acks`]).
     ack_hold: AckHold,
     mss: u64,
     mode: BbrMode,
@@ -317,10 +318,7 @@ impl Bbr {
     pub fn with_ack_aggregation(mss: u64, allowance: Duration) -> Bbr {
         let mss = sane_mss(mss);
         Bbr {
-            ack_hold: AckHold {
-                bytes: ACK_EVERY_DATAGRAMS.saturating_mul(mss),
-                max_delay: allowance,
-            },
+            ack_hold: AckHold::counting(ACK_EVERY_DATAGRAMS, mss, allowance),
             mss,
             mode: BbrMode::Startup,
             window: clamp_window((INITIAL_WINDOW_DATAGRAMS * mss) as f64, mss),
@@ -504,7 +502,9 @@ impl Bbr {
         )
     }
 
-    /// The ACK-aggregation allowance: `min(BtlBw × ack delay, ack_every datagrams)`.
+    /// The ACK-aggregation allowance: what the peer may hold at BtlBw
+    /// ([`AckHold::bytes_at`]: `min(BtlBw × ack delay, ack_every datagrams)`, less if
+    /// asked for prompt ACKs).
     fn aggregation(&self) -> f64 {
         self.ack_hold.bytes_at(self.bw.get())
     }
@@ -660,6 +660,7 @@ impl CongestionController for Bbr {
         *self = Bbr {
             window: min_window(self.mss) as f64,
             min_rtt: self.min_rtt,
+            ack_hold: self.ack_hold,
             ..Bbr::with_ack_aggregation(self.mss, self.ack_hold.max_delay)
         };
     }
@@ -680,5 +681,14 @@ impl CongestionController for Bbr {
     fn acks_in_recovery(&self) -> bool {
         // Every delivered byte is a delivery-rate measurement (module docs).
         true
+    }
+
+    fn set_prompt_acks(&mut self, prompt: bool) {
+        let (mss, delay) = (self.mss, self.ack_hold.max_delay);
+        self.ack_hold = if prompt {
+            AckHold::prompt(ACK_EVERY_DATAGRAMS, mss, delay)
+        } else {
+            AckHold::counting(ACK_EVERY_DATAGRAMS, mss, delay)
+        };
     }
 }

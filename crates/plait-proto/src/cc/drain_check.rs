@@ -97,7 +97,8 @@ pub const DRAIN_WINDOW_GAIN: f64 = 0.95;
 pub const DRAINED_CHECKS_TO_CAP: u8 = 2;
 
 /// Added to a check's two round trips: the peer may hold an ACK this long
-/// (`ack_delay`, 25 ms by default).
+/// (`ack_delay`, 25 ms by default; prompt ACKs, docs/protocol.md#ack-soon, come sooner, and
+/// the longer allowance only lengthens a check).
 const ACK_DELAY_ALLOWANCE: Duration = Duration::from_millis(25);
 
 /// A check starts only at the first ACK this soon after an interval begins, so a
@@ -144,8 +145,8 @@ struct Probe {
     short_below: Duration,
     /// The longest gap between two samples of one run, and the latest after the deadline
     /// a sample may still judge: the settle time plus the peer's ACK delay (an ACK every
-    /// 16 datagrams or 25 ms: a gap of up to that is the ACK cadence, not an unseen
-    /// queue).
+    /// 16 datagrams or 25 ms at the latest: a gap of up to that is the ACK cadence, not an
+    /// unseen queue).
     max_gap: Duration,
     /// The current run of samples that agree: whether they showed a short queue, since
     /// when, and the latest of them.

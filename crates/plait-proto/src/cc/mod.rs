@@ -40,7 +40,7 @@ mod pacer;
 use std::fmt::Debug;
 use std::time::Duration;
 
-pub use ack_hold::AckHold;
+pub use ack_hold::{ACK_SOON_DELAY, ACK_SOON_EVERY, AckHold};
 pub use adaptive::Adaptive;
 pub use balia::Balia;
 pub use bbr::{Bbr, BbrMode};
@@ -257,6 +257,21 @@ pub trait CongestionController: Debug {
     fn wants_drain_check(&self, _now: Time) -> bool {
         false
     }
+    /// Whether the controller holds the path's queue short, so the peer's ACK delay is
+    /// queue it must allow for: the session then marks the stream datagrams it sends on the
+    /// path ACK_SOON (docs/protocol.md#ack-soon). `false` by default.
+    fn wants_prompt_acks(&self) -> bool {
+        false
+    }
+    /// Whether the datagrams the session now sends on the path ask for prompt ACKs, so a
+    /// model of the peer's ACK hold ([`AckHold`]) follows what the peer does. Nothing by
+    /// default.
+    fn set_prompt_acks(&mut self, _prompt: bool) {}
+    /// Whether the controller's model counts the prompt hold now (the last
+    /// [`CongestionController::set_prompt_acks`]); `false` for one without such a model.
+    fn prompt_acks(&self) -> bool {
+        false
+    }
 }
 
 /// Any of the controllers, chosen by [`CongestionKind`] (a closed set: static dispatch and
@@ -352,6 +367,15 @@ impl CongestionController for AnyController {
     fn wants_drain_check(&self, now: Time) -> bool {
         self.inner().wants_drain_check(now)
     }
+    fn wants_prompt_acks(&self) -> bool {
+        self.inner().wants_prompt_acks()
+    }
+    fn set_prompt_acks(&mut self, prompt: bool) {
+        self.inner_mut().set_prompt_acks(prompt);
+    }
+    fn prompt_acks(&self) -> bool {
+        self.inner().prompt_acks()
+    }
 }
 
 /// One path's congestion state as a driver shows it (status, metrics).
@@ -420,6 +444,24 @@ impl PathCongestion {
     /// ([`CongestionController::wants_drain_check`]).
     pub fn wants_drain_check(&self, now: Time) -> bool {
         self.controller.wants_drain_check(now)
+    }
+
+    /// Whether the controller wants prompt ACKs
+    /// ([`CongestionController::wants_prompt_acks`]).
+    pub fn wants_prompt_acks(&self) -> bool {
+        self.controller.wants_prompt_acks()
+    }
+
+    /// Whether the datagrams now sent ask for prompt ACKs
+    /// ([`CongestionController::set_prompt_acks`]).
+    pub fn set_prompt_acks(&mut self, prompt: bool) {
+        self.controller.set_prompt_acks(prompt);
+    }
+
+    /// Whether the controller's model counts the prompt hold now
+    /// ([`CongestionController::prompt_acks`]).
+    pub fn prompt_acks(&self) -> bool {
+        self.controller.prompt_acks()
     }
 
     /// Congestion events (window cuts) so far, and how many of them were undone.

@@ -148,6 +148,9 @@ pub struct Path {
     stats: PathStats,
     liveness: LivenessConfig,
     max_ack_delay: Duration,
+    /// When the last datagram asking for prompt ACKs (ACK_SOON) was sent; `None` once the
+    /// controller was told the datagrams no longer ask ([`Path::on_ack_soon`]).
+    ack_soon_at: Option<Time>,
     /// Cached [`Path::compute_timer`], refreshed after every change of the state it reads.
     timer: Option<Time>,
     /// The path's congestion controller, recovery period and pacer.
@@ -205,6 +208,7 @@ impl Path {
             stats: PathStats::default(),
             liveness,
             max_ack_delay,
+            ack_soon_at: None,
             timer: None,
             cc: PathCongestion::new(congestion.0, congestion.1),
             handover_probe: None,
@@ -337,6 +341,18 @@ impl Path {
             .unwrap_or(0)
     }
 
+    /// A datagram about to be sent on this path asks for prompt ACKs (ACK_SOON,
+    /// docs/protocol.md#ack-soon) or, `marked` false, one that could ask does not: the
+    /// controller's model of the peer's ACK hold follows at once. An unmarked
+    /// ack-eliciting datagram of another kind (packet-mode DATA in a session that also
+    /// carries streams) ends the prompt model only once no marked one went out for
+    /// `max_ack_delay` ([`Path::on_sent`]): until then the peer's ACKs stay prompt, as
+    /// one marked datagram since its last ACK makes the next one prompt.
+    pub fn on_ack_soon(&mut self, now: Time, marked: bool) {
+        self.ack_soon_at = marked.then_some(now);
+        self.cc.set_prompt_acks(marked);
+    }
+
     /// Records a datagram sent now; returns its path sequence number.
     pub fn on_sent(
         &mut self,
@@ -348,6 +364,13 @@ impl Path {
     ) -> PathSeq {
         let seq = self.next_seq;
         self.next_seq += 1;
+        if ack_eliciting
+            && self
+                .ack_soon_at
+                .is_some_and(|t| now.saturating_since(t) > self.max_ack_delay)
+        {
+            self.on_ack_soon(now, false);
+        }
         let len32 = u32::try_from(len).unwrap_or(u32::MAX);
         self.history.push(seq, now, len32);
         let cwnd_limited = (self.bytes_in_flight + u64::from(len32)) * 2 >= self.cc.window();

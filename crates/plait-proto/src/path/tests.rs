@@ -251,3 +251,39 @@ fn a_loss_declared_behind_a_long_queue_is_no_evidence_either_way() {
         (1, 1, 1)
     );
 }
+
+#[test]
+fn the_prompt_ack_model_lasts_while_marked_datagrams_go_out() {
+    // docs/protocol.md#ack-soon: the controller's model counts the prompt hold from the
+    // first datagram marked ACK_SOON, and the usual one again once no marked datagram went
+    // out for `max_ack_delay` (25 ms here) when another ack-eliciting one goes.
+    let mut p = Path::new(
+        PathId(0),
+        Time::ZERO,
+        PathHints::default(),
+        LivenessConfig::default(),
+        25 * MS,
+        MIN_PAIR_BYTES,
+        (CongestionKind::Adaptive, 1400),
+    );
+    let mut owd_ref = OwdReference::default();
+    link(&mut p, &mut owd_ref, 0, 3_000, 0, false);
+    assert_eq!(p.cc.name(), "adaptive (newreno)");
+    assert!(p.cc.wants_prompt_acks(), "the queue cap holds");
+    assert!(!p.cc.prompt_acks());
+    p.on_ack_soon(at(3_100), true);
+    assert!(p.cc.prompt_acks());
+    // Within 25 ms of the mark an unmarked datagram (packet-mode DATA beside the streams)
+    // changes nothing: the peer's next ACK is still prompt. Nor does an ACK-only one.
+    p.on_sent(at(3_120), 1200, true, None, None);
+    p.on_sent(at(3_130), 60, false, None, None);
+    assert!(p.cc.prompt_acks());
+    // Later than that, the peer holds its ACKs as usual again.
+    p.on_sent(at(3_131), 1200, true, None, None);
+    assert!(!p.cc.prompt_acks());
+    // A datagram that could ask and does not ends it at once.
+    p.on_ack_soon(at(3_200), true);
+    assert!(p.cc.prompt_acks());
+    p.on_ack_soon(at(3_201), false);
+    assert!(!p.cc.prompt_acks());
+}

@@ -24,6 +24,8 @@ fn path(i: u8, base_ms: u64, owd_ms: u64) -> PathView {
 const NO_HOLD: AckHold = AckHold {
     bytes: 0,
     max_delay: Duration::ZERO,
+    soon_bytes: 0,
+    soon_delay: Duration::ZERO,
 };
 
 fn measured_delivery_now(path: &PathView, len: usize) -> (bool, Duration) {
@@ -171,6 +173,8 @@ fn absurd_estimates_saturate_and_never_panic() {
     let huge_hold = AckHold {
         bytes: u64::MAX,
         max_delay: Duration::MAX,
+        soon_bytes: u64::MAX,
+        soon_delay: Duration::MAX,
     };
     // A peer that may hold everything: nothing in flight is a queue.
     let held = PathView {
@@ -234,10 +238,7 @@ fn bytes_the_peer_may_hold_unacknowledged_are_no_queue() {
         ..path(0, 0, 0)
     };
     close(measured_delivery_now(&p, 0).1, 25 * MS);
-    let peer = AckHold {
-        bytes: 16 * 1500,
-        max_delay: 25 * MS,
-    };
+    let peer = AckHold::counting(16, 1500, 25 * MS);
     close(measured_delivery(&p, 0, peer).1, MS);
     // At 100 kB/s the delay bounds the hold: 2.5 kB of 5.5 are held, 3 kB take 30 ms.
     let slow = PathView {

@@ -9,6 +9,7 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+use crate::cc::{ACK_SOON_DELAY, ACK_SOON_EVERY};
 use crate::ids::{PathSeq, expand_seq};
 use crate::time::Time;
 
@@ -43,6 +44,8 @@ pub struct AckTracker {
     timestamps: Vec<(PathSeq, u32)>,
     eliciting_unacked: u32,
     first_unacked_at: Option<Time>,
+    /// A datagram since the last ACK carried ACK_SOON (docs/protocol.md#ack-soon).
+    soon_asked: bool,
     last_recv: Option<Time>,
     /// Smoothed gap between arrivals (gain 1/8), for [`AckTracker::receive_silent`].
     gap: Option<Duration>,
@@ -71,8 +74,15 @@ impl AckTracker {
         }
     }
 
-    /// Records a datagram with path sequence number `seq` that arrived at `now`.
-    pub fn on_received(&mut self, now: Time, seq: PathSeq, ack_eliciting: bool) -> Arrived {
+    /// Records a datagram with path sequence number `seq` that arrived at `now`;
+    /// `ack_soon`: it carried ACK_SOON.
+    pub fn on_received(
+        &mut self,
+        now: Time,
+        seq: PathSeq,
+        ack_eliciting: bool,
+        ack_soon: bool,
+    ) -> Arrived {
         let arrived = self.insert(seq);
         if arrived != Arrived::New {
             return arrived;
@@ -93,6 +103,7 @@ impl AckTracker {
             self.eliciting_unacked += 1;
             self.first_unacked_at.get_or_insert(now);
         }
+        self.soon_asked |= ack_soon;
         Arrived::New
     }
 
@@ -149,7 +160,11 @@ impl AckTracker {
         self.timestamps.retain(|(s, _)| *s >= floor);
     }
 
-    /// When an ACK for this path is due (`None`: nothing to acknowledge).
+    /// When an ACK for this path is due (`None`: nothing to acknowledge): at once after
+    /// `ack_every` ack-eliciting datagrams; if one of them carried ACK_SOON,
+    /// [`ACK_SOON_DELAY`] after the first once [`ACK_SOON_EVERY`] came; else
+    /// `max_ack_delay` after the first (docs/protocol.md#ack-policy; the sender models this
+    /// as [`crate::cc::AckHold`]).
     pub fn ack_deadline(&self, ack_every: u32, max_ack_delay: Duration) -> Option<Time> {
         if self.timestamps.len() >= MAX_TIMESTAMPS {
             // A full list is due at once, eliciting or not, so no timestamp is dropped.
@@ -158,6 +173,8 @@ impl AckTracker {
         let first = self.first_unacked_at?;
         if self.eliciting_unacked >= ack_every {
             Some(first)
+        } else if self.soon_asked && self.eliciting_unacked >= ACK_SOON_EVERY {
+            Some(first + ACK_SOON_DELAY.min(max_ack_delay))
         } else {
             Some(first + max_ack_delay)
         }
@@ -207,6 +224,7 @@ impl AckTracker {
         self.timestamps.clear();
         self.eliciting_unacked = 0;
         self.first_unacked_at = None;
+        self.soon_asked = false;
     }
 }
 
@@ -217,7 +235,7 @@ mod tests {
     fn tracker(seqs: &[u64]) -> AckTracker {
         let mut t = AckTracker::default();
         for &s in seqs {
-            t.on_received(Time::ZERO, s, true);
+            t.on_received(Time::ZERO, s, true, false);
         }
         t
     }
@@ -233,9 +251,15 @@ mod tests {
     #[test]
     fn duplicates_detected() {
         let mut t = tracker(&[0, 1, 5]);
-        assert_eq!(t.on_received(Time::ZERO, 1, true), Arrived::Duplicate);
-        assert_eq!(t.on_received(Time::ZERO, 5, true), Arrived::Duplicate);
-        assert_eq!(t.on_received(Time::ZERO, 3, true), Arrived::New);
+        assert_eq!(
+            t.on_received(Time::ZERO, 1, true, false),
+            Arrived::Duplicate
+        );
+        assert_eq!(
+            t.on_received(Time::ZERO, 5, true, false),
+            Arrived::Duplicate
+        );
+        assert_eq!(t.on_received(Time::ZERO, 3, true, false), Arrived::New);
     }
 
     #[test]
@@ -244,7 +268,7 @@ mod tests {
         let mut t = tracker(&seqs);
         assert_eq!(t.ranges().len(), MAX_RANGES);
         assert_eq!(t.ranges()[0], 198..=198);
-        assert_eq!(t.on_received(Time::ZERO, 1, true), Arrived::Old);
+        assert_eq!(t.on_received(Time::ZERO, 1, true, false), Arrived::Old);
     }
 
     #[test]
@@ -252,13 +276,13 @@ mod tests {
         let mut t = AckTracker::default();
         let d = Duration::from_millis(5);
         assert_eq!(t.ack_deadline(2, d), None);
-        t.on_received(Time::from_millis(10), 0, true);
+        t.on_received(Time::from_millis(10), 0, true, false);
         assert_eq!(t.ack_deadline(2, d), Some(Time::from_millis(15)));
-        t.on_received(Time::from_millis(11), 1, true);
+        t.on_received(Time::from_millis(11), 1, true, false);
         assert_eq!(t.ack_deadline(2, d), Some(Time::from_millis(10)));
         t.on_ack_sent();
         assert_eq!(t.ack_deadline(2, d), None);
-        t.on_received(Time::from_millis(12), 2, false);
+        t.on_received(Time::from_millis(12), 2, false, false);
         assert_eq!(
             t.ack_deadline(2, d),
             None,
@@ -268,10 +292,47 @@ mod tests {
     }
 
     #[test]
+    fn asked_for_soon_acks_after_the_soon_count_an_ack_waits_the_soon_delay_at_most() {
+        let (every, delay) = (16, Duration::from_millis(25));
+        for asked in [false, true] {
+            let mut t = AckTracker::default();
+            for seq in 0..u64::from(ACK_SOON_EVERY) - 1 {
+                // Only the second datagram asks: one is enough until the next ACK.
+                t.on_received(Time::from_millis(100 + seq), seq, true, asked && seq == 1);
+            }
+            assert_eq!(t.ack_deadline(every, delay), Some(Time::from_millis(125)));
+            t.on_received(Time::from_millis(110), 3, true, false);
+            let soon = Time::from_millis(100) + ACK_SOON_DELAY;
+            let expected = if asked { soon } else { Time::from_millis(125) };
+            assert_eq!(
+                t.ack_deadline(every, delay),
+                Some(expected),
+                "asked {asked}"
+            );
+            if asked {
+                // Never later than the configured delay.
+                let short = Duration::from_millis(2);
+                assert_eq!(t.ack_deadline(every, short), Some(Time::from_millis(102)));
+            }
+            // The count rule still makes it due at once.
+            for seq in 4..16 {
+                t.on_received(Time::from_millis(111), seq, true, false);
+            }
+            assert_eq!(t.ack_deadline(every, delay), Some(Time::from_millis(100)));
+            // An ACK ends the request: the next datagrams must ask again.
+            t.on_ack_sent();
+            for seq in 16..20 {
+                t.on_received(Time::from_millis(200), seq, true, false);
+            }
+            assert_eq!(t.ack_deadline(every, delay), Some(Time::from_millis(225)));
+        }
+    }
+
+    #[test]
     fn ranges_never_span_more_than_the_wire_allows() {
         let mut t = tracker(&[0, 1, 5]);
         // A jump of 2^32: the old ranges are forgotten, nothing unencodable remains.
-        t.on_received(Time::ZERO, 1 << 32, true);
+        t.on_received(Time::ZERO, 1 << 32, true, false);
         let largest = *t.ranges()[0].end();
         assert!(t.ranges().iter().all(|r| largest - r.start() <= MAX_SPAN));
         assert!(t.timestamps().iter().all(|(s, _)| largest - s <= MAX_SPAN));
@@ -281,7 +342,7 @@ mod tests {
     fn full_timestamp_list_is_due_without_eliciting_datagrams() {
         let mut t = AckTracker::default();
         for s in 0..MAX_TIMESTAMPS as u64 {
-            t.on_received(Time::from_millis(s), s, false);
+            t.on_received(Time::from_millis(s), s, false, false);
         }
         assert!(t.ack_deadline(16, Duration::from_millis(25)).is_some());
     }
@@ -292,7 +353,7 @@ mod tests {
             let mut t = AckTracker::default();
             let mut model = std::collections::BTreeSet::new();
             for s in seqs {
-                let arrived = t.on_received(Time::ZERO, s, true);
+                let arrived = t.on_received(Time::ZERO, s, true, false);
                 if arrived == Arrived::New { model.insert(s); }
                 if arrived == Arrived::Duplicate { proptest::prop_assert!(model.contains(&s)); }
                 // Invariant: sorted highest first, disjoint, non-adjacent, bounded.

@@ -129,13 +129,21 @@ impl Session {
         if payload.is_empty() {
             return Err(DecodeError::Empty.into());
         }
-        let mut ack_eliciting = false;
+        let (mut ack_eliciting, mut ack_soon) = (false, false);
         for frame in frames(payload) {
-            ack_eliciting |= frame?.is_ack_eliciting();
+            let frame = frame?;
+            ack_eliciting |= frame.is_ack_eliciting();
+            ack_soon |= matches!(
+                frame,
+                Frame::Extension {
+                    frame_type: crate::wire::frame_type::ACK_SOON,
+                    ..
+                }
+            );
         }
         let slot = self.slot_mut(path).ok_or(RecvError::UnknownPath(path))?;
         let seq = slot.rx.expand(header.path_seq);
-        if slot.rx.on_received(now, seq, ack_eliciting) == Arrived::Duplicate {
+        if slot.rx.on_received(now, seq, ack_eliciting, ack_soon) == Arrived::Duplicate {
             return Err(RecvError::Duplicate(path));
         }
         let stats = slot.tx.stats_mut();
@@ -205,6 +213,11 @@ impl Session {
                     let from = (path, seq, header.timestamp_us);
                     self.on_fec_repair(now, from, t, body);
                 }
+                // Read by the first pass, for the path's ACK tracker.
+                Frame::Extension {
+                    frame_type: crate::wire::frame_type::ACK_SOON,
+                    ..
+                } => {}
                 Frame::Extension { .. } => self.stats.extensions_skipped += 1,
             }
         }

@@ -10,6 +10,9 @@
 //! that lost them). Control frames (flow-control updates, resets) ride along, or go alone
 //! where ACKs go when no window has room.
 //!
+//! A datagram of stream data carries ACK_SOON while its path's controller holds the queue
+//! short (docs/protocol.md#ack-soon), and the controller is told whether it did.
+//!
 //! Invariant: a datagram carrying stream frames is marked reliable on its path, and the
 //! stream table records what it carried under its path sequence number, so its fate
 //! reaches the streams exactly once.
@@ -19,10 +22,15 @@ use crate::ids::PathId;
 use crate::path::SendHold;
 use crate::sched::{PacketMeta, Scheduler, Selection};
 use crate::time::Time;
-use crate::wire::Writer;
+use crate::wire::{ExtensionRepr, Writer};
 
 /// Room kept for piggybacked ACK frames in a stream datagram.
 const ACK_ROOM: usize = 128;
+/// ACK_SOON (extension 0x16, empty body: 2 bytes).
+const ACK_SOON_MARK: ExtensionRepr<'static> = ExtensionRepr {
+    frame_type: crate::wire::frame_type::ACK_SOON,
+    body: &[],
+};
 
 impl Session {
     /// Sets every view's `cwnd_room`: the room left in the path's window, or 0 when a full
@@ -101,6 +109,15 @@ impl Session {
         let seq = self.slot(path)?.tx.next_seq();
         let mut w = Writer::new(buf);
         self.header(path, seq, now).write_to(&mut w).ok()?;
+        // docs/protocol.md#ack-soon: prompt ACKs while the path's controller holds its queue
+        // short; the controller's model of the peer's hold follows the mark.
+        let mut marked = false;
+        if data {
+            let slot = self.slot_mut(path)?;
+            marked =
+                slot.tx.congestion().wants_prompt_acks() && ACK_SOON_MARK.encode(&mut w).is_ok();
+            slot.tx.on_ack_soon(now, marked);
+        }
         let room = w.remaining().min(ACK_ROOM);
         self.write_acks(now, &mut w, room, false, path);
         let mut sent = Vec::new();
@@ -108,7 +125,14 @@ impl Session {
         if sent.is_empty() {
             // Nothing fitted (cannot happen with a datagram of at least 576 bytes); the
             // ACKs written are still worth sending.
-            if w.len() <= crate::wire::HEADER_LEN {
+            if w.len()
+                <= crate::wire::HEADER_LEN
+                    + if marked {
+                        ACK_SOON_MARK.encoded_len()
+                    } else {
+                        0
+                    }
+            {
                 return None;
             }
         }
@@ -122,7 +146,10 @@ impl Session {
         };
         self.note_sent(now, path, &meta);
         let slot = self.slot_mut(path)?;
-        let seq = slot.tx.on_sent(now, on_link, !sent.is_empty(), None, None);
+        // The mark alone makes a datagram ack-eliciting at the receiver (extension frames do).
+        let seq = slot
+            .tx
+            .on_sent(now, on_link, !sent.is_empty() || marked, None, None);
         slot.tx.mark_reliable(seq);
         self.streams.on_datagram_sent(path, seq, sent);
         Some(Transmit { path, len })

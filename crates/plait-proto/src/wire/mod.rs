@@ -140,6 +140,9 @@ pub mod frame_type {
     /// FEC_REPAIR_PART: a repair symbol of one piece of a block whose whole symbols would
     /// not fit a datagram (docs/protocol.md#fec).
     pub const FEC_REPAIR_PART: u8 = 0x15;
+    /// ACK_SOON (empty body): the sender of this datagram asks its receiver to acknowledge
+    /// the path's datagrams promptly (docs/protocol.md#ack-soon).
+    pub const ACK_SOON: u8 = 0x16;
 
     /// Whether `t` is in the extension range (length-prefixed, skippable).
     pub const fn is_extension(t: u8) -> bool {

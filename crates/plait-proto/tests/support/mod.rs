@@ -83,6 +83,9 @@ struct Link {
     burst: u32,
     /// The most datagrams that entered at one instant.
     peak_burst: u32,
+    /// Datagrams that entered (not dropped), and of them those carrying ACK_SOON.
+    entered: u64,
+    entered_ack_soon: u64,
 }
 
 impl Link {
@@ -97,6 +100,8 @@ impl Link {
             last_entry: None,
             burst: 0,
             peak_burst: 0,
+            entered: 0,
+            entered_ack_soon: 0,
         }
     }
 }
@@ -213,6 +218,23 @@ impl Pair {
         self.links[dir].iter().map(|l| l.peak_queued).collect()
     }
 
+    /// Datagrams that entered each path's link in direction `dir` (not dropped), and of
+    /// them those carrying ACK_SOON (docs/protocol.md#ack-soon).
+    pub fn link_datagrams(&self, dir: usize) -> Vec<(u64, u64)> {
+        self.links[dir]
+            .iter()
+            .map(|l| (l.entered, l.entered_ack_soon))
+            .collect()
+    }
+
+    /// Forgets the longest queues so far ([`Pair::link_peak_queue_bytes`]), to measure a
+    /// later stretch alone.
+    pub fn reset_link_peak_queues(&mut self) {
+        for link in self.links.iter_mut().flatten() {
+            link.peak_queued = 0.0;
+        }
+    }
+
     /// The most datagrams each path's link in direction `dir` took at one instant (a
     /// paced sender spreads them out).
     pub fn link_peak_burst(&self, dir: usize) -> Vec<u32> {
@@ -277,6 +299,8 @@ impl Pair {
             return;
         }
         link.peak_queued = link.peak_queued.max(queued_bytes);
+        link.entered += 1;
+        link.entered_ack_soon += u64::from(asks_ack_soon(&dgram));
         link.burst = if link.last_entry == Some(now) {
             link.burst + 1
         } else {
@@ -361,6 +385,21 @@ pub fn source_of(dgram: &[u8]) -> Option<u64> {
             Some(u64::from_be_bytes(d.payload[..8].try_into().ok()?))
         }
         _ => None,
+    })
+}
+
+/// Whether a datagram carries ACK_SOON (docs/protocol.md#ack-soon).
+pub fn asks_ack_soon(dgram: &[u8]) -> bool {
+    Header::decode(dgram).is_ok_and(|(_, payload)| {
+        frames(payload).flatten().any(|f| {
+            matches!(
+                f,
+                Frame::Extension {
+                    frame_type: plait_proto::wire::frame_type::ACK_SOON,
+                    ..
+                }
+            )
+        })
     })
 }
 
