@@ -8,6 +8,8 @@
 //!   (docs/tunnel-bench.md).
 //! - [`testbed`]: an emulated topology kept up between shell commands by a holder process,
 //!   with its control protocol and state files.
+//! - [`temp_dir`]: temporary directories (daemon configs, keys) a later run removes if
+//!   this one was killed.
 //!
 //! Invariants: every entry point that builds namespaces refuses to run without root and
 //! says so; everything it creates is owned by a guard, so an error or Ctrl-C leaves nothing
@@ -15,5 +17,6 @@
 //! on speed.
 
 pub mod bench;
+pub mod temp_dir;
 pub mod testbed;
 pub mod tunnel_bench;

@@ -11,8 +11,8 @@
 //!
 //! Invariants:
 //! - Every process started here is owned by a [`ChildGuard`] (SIGKILL on drop) and every
-//!   file lives in a [`TempDir`] removed on drop; [`Tunnel`] drops its daemons before its
-//!   directory. The namespaces belong to the caller's [`Topology`], which the tunnel
+//!   file lives in a [`TempDir`] removed on drop (or by a later run, if this one was
+//!   killed: [`crate::temp_dir`]); [`Tunnel`] drops its daemons before its directory. The namespaces belong to the caller's [`Topology`], which the tunnel
 //!   borrows, so it cannot outlive them; dropping the topology kills anything left there.
 //! - Every wait is bounded ([`ESTABLISH_TIMEOUT`], [`EXIT_TIMEOUT`]).
 //! - An error while starting carries the tail of both daemons' logs.
@@ -246,10 +246,7 @@ impl<'t> Tunnel<'t> {
                 opts.paths
             );
         }
-        let dir = tempfile::Builder::new()
-            .prefix("plait-bench-")
-            .tempdir()
-            .context("temporary directory")?;
+        let dir = crate::temp_dir::owned_temp_dir("plait-bench-")?;
         let server_key = Key::generate().map_err(|e| anyhow!("generating a key: {e}"))?;
         let client_key = Key::generate().map_err(|e| anyhow!("generating a key: {e}"))?;
 

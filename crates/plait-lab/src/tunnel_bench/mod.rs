@@ -422,10 +422,7 @@ pub fn run(args: TunnelBenchOptions) -> Result<()> {
     // A private copy of this binary for the daemons: a rebuild during the run cannot
     // change what runs.
     let exe = std::env::current_exe().context("cannot find the plait binary")?;
-    let bin_dir = tempfile::Builder::new()
-        .prefix("plait-bench-bin-")
-        .tempdir()
-        .context("temporary directory")?;
+    let bin_dir = crate::temp_dir::owned_temp_dir("plait-bench-bin-")?;
     let program = bin_dir.path().join("plait");
     std::fs::copy(&exe, &program)
         .with_context(|| format!("cannot copy {} to {}", exe.display(), program.display()))?;
