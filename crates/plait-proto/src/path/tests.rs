@@ -23,6 +23,19 @@ fn path() -> Path {
     )
 }
 
+/// [`path`] under `adaptive`, the default for streams.
+fn adaptive_path() -> Path {
+    Path::new(
+        PathId(0),
+        Time::ZERO,
+        PathHints::default(),
+        LivenessConfig::default(),
+        25 * MS,
+        MIN_PAIR_BYTES,
+        (CongestionKind::Adaptive, 1400),
+    )
+}
+
 /// This path alone, as the congestion controllers see it.
 fn alone(p: &Path) -> [CoupledPath; 1] {
     [CoupledPath {
@@ -202,15 +215,7 @@ fn link(p: &mut Path, owd_ref: &mut OwdReference, start: u32, ms: u32, queue: u3
 
 #[test]
 fn a_lossy_link_s_long_queue_does_not_hand_its_path_back_to_new_reno() {
-    let mut p = Path::new(
-        PathId(0),
-        Time::ZERO,
-        PathHints::default(),
-        LivenessConfig::default(),
-        25 * MS,
-        MIN_PAIR_BYTES,
-        (CongestionKind::Adaptive, 1400),
-    );
+    let mut p = adaptive_path();
     let mut owd_ref = OwdReference::default();
     // 10 % loss with a short queue: the link's own loss, so BBR.
     link(&mut p, &mut owd_ref, 0, 1_000, 0, true);
@@ -257,15 +262,7 @@ fn the_prompt_ack_model_lasts_while_marked_datagrams_go_out() {
     // docs/protocol.md#ack-soon: the controller's model counts the prompt hold from the
     // first datagram marked ACK_SOON, and the usual one again once no marked datagram went
     // out for `max_ack_delay` (25 ms here) when another ack-eliciting one goes.
-    let mut p = Path::new(
-        PathId(0),
-        Time::ZERO,
-        PathHints::default(),
-        LivenessConfig::default(),
-        25 * MS,
-        MIN_PAIR_BYTES,
-        (CongestionKind::Adaptive, 1400),
-    );
+    let mut p = adaptive_path();
     let mut owd_ref = OwdReference::default();
     link(&mut p, &mut owd_ref, 0, 3_000, 0, false);
     assert_eq!(p.cc.name(), "adaptive (newreno)");
