@@ -1,8 +1,9 @@
 //! Datagrams from the network that the engine must refuse whole, each with its typed error,
-//! without delivering anything, changing state or panicking.
+//! without delivering anything, changing state or panicking; and ones it accepts that a
+//! hostile peer could use to push it around.
 
 use plait_proto::path::PathHints;
-use plait_proto::wire::{DataRepr, DecodeError, Header, Writer};
+use plait_proto::wire::{DataRepr, DecodeError, Frame, Header, Writer, frames};
 use plait_proto::{Config, PathId, RecvError, Session, Time};
 
 fn session() -> Session {
@@ -234,4 +235,35 @@ proptest::proptest! {
         let _ = delivered(&mut s);
         s.handle_timeout(Time::from_millis(2_000));
     }
+}
+
+/// A peer that marks every datagram ACK_SOON, with a body the receiver ignores, draws at
+/// most one ACK per four datagrams (docs/protocol.md#ack-soon), and the marks are not
+/// counted as unknown extensions.
+#[test]
+fn a_peer_marking_every_datagram_draws_at_most_one_ack_per_four() {
+    let mut s = session();
+    let mut buf = vec![0u8; 2048];
+    let mut acks = 0;
+    for i in 0..64u32 {
+        let now = Time::from_millis(u64::from(i));
+        let mut body = vec![0x16, 3, 1, 2, 3]; // ACK_SOON with a 3-byte body
+        body.extend(data_frame(u64::from(i), b"x"));
+        let d = datagram(0, i, &body);
+        assert_eq!(s.handle_datagram(now, PathId(0), &d), Ok(()));
+        while let Some(t) = s.poll_transmit(now, &mut buf) {
+            let (_, payload) = Header::decode(&buf[..t.len]).unwrap();
+            if frames(payload)
+                .flatten()
+                .any(|f| matches!(f, Frame::Ack(_)))
+            {
+                acks += 1;
+            }
+        }
+    }
+    assert_eq!(delivered(&mut s), 64);
+    assert_eq!(s.stats().extensions_skipped, 0);
+    // Unmarked, 64 datagrams a millisecond apart draw 4 ACKs (one per 16); marked, one
+    // 5 ms after the first of each group of at least four.
+    assert!((5..=16).contains(&acks), "{acks} ACKs for 64 datagrams");
 }

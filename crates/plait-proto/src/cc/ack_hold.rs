@@ -22,8 +22,9 @@ use crate::config::Config;
 /// [`ACK_SOON_DELAY`] (docs/protocol.md#ack-soon). On a path of a few Mbit/s, `ack_every`
 /// (16) datagrams take longer than `max_ack_delay`, so every ACK waits the whole 25 ms, and
 /// a sender holding its window near the BDP must add those 25 ms of bytes: standing queue
-/// (T5's 5 Mbit/s spell: 15.6 KB, 25 ms). One ACK per four datagrams or more still costs
-/// the reverse direction under 2 % of the forward one.
+/// (T5's 5 Mbit/s spell: 15.6 KB, 25 ms). The reverse direction pays little: in the test
+/// `a_capped_path_asks_for_prompt_acks_and_keeps_a_shorter_queue` (5 Mbit/s) 581 ACK
+/// datagrams of about 35 bytes answered 2,232 of 1,400, 0.6 % of the bytes.
 pub const ACK_SOON_EVERY: u32 = 4;
 /// How long an ACK asked to be prompt waits once [`ACK_SOON_EVERY`] datagrams are
 /// unacknowledged (at most `max_ack_delay`). On a fast path the count rule fires first: 16

@@ -118,21 +118,15 @@ impl Session {
                 slot.tx.congestion().wants_prompt_acks() && ACK_SOON_MARK.encode(&mut w).is_ok();
             slot.tx.on_ack_soon(now, marked);
         }
+        let before_frames = w.len();
         let room = w.remaining().min(ACK_ROOM);
         self.write_acks(now, &mut w, room, false, path);
         let mut sent = Vec::new();
         self.streams.write_frames(&mut w, data, &mut sent);
         if sent.is_empty() {
             // Nothing fitted (cannot happen with a datagram of at least 576 bytes); the
-            // ACKs written are still worth sending.
-            if w.len()
-                <= crate::wire::HEADER_LEN
-                    + if marked {
-                        ACK_SOON_MARK.encoded_len()
-                    } else {
-                        0
-                    }
-            {
+            // ACKs written are still worth sending, a header and mark alone are not.
+            if w.len() == before_frames {
                 return None;
             }
         }
