@@ -84,6 +84,11 @@ impl FlowKey {
         self.bytes[1]
     }
 
+    /// Whether the packet is TCP.
+    pub fn is_tcp(&self) -> bool {
+        self.protocol() == proto::TCP
+    }
+
     /// Source and destination port, if the key has them.
     pub fn ports(&self) -> Option<(u16, u16)> {
         let at = usize::from(self.len) - 4;

@@ -113,6 +113,26 @@ fn a_sparse_flow_goes_before_the_bulk_backlog() {
     }
 }
 
+/// docs/protocol.md#unordered: a sparse flow may leave the global order unless it is TCP
+/// (whose sparse direction, its ACKs, crosses the threshold back and forth with the data);
+/// the FEC policy's metering is not the order's and counts TCP like any flow.
+#[test]
+fn a_sparse_tcp_flow_keeps_the_order_and_a_sparse_udp_flow_may_leave_it() {
+    let mut c = config(100, 1 << 20);
+    c.fec_sparse_bytes = 3200;
+    let mut q = FlowQueue::new(c, KEY);
+    let tcp_ack = ipv4(6, 0, 0, &[ports(5201, 40000), vec![0; 16]].concat());
+    let ping = udp(7000, 100, 0, 1);
+    for (packet, may_leave) in [(&tcp_ack, false), (&ping, true)] {
+        q.push(Time::ZERO, packet);
+        let head = q.head(Time::ZERO).unwrap();
+        assert_eq!(head.sparse, may_leave, "head of {packet:?}");
+        assert!(head.fec_sparse);
+        let popped = q.pop().unwrap();
+        assert_eq!((popped.sparse, popped.fec_sparse), (may_leave, true));
+    }
+}
+
 #[test]
 fn overflow_drops_the_oldest_packet_of_the_fattest_flow() {
     let mut q = FlowQueue::new(config(10, 1 << 20), KEY);
