@@ -25,10 +25,11 @@ pub const MIN_DATAGRAM_SIZE: usize = 576;
 /// Largest datagram (the largest UDP payload over IPv4).
 pub const MAX_DATAGRAM_SIZE: usize = 65_507;
 
-/// Default [`Config::unordered_below_bps`]: 256 kbit/s, above a voice call (about
-/// 100 kbit/s with headers) and a 10 ms ping, below a bulk flow past its first round
-/// trips; measured in docs/protocol.md#unordered.
-pub const DEFAULT_UNORDERED_BELOW_BPS: u64 = 256_000;
+/// Default [`Config::unordered_below_bps`]: off. 256 kbit/s (above a voice call, about
+/// 100 kbit/s with headers, and a 10 ms ping; below a bulk flow past its first round
+/// trips) is the value measured in docs/protocol.md#unordered, which says why it is not
+/// the default: a sparse flow's own packets can overtake each other.
+pub const DEFAULT_UNORDERED_BELOW_BPS: u64 = 0;
 
 /// The engine knobs a user may turn; everything else is [`Config::default`]'s.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,7 +52,8 @@ pub struct EngineSettings {
     /// pacer lets the datagram go, so inner packets beyond what the paths carry wait in
     /// the send queue (its AQM) rather than in the links; never on a path more than
     /// `send_queue_interval` behind the best one while that one is only held, and never
-    /// holding packets of sparse flows (docs/protocol.md#packet-pacing). Default off.
+    /// holding packets of sparse flows other than TCP's (docs/protocol.md#packet-pacing).
+    /// Default off.
     pub packet_pacing: bool,
     /// See [`Config::unordered_below_bps`] (default [`DEFAULT_UNORDERED_BELOW_BPS`]).
     pub unordered_below_bps: u64,
@@ -128,9 +130,10 @@ pub struct Config {
     /// RFC 8290 §5.2.6).
     pub send_queue_ecn: bool,
     /// Inner packets of flows sending at most this many bits per second (over 100 ms
-    /// windows) are marked for delivery out of the global order, so a call or a ping does
-    /// not wait in the peer's reorder buffer behind bulk packets on slower paths
-    /// (docs/protocol.md#unordered). 0: every packet keeps the global order.
+    /// windows), TCP's excepted, are marked for delivery out of the global order, so a
+    /// call or a ping does not wait in the peer's reorder buffer behind bulk packets on
+    /// slower paths (docs/protocol.md#unordered). 0: every packet keeps the global order.
+    /// Default [`DEFAULT_UNORDERED_BELOW_BPS`].
     pub unordered_below_bps: u64,
     /// Inner packets waiting longer than this in the send queue (no usable path) are dropped:
     /// stale packets only hurt the end hosts' TCP.

@@ -388,8 +388,8 @@ fn every_scheduler_and_reorder_name_is_accepted() {
     assert!(m.contains("handover") || m.contains("bool"), "{m}");
     assert_eq!(
         client_ok(&min_client()).engine.unordered_below_bps,
-        256_000,
-        "256 kbit/s by default"
+        0,
+        "off by default"
     );
     let text = format!("{}[engine]\nunordered_below_kbps = 0\n", min_client());
     assert_eq!(
@@ -397,8 +397,8 @@ fn every_scheduler_and_reorder_name_is_accepted() {
         0,
         "0 turns it off"
     );
-    let text = format!("{}[engine]\nunordered_below_kbps = 64\n", min_client());
-    assert_eq!(client_ok(&text).engine.unordered_below_bps, 64_000);
+    let text = format!("{}[engine]\nunordered_below_kbps = 256\n", min_client());
+    assert_eq!(client_ok(&text).engine.unordered_below_bps, 256_000);
     for bad in ["-1", "1000001", "\"fast\""] {
         let text = format!("{}[engine]\nunordered_below_kbps = {bad}\n", min_client());
         let (m, _, _) = client_err(&text);

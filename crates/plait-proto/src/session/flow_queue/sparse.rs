@@ -3,7 +3,8 @@
 //! A flow is sparse when it sent at most `limit` bytes in each of the last two windows of
 //! [`WINDOW`] (the current one and the one before): a call, a ping, DNS, a game's updates,
 //! the ACKs of a slow transfer; not a bulk transfer, whose packets must stay in the
-//! session's global order or its TCP sees reordering. Counting in whole windows keeps the
+//! session's global order or its TCP sees reordering. The queue keeps TCP's packets in the
+//! order however sparse (`may_leave_the_order` in the parent module). Counting in whole windows keeps the
 //! meter integer-only (deterministic) and O(1) per packet.
 //!
 //! Invariant: a flow is judged on bytes it pushed at times up to now; a flow that was

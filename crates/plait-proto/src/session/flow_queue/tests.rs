@@ -122,14 +122,29 @@ fn a_sparse_tcp_flow_keeps_the_order_and_a_sparse_udp_flow_may_leave_it() {
     c.fec_sparse_bytes = 3200;
     let mut q = FlowQueue::new(c, KEY);
     let tcp_ack = ipv4(6, 0, 0, &[ports(5201, 40000), vec![0; 16]].concat());
+    // IPv6 TCP behind a hop-by-hop header (8 bytes: next header TCP, length 0, PadN).
+    let hop_by_hop = [6, 0, 1, 4, 0, 0, 0, 0];
+    let tcp_v6 = ipv6(
+        0,
+        0,
+        &[&hop_by_hop[..], &ports(5202, 40001), &[0; 16]].concat(),
+    );
+    // A later fragment of a TCP packet (offset 16 × 8 bytes): no ports, still TCP.
+    let tcp_fragment = ipv4(6, 0, 16, &[0; 64]);
     let ping = udp(7000, 100, 0, 1);
-    for (packet, may_leave) in [(&tcp_ack, false), (&ping, true)] {
+    for (packet, may_leave) in [
+        (&tcp_ack, false),
+        (&tcp_v6, false),
+        (&tcp_fragment, false),
+        (&ping, true),
+    ] {
         q.push(Time::ZERO, packet);
+        let classified = crate::inner_ip::flow_key(packet).is_some();
         let head = q.head(Time::ZERO).unwrap();
         assert_eq!(head.sparse, may_leave, "head of {packet:?}");
-        assert!(head.fec_sparse);
+        assert_eq!(head.fec_sparse, classified);
         let popped = q.pop().unwrap();
-        assert_eq!((popped.sparse, popped.fec_sparse), (may_leave, true));
+        assert_eq!((popped.sparse, popped.fec_sparse), (may_leave, classified));
     }
 }
 
