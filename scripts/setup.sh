@@ -22,7 +22,7 @@ if [ "$(printf '%s\n1.88.0\n' "$version" | sort -V | head -1)" != "1.88.0" ]; th
   exit 1
 fi
 
-# python3 runs the module-cycle check (and serves files in the stream-mode test); network tools and curl
+# python3 runs the module-cycle check (and serves files in the stream-mode test); network tools, curl and iperf3
 # the tunnel's integration tests (network namespaces, routes, NAT, SOCKS5) use.
 # Installed when running as root with apt (CI); otherwise those tests skip with a message.
 pkgs=()
@@ -34,6 +34,7 @@ need ethtool || pkgs+=(ethtool)
 need tc || pkgs+=(iproute2)
 need iptables || pkgs+=(iptables)
 need curl || pkgs+=(curl)
+need iperf3 || pkgs+=(iperf3)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     echo "setup: installing ${pkgs[*]}"
