@@ -659,7 +659,7 @@ pub fn stream_goals(sections: &[Section]) -> Vec<Verdict> {
             });
         }
     }
-    // issue's wording: a ping through the tunnel; path 0's link beside it for the queue.
+    // The goal is a ping through the tunnel; path 0's link is shown beside it (the queue).
     let tunnel = rtt_rise(sections, S, |m| m.tunnel_rtt_p99_ms);
     if !tunnel.is_empty() {
         let link = rtt_rise(sections, S, |m| m.rtt_p99_ms);
@@ -1009,9 +1009,12 @@ Reading the bullets above with the tables below:
   155 ms at 5 Mbit/s) drains within about two of the probe's 100 ms windows, where the
   model's ten-round bandwidth filter alone kept the cap at the old rate for about 1.5 s.
   For the rest of the slow spell the cap's queue is half a BDP plus the ACK allowance,
-  which at 5 Mbit/s is the peer's whole 25 ms ACK delay, so the probe sits about 30 ms
-  above idle for a quarter of the run; with the fall's own spike (about 1 % of the
-  probes) that puts the p99 just over 30 ms above idle.
+  which a capped path keeps short by asking its peer for prompt ACKs
+  (docs/protocol.md#ack-soon). That is the probe on path 0's link. The ping through the
+  tunnel is a packet-mode datagram, placed by the bulk scheduler, which sends it to the
+  slower paths in spells when the fast path's queue passes the scheduler's 20 ms target;
+  unordered delivery of sparse flows (off by default) keeps it on the nearest path
+  (docs/protocol.md#unordered).
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
   sender's bytes into the relay's sockets and the engine stream ahead of the paths (the
   engine now accepts at most 8 times the paths' congestion windows, docs/protocol.md#adaptive-send-buffer;

@@ -4,8 +4,8 @@
 //! [`WINDOW`] (the current one and the one before): a call, a ping, DNS, a game's updates,
 //! the ACKs of a slow transfer; not a bulk transfer, whose packets must stay in the
 //! session's global order or its TCP sees reordering. The queue keeps TCP's packets in the
-//! order however sparse (`may_leave_the_order` in the parent module). Counting in whole windows keeps the
-//! meter integer-only (deterministic) and O(1) per packet.
+//! order however sparse (`may_leave_the_order` in the parent module). Counting in whole
+//! windows keeps the meter integer-only (deterministic) and O(1) per packet.
 //!
 //! Invariant: a flow is judged on bytes it pushed at times up to now; a flow that was
 //! never pushed is sparse (it sent nothing).
