@@ -1012,8 +1012,8 @@ Reading the bullets above with the tables below:
   which a capped path keeps short by asking its peer for prompt ACKs
   (docs/protocol.md#ack-soon). That is the probe on path 0's link. The ping through the
   tunnel is a packet-mode datagram, placed by the bulk scheduler, which sends it to the
-  slower paths in spells when the fast path's queue passes the scheduler's 20 ms target;
-  unordered delivery of sparse flows (off by default) keeps it on the nearest path
+  slower paths in spells (likely when the fast path's queue passes the scheduler's 20 ms
+  target; not traced); unordered delivery of sparse flows (off by default) keeps it on the nearest path
   (docs/protocol.md#unordered).
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
   sender's bytes into the relay's sockets and the engine stream ahead of the paths (the

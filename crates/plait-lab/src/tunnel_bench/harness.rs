@@ -12,8 +12,9 @@
 //! Invariants:
 //! - Every process started here is owned by a [`ChildGuard`] (SIGKILL on drop) and every
 //!   file lives in a [`TempDir`] removed on drop (or by a later run, if this one was
-//!   killed: [`crate::temp_dir`]); [`Tunnel`] drops its daemons before its directory. The namespaces belong to the caller's [`Topology`], which the tunnel
-//!   borrows, so it cannot outlive them; dropping the topology kills anything left there.
+//!   killed: [`crate::temp_dir`]); [`Tunnel`] drops its daemons before its directory.
+//!   The namespaces belong to the caller's [`Topology`], which the tunnel borrows, so it
+//!   cannot outlive them; dropping the topology kills anything left there.
 //! - Every wait is bounded ([`ESTABLISH_TIMEOUT`], [`EXIT_TIMEOUT`]).
 //! - An error while starting carries the tail of both daemons' logs.
 

@@ -51,8 +51,8 @@
 //! [`Bbr::queue_cap`]: [`QUEUE_CAP_GAIN`] (1.5) BDPs plus BBR's ACK-aggregation allowance
 //! (what the peer may hold unacknowledged; less while the cap holds, as the session then
 //! asks for prompt ACKs: [`CongestionController::wants_prompt_acks`],
-//! docs/protocol.md#ack-soon) once the model has found the bandwidth, so the standing queue stays near half a BDP
-//! plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
+//! docs/protocol.md#ack-soon) once the model has found the bandwidth, so the standing
+//! queue stays near half a BDP plus that allowance (BBR's own gain of 2 left a ping 37-42 ms above idle on T1, the
 //! goal being 30), and 2/ln 2 BDPs while the model is still finding it: until its
 //! Startup sees three rounds without growth or the path shows a standing queue
 //! ([`Bbr::on_standing_queue`], whatever is in flight), whichever comes first. NewReno stays in slow start

@@ -36,9 +36,10 @@
 //!   interval bounds the sample by the rate the data left at. A window spans at least one
 //!   RTprop plus one ACK interval at the current estimate ([`AckHold::interval_at`]:
 //!   16 datagrams at BtlBw, at most the allowance's 25 ms, less where the datagrams ask
-//!   for prompt ACKs, docs/protocol.md#ack-soon; the whole 25 ms before a sample): where 16 datagrams take longer than RTprop (8 Mbit/s at 20 ms: an ACK every
-//!   24 ms) a window of one RTprop held a single ACK interval, its samples carried that
-//!   interval's jitter and the max filter kept their high end
+//!   for prompt ACKs, docs/protocol.md#ack-soon; the whole 25 ms before a sample): where
+//!   16 datagrams take longer than RTprop (8 Mbit/s at 20 ms: an ACK every 24 ms) a
+//!   window of one RTprop held a single ACK interval, its samples carried that interval's
+//!   jitter and the max filter kept their high end
 //!   (docs/protocol.md#delivery-rate); on fast paths the interval is short (1.9 ms at
 //!   100 Mbit/s), so ProbeBW's one-RTprop probe is still seen nearly whole. In Startup a
 //!   sample averages a rate that is still doubling over the whole span: the estimate lags,
