@@ -29,7 +29,7 @@ pub const MAX_DATAGRAM_SIZE: usize = 65_507;
 /// 100 kbit/s with headers, and a 10 ms ping; below a bulk flow past its first round
 /// trips) is the value measured in docs/protocol.md#unordered, which says why it is not
 /// the default: a sparse flow's own packets can overtake each other.
-pub const DEFAULT_UNORDERED_BELOW_BPS: u64 = 0;
+pub const DEFAULT_UNORDERED_BELOW_BPS: u64 = 256_000;
 
 /// The engine knobs a user may turn; everything else is [`Config::default`]'s.
 #[derive(Clone, Debug, PartialEq)]

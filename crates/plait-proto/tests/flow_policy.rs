@@ -52,6 +52,9 @@ fn run(rules: Vec<FlowRule>) -> BTreeMap<u64, u32> {
         reorder: ReorderKind::Bmp,
         repair: false,
         flow_policy: rules,
+        // In the global order, so that without a rule the call is striped over both
+        // paths (a sparse flow let out of it would sit on one: docs/protocol.md#unordered).
+        unordered_below_bps: 0,
         ..Config::default()
     };
     let mut pair = Pair::new(config.clone(), config, &[link(), link()], &[None, None], 3);

@@ -1011,10 +1011,11 @@ Reading the bullets above with the tables below:
   For the rest of the slow spell the cap's queue is half a BDP plus the ACK allowance,
   which a capped path keeps short by asking its peer for prompt ACKs
   (docs/protocol.md#ack-soon). That is the probe on path 0's link. The ping through the
-  tunnel is a packet-mode datagram, placed by the bulk scheduler, which sends it to the
-  slower paths in spells (likely when the fast path's queue passes the scheduler's 20 ms
-  target; not traced); unordered delivery of sparse flows (off by default) keeps it on the nearest path
-  (docs/protocol.md#unordered).
+  tunnel is a packet-mode datagram of a sparse flow, which leaves the global order and
+  takes the path that delivers it first (`unordered_below_kbps`, 256 by default,
+  docs/protocol.md#unordered). Kept in the order it went through the bulk scheduler,
+  which sent it to the slower paths in spells (likely when the fast path's queue passed
+  the scheduler's 20 ms target; not traced): p99 +64 ms on T1, +230 on T2, +117 on T5.
 - **Stream mode's transfers last longer than the sender writes.** Its client takes the
   sender's bytes into the relay's sockets and the engine stream ahead of the paths (the
   engine now accepts at most 8 times the paths' congestion windows, docs/protocol.md#adaptive-send-buffer;

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use super::{PacketMeta, transmission_time, usable_min_by_key};
-use crate::cc::{AckHold, is_rate};
+use crate::cc::AckHold;
 use crate::ids::PathId;
 use crate::path::PathView;
 
@@ -82,19 +82,14 @@ pub fn measured_delivery(path: &PathView, len: usize, ack_hold: AckHold) -> (boo
 }
 
 /// The queueing delay this sender's bytes in flight on `path` make by Little's law:
-/// `(bytes_in_flight - held) / rate - min_rtt`, where `held` is what the peer may hold
-/// unacknowledged at that rate, and the rate is the larger of the filtered and the latest
-/// delivery rate (the filter lags a rising rate by several round trips, and a low rate
-/// reads as a long queue); zero without a delivery rate or a minimum RTT.
+/// `(bytes_in_flight - held) / capacity - min_rtt`, where `held` is what the peer may hold
+/// unacknowledged at that rate and the capacity is the path's
+/// [measured capacity](PathView::measured_capacity); zero without one or without a
+/// minimum RTT. Not the delivery rate: on a path that carried only keepalives and
+/// acknowledgements it is a few kbit/s, and one datagram in flight would read as a
+/// queue of a second, sending a sparse flow's next packet elsewhere and reordering it.
 fn own_queue(path: &PathView, ack_hold: AckHold) -> Duration {
-    let rate = match (
-        path.delivery_rate.filter(is_rate),
-        path.latest_delivery_rate.filter(is_rate),
-    ) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
-    match (rate, path.min_rtt) {
+    match (path.measured_capacity(), path.min_rtt) {
         (Some(rate), Some(min_rtt)) => {
             let in_path = (path.bytes_in_flight as f64 - ack_hold.bytes_at(rate)).max(0.0);
             crate::time::secs_f64_saturating(in_path / rate).saturating_sub(min_rtt)

@@ -87,7 +87,7 @@ fn own_bytes_beyond_the_pipe_count_before_the_measure_shows_them() {
     // 20 ms minimum RTT: 120 ms to cross, so about 100 ms of queue now.
     let busy = PathView {
         bytes_in_flight: 60_000,
-        delivery_rate: Some(500_000.0),
+        pair_rate: Some(500_000.0),
         ..path(0, 0, 0)
     };
     let far = path(1, 20, 25);
@@ -112,7 +112,7 @@ fn the_measured_queue_and_the_own_queue_are_not_added() {
     // 30 ms measured, 10 ms of own queue by Little's law: the larger, once.
     let p = PathView {
         bytes_in_flight: 30_000,
-        delivery_rate: Some(1_000_000.0),
+        pair_rate: Some(1_000_000.0),
         ..path(0, 0, 30)
     };
     close(measured_delivery_now(&p, 0).1, 30 * MS);
@@ -125,21 +125,38 @@ fn the_measured_queue_and_the_own_queue_are_not_added() {
 }
 
 #[test]
-fn the_latest_delivery_sample_lifts_a_lagging_filter() {
-    // The filter still says 100 kB/s (a start-up), the last round trip delivered 1 MB/s:
-    // 40 kB in flight are 20 ms of queue, not 380.
+fn a_delivery_rate_alone_makes_no_own_queue() {
+    // A path that carried only keepalives has delivered 1 kB/s: one 1500-byte datagram in
+    // flight would read as 1.5 s of queue at that rate, and send the next packet of a
+    // sparse flow elsewhere, ahead of this one.
+    let quiet = PathView {
+        bytes_in_flight: 1_500,
+        delivery_rate: Some(1_000.0),
+        latest_delivery_rate: Some(1_000.0),
+        ..path(0, 0, 0)
+    };
+    assert_eq!(measured_delivery_now(&quiet, 0), (false, Duration::ZERO));
+    let far = path(1, 20, 20);
+    assert_eq!(soonest(&[quiet.clone(), far], &small()), Some(PathId(0)));
+    // With its capacity measured, 1.5 kB is far under the pipe: still no queue.
+    let measured = PathView {
+        pair_rate: Some(1_000_000.0),
+        ..quiet
+    };
+    assert_eq!(measured_delivery_now(&measured, 0), (false, Duration::ZERO));
+}
+
+#[test]
+fn the_capacity_is_raised_to_what_the_path_delivered() {
+    // The packet pairs said 100 kB/s (a stale probe), the path delivered 1 MB/s: 40 kB in
+    // flight over a 20 ms minimum RTT are 20 ms of queue, not 380.
     let p = PathView {
         bytes_in_flight: 40_000,
-        delivery_rate: Some(100_000.0),
-        latest_delivery_rate: Some(1_000_000.0),
+        pair_rate: Some(100_000.0),
+        delivery_rate: Some(1_000_000.0),
         ..path(0, 0, 0)
     };
     close(measured_delivery_now(&p, 0).1, 20 * MS);
-    let only_latest = PathView {
-        delivery_rate: None,
-        ..p.clone()
-    };
-    close(measured_delivery_now(&only_latest, 0).1, 20 * MS);
 }
 
 #[test]
@@ -179,7 +196,7 @@ fn absurd_estimates_saturate_and_never_panic() {
     // A peer that may hold everything: nothing in flight is a queue.
     let held = PathView {
         bytes_in_flight: 60_000,
-        delivery_rate: Some(1_000_000.0),
+        pair_rate: Some(1_000_000.0),
         ..path(0, 0, 7)
     };
     assert_eq!(measured_delivery(&held, 0, huge_hold), (false, 7 * MS));
@@ -189,7 +206,7 @@ fn absurd_estimates_saturate_and_never_panic() {
 fn without_a_minimum_rtt_or_a_base_there_is_no_own_queue_and_the_latest_delay_counts() {
     let busy = |v: PathView| PathView {
         bytes_in_flight: 60_000,
-        delivery_rate: Some(500_000.0),
+        pair_rate: Some(500_000.0),
         ..v
     };
     // No minimum RTT: the pipe is unknown, so no own queue.
@@ -215,26 +232,13 @@ fn without_a_minimum_rtt_or_a_base_there_is_no_own_queue_and_the_latest_delay_co
 }
 
 #[test]
-fn a_latest_sample_below_the_filter_does_not_lower_the_rate() {
-    // The filter says 1 MB/s, the last interval delivered 100 kB/s (a dip): 40 kB in
-    // flight are 20 ms of queue at the higher rate.
-    let p = PathView {
-        bytes_in_flight: 40_000,
-        delivery_rate: Some(1_000_000.0),
-        latest_delivery_rate: Some(100_000.0),
-        ..path(0, 0, 0)
-    };
-    close(measured_delivery_now(&p, 0).1, 20 * MS);
-}
-
-#[test]
 fn bytes_the_peer_may_hold_unacknowledged_are_no_queue() {
     // 45 kB in flight at 1 MB/s over 20 ms: 25 ms of queue if acknowledged at once; a peer
     // that holds its ACK up to 25 ms (16 datagrams of 1500 bytes are 24 ms at this rate)
     // holds 24 kB of it, which leaves 1 ms.
     let p = PathView {
         bytes_in_flight: 45_000,
-        delivery_rate: Some(1_000_000.0),
+        pair_rate: Some(1_000_000.0),
         ..path(0, 0, 0)
     };
     close(measured_delivery_now(&p, 0).1, 25 * MS);
@@ -243,7 +247,7 @@ fn bytes_the_peer_may_hold_unacknowledged_are_no_queue() {
     // At 100 kB/s the delay bounds the hold: 2.5 kB of 5.5 are held, 3 kB take 30 ms.
     let slow = PathView {
         bytes_in_flight: 5_500,
-        delivery_rate: Some(100_000.0),
+        pair_rate: Some(100_000.0),
         ..path(0, 0, 0)
     };
     close(measured_delivery(&slow, 0, peer).1, 10 * MS);

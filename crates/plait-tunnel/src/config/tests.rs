@@ -388,8 +388,8 @@ fn every_scheduler_and_reorder_name_is_accepted() {
     assert!(m.contains("handover") || m.contains("bool"), "{m}");
     assert_eq!(
         client_ok(&min_client()).engine.unordered_below_bps,
-        0,
-        "off by default"
+        256_000,
+        "on by default, at 256 kbit/s"
     );
     let text = format!("{}[engine]\nunordered_below_kbps = 0\n", min_client());
     assert_eq!(
