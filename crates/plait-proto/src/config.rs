@@ -25,10 +25,9 @@ pub const MIN_DATAGRAM_SIZE: usize = 576;
 /// Largest datagram (the largest UDP payload over IPv4).
 pub const MAX_DATAGRAM_SIZE: usize = 65_507;
 
-/// Default [`Config::unordered_below_bps`]: off. 256 kbit/s (above a voice call, about
-/// 100 kbit/s with headers, and a 10 ms ping; below a bulk flow past its first round
-/// trips) is the value measured in docs/protocol.md#unordered, which says why it is not
-/// the default: a sparse flow's own packets can overtake each other.
+/// Default [`Config::unordered_below_bps`]: 256 kbit/s, above a voice call (about
+/// 100 kbit/s with headers) and a 10 ms ping, below a bulk flow past its first round trips
+/// (measured in docs/protocol.md#unordered).
 pub const DEFAULT_UNORDERED_BELOW_BPS: u64 = 256_000;
 
 /// The engine knobs a user may turn; everything else is [`Config::default`]'s.

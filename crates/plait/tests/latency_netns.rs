@@ -6,7 +6,7 @@
 //!
 //! It runs the configuration that keeps the links' queues short, and says so: packet
 //! pacing with BBR (docs/protocol.md#packet-pacing) and unordered delivery of sparse flows
-//! (docs/protocol.md#unordered), `unordered_below_kbps = 256`. Without pacing the end host's
+//! (docs/protocol.md#unordered, on by default). Without pacing the end host's
 //! TCP fills the 300 ms queues and the probe's p99 is about the idle RTT plus 300 ms.
 //!
 //! What it asserts leaves room for a shared machine's noise: the bytes arrive intact,
@@ -49,11 +49,7 @@ const QUEUE_MS: f64 = 300.0;
 const TOPOLOGY: &str = include_str!("data/latency.toml");
 
 /// The engine settings of both daemons (see the module documentation).
-const ENGINE: [&str; 3] = [
-    "packet_pacing=true",
-    "congestion=\"bbr\"",
-    "unordered_below_kbps=256",
-];
+const ENGINE: [&str; 2] = ["packet_pacing=true", "congestion=\"bbr\""];
 
 #[test]
 fn probe_through_the_tunnel_stays_below_the_links_queues_under_load() {
