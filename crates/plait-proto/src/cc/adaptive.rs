@@ -35,7 +35,9 @@
 //! as one: a burst is an outage or an overflow, not independent random losses, and a path
 //! back from a blackhole finds everything it had in flight lost at once; losses the loss
 //! timer declares while no ACK comes are a path going silent. An outage (persistent
-//! congestion) clears the evidence too.
+//! congestion) keeps the evidence gathered before it: a lossy path starved to a datagram or
+//! two goes silent past its down bound every few seconds, and clearing it each time kept
+//! such a path in NewReno for seconds.
 //!
 //! Limits, stated: on a bottleneck whose buffer is shorter than `SHALLOW_QUEUE` (10 ms),
 //! congestion drops also meet a short queue; if they come at 1 % or more the path runs
@@ -353,8 +355,12 @@ impl CongestionController for Adaptive {
         self.apply_cap();
     }
     fn on_persistent_congestion(&mut self, now: Time) {
-        // An outage swallows whatever was in flight: no evidence about random loss.
-        self.evidence = 0.0;
+        // The evidence stays: an outage's own losses never count (the loss timer declares
+        // them, and the path drops its pending ones as it goes down), and what came before
+        // it still describes the link. Clearing it stalled a 10 %-loss path under NewReno:
+        // with a window of a datagram or two such a path goes silent past its down bound
+        // every few seconds, and each time began its evidence anew (docs/protocol.md
+        // #adaptive-congestion).
         self.inner_mut().on_persistent_congestion(now);
         // The path that comes back may not be the one that left (as in `Bbr`).
         self.model.on_persistent_congestion(now);
