@@ -1056,10 +1056,12 @@ Reading the bullets above with the tables below:
   topologies the engines' counters (in the output of this command) should show no FEC
   block: declared losses that an ACK later names (the test bed reorders slightly) are
   not counted as the link's (docs/protocol.md#loss-detection). In stream mode the lossy
-  path starts under NewReno and moves to BBR once its losses are evidence; with the probe
-  out of the global order (the default for sparse flows) that took 2.2-8.9 s in five
-  runs, against 1.3-1.9 s with the probe in the order, whose datagrams on the lossy path
-  were evidence too: stream mode's T3 row varies with it (docs/protocol.md#unordered).
+  path starts under NewReno and moves to BBR once its losses are evidence
+  (docs/protocol.md#adaptive-congestion); its window there is a datagram or two, so the
+  evidence comes slowly. Kept in the global order the probe had fed that path datagrams;
+  with the probe out of the order (the default for sparse flows) the move took 2.2-8.9 s
+  in five runs against 1.3-1.9, and 2.5-3.9 s in five more since an outage of the starved
+  path no longer clears the evidence (docs/protocol.md#unordered).
 - **T4: the blackhole is detected within a few hundred milliseconds** (the path goes
   Degraded, then Down), traffic moves to path 1, and probes bring path 0 back within the
   first second after the blackhole ends. The single path stalls for the whole blackhole plus
