@@ -1055,7 +1055,6 @@ impl Path {
                 pair_rate: None,
                 train_rate: None,
                 delivery_rate: None,
-                latest_delivery_rate: None,
                 ..self.view(owd_floor_us, None)
             };
         }
@@ -1070,7 +1069,6 @@ impl Path {
             pair_rate: self.pair.rate(),
             train_rate: self.train.rate(),
             delivery_rate: self.delivery.rate(),
-            latest_delivery_rate: self.delivery.latest(),
             configured_rate: self.hints.rate,
             bytes_in_flight: self.bytes_in_flight,
             cwnd_room: None,

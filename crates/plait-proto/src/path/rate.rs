@@ -182,7 +182,6 @@ impl PairRateEstimator {
 #[derive(Clone, Debug, Default)]
 pub struct DeliveryRateEstimator {
     rate: Option<f64>,
-    latest: Option<f64>,
     interval_start: Option<Time>,
     acked_in_interval: u64,
     packets_in_interval: u32,
@@ -205,7 +204,6 @@ impl DeliveryRateEstimator {
         if elapsed >= interval {
             if self.packets_in_interval >= MIN_PACKETS {
                 let sample = self.acked_in_interval as f64 / elapsed.as_secs_f64();
-                self.latest = Some(sample);
                 self.rate = Some(match self.rate {
                     None => sample,
                     Some(old) => old + (sample - old) / 8.0,
@@ -217,10 +215,9 @@ impl DeliveryRateEstimator {
         }
     }
 
-    /// Ends the current interval without a sample and forgets the latest one (the path went
-    /// idle or down: an idle gap is not a rate, and the rate before it may not hold after).
+    /// Ends the current interval without a sample (the path went idle or down: an idle gap
+    /// is not a rate).
     pub fn restart(&mut self) {
-        self.latest = None;
         self.interval_start = None;
         self.acked_in_interval = 0;
         self.packets_in_interval = 0;
@@ -229,11 +226,6 @@ impl DeliveryRateEstimator {
     /// Current estimate, bytes per second.
     pub fn rate(&self) -> Option<f64> {
         self.rate
-    }
-
-    /// The latest sample, unfiltered, bytes per second.
-    pub fn latest(&self) -> Option<f64> {
-        self.latest
     }
 }
 
@@ -347,25 +339,22 @@ mod tests {
     }
 
     #[test]
-    fn the_latest_sample_is_unfiltered_and_a_restart_forgets_it() {
+    fn a_restart_ends_the_interval_and_keeps_the_estimate() {
         let mut e = DeliveryRateEstimator::default();
         let srtt = Some(Duration::from_millis(100));
-        // 1 MB/s, then 2 MB/s: ten ACKs of 10 kB, then of 20 kB, 10 ms apart.
+        // About 1 MB/s: ACKs of 10 kB, 10 ms apart.
         for i in 0..=10 {
             e.on_ack(Time::ZERO + Duration::from_millis(10 * i), 10_000, srtt);
         }
-        let first = e.latest().expect("a sample");
-        assert_eq!(e.rate(), Some(first));
-        for i in 11..=20 {
-            e.on_ack(Time::ZERO + Duration::from_millis(10 * i), 20_000, srtt);
+        let rate = e.rate().expect("a sample");
+        // Three more, then the path idles; an ACK 5 s later would close an interval of
+        // four ACKs over 4.9 s (8 kB/s) without the restart.
+        for i in 11..=13 {
+            e.on_ack(Time::ZERO + Duration::from_millis(10 * i), 10_000, srtt);
         }
-        let latest = e.latest().expect("a sample");
-        assert!((latest - 2_000_000.0).abs() < 1.0, "{latest}");
-        let filtered = e.rate().expect("a rate");
-        assert!(filtered < latest, "the filter lags: {filtered}");
         e.restart();
-        assert_eq!(e.latest(), None);
-        assert_eq!(e.rate(), Some(filtered), "the filter keeps its estimate");
+        e.on_ack(Time::from_millis(5_000), 10_000, srtt);
+        assert_eq!(e.rate(), Some(rate), "the idle gap is no sample");
     }
 
     #[test]

@@ -96,11 +96,6 @@ pub struct PathView {
     pub train_rate: Option<f64>,
     /// Delivery rate (Westwood-like, seed ETOM §IV-C), bytes per second.
     pub delivery_rate: Option<f64>,
-    /// The latest delivery-rate sample, unfiltered (bytes acknowledged over the last
-    /// interval of at least one smoothed RTT and 20 ms, bytes per second; forgotten when
-    /// the path goes idle or down): it follows a rising rate within a round trip, where
-    /// `delivery_rate` takes several.
-    pub latest_delivery_rate: Option<f64>,
     /// Configured capacity hint, bytes per second (from config; `None` if not given).
     pub configured_rate: Option<f64>,
     /// Bytes sent on this path not yet acknowledged or declared lost.
@@ -148,7 +143,6 @@ impl PathView {
             pair_rate: None,
             train_rate: None,
             delivery_rate: None,
-            latest_delivery_rate: None,
             configured_rate: None,
             bytes_in_flight: 0,
             cwnd_room: None,

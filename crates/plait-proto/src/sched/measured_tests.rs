@@ -132,7 +132,6 @@ fn a_delivery_rate_alone_makes_no_own_queue() {
     let quiet = PathView {
         bytes_in_flight: 1_500,
         delivery_rate: Some(1_000.0),
-        latest_delivery_rate: Some(1_000.0),
         ..path(0, 0, 0)
     };
     assert_eq!(measured_delivery_now(&quiet, 0), (false, Duration::ZERO));
@@ -166,7 +165,6 @@ fn absurd_estimates_saturate_and_never_panic() {
         let p = PathView {
             bytes_in_flight: u64::MAX,
             delivery_rate: Some(rate),
-            latest_delivery_rate: Some(rate),
             pair_rate: Some(rate),
             ..path(0, 0, 7)
         };
