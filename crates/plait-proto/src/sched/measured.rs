@@ -57,9 +57,10 @@ pub fn soonest_by_measurement(
 /// The queue counted is the larger of two estimates (docs/protocol.md#unordered): the
 /// measured one (`owd - base_owd`, whoever filled it), a round trip old, and the queue of
 /// this sender's own bytes now, by Little's law: what is in flight, less what the peer may
-/// hold unacknowledged (`ack_hold`), takes `bytes / delivery rate` to cross, of which the
-/// minimum RTT is the path itself. A path whose sending just rose (a start-up) shows its queue at once that way,
-/// where the measured one would lag it by a round trip; in a steady state both agree.
+/// hold unacknowledged (`ack_hold`), takes `bytes / capacity` to cross, of which the
+/// minimum RTT is the path itself (`own_queue`). A path whose sending just rose (a
+/// start-up) shows its queue at once that way, where the measured one would lag it by a
+/// round trip; in a steady state both agree.
 pub fn measured_delivery(path: &PathView, len: usize, ack_hold: AckHold) -> (bool, Duration) {
     // The latest measure, its queue included.
     let latest = path.owd.or(path.base_owd).or(path.min_rtt.map(|s| s / 2));

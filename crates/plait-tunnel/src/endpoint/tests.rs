@@ -1223,13 +1223,8 @@ fn a_pattern_path_opens_carries_data_closes_and_its_id_is_reused() {
     let k = keys();
     // Round robin with every flow in the global order, so that both paths carry the test
     // traffic from its first packet (a sparse flow would sit on the soonest path).
-    let striping = EngineParams {
-        settings: EngineSettings {
-            unordered_below_bps: 0,
-            ..engine_with(SchedulerKind::RoundRobin).settings
-        },
-        ..engine_with(SchedulerKind::RoundRobin)
-    };
+    let mut striping = engine_with(SchedulerKind::RoundRobin);
+    striping.settings.unordered_below_bps = 0;
     let mut w = World::with_engine(&k, striping.clone());
     w.server = ServerEndpoint::new(ServerParams {
         private_key: k.server.clone(),
